@@ -1,0 +1,49 @@
+# Parley: `make run` serves the app, `make test` runs the whole suite. Both bootstrap first.
+SHELL := /bin/bash
+PYTHON := .venv/bin/python
+HOST ?= 127.0.0.1
+PORT ?= 8000
+PO := $(wildcard locale/*/LC_MESSAGES/django.po)
+MO := $(PO:.po=.mo)
+# The PostgreSQL run of the suite; the `test` database on 127.0.0.1 is there on our machines and CI.
+TEST_POSTGRES_URL ?= postgres://postgres@127.0.0.1:5432/test
+
+.PHONY: run test test-sqlite test-postgres bootstrap messages makemessages lint format
+
+bootstrap:
+	@scripts/bootstrap.sh
+
+locale/%/LC_MESSAGES/django.mo: locale/%/LC_MESSAGES/django.po
+	@msgfmt --check-format -o $@ $<
+
+messages: bootstrap $(MO)
+
+run: export DEBUG ?= true
+run: messages
+	@$(PYTHON) manage.py migrate --no-input -v 0
+	@$(PYTHON) manage.py ensure_demo_user
+	@echo "Parley: http://$(HOST):$(PORT)/  (log in as demo / demo)"
+	@$(PYTHON) -m daphne -b $(HOST) -p $(PORT) config.asgi:application
+
+test: test-sqlite test-postgres
+
+test-sqlite: export SECRET_KEY ?= parley-test-only
+test-sqlite: messages
+	@$(PYTHON) -m ruff check .
+	@$(PYTHON) -m ruff format --check .
+	@$(PYTHON) manage.py makemigrations --check --dry-run -v 0
+	$(PYTHON) -m pytest
+
+test-postgres: export SECRET_KEY ?= parley-test-only
+test-postgres: messages
+	DATABASE_URL=$(TEST_POSTGRES_URL) $(PYTHON) -m pytest -m "not browser"
+
+makemessages: bootstrap
+	$(PYTHON) manage.py makemessages --no-obsolete --no-location -l en -l zh_Hans -l pt_BR
+	$(PYTHON) manage.py makemessages --no-obsolete --no-location -d djangojs -l en -l zh_Hans -l pt_BR
+
+lint: bootstrap
+	$(PYTHON) -m ruff check . && $(PYTHON) -m ruff format --check .
+
+format: bootstrap
+	$(PYTHON) -m ruff check --fix . && $(PYTHON) -m ruff format .

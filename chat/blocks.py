@@ -1,0 +1,131 @@
+"""Message blocks: one pydantic discriminated union on `type`, validated at every boundary.
+
+Writers build the typed models below. Readers go through `parse_blocks`, which never fails: a
+stored block of a type this version does not know (or one that no longer validates) becomes a
+`GenericBlock` that renders its text, so an odd row can never break a page.
+"""
+
+import json
+from typing import Annotated, Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Discriminator, Tag, TypeAdapter, ValidationError
+
+
+class _Block(BaseModel):
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+
+class TextBlock(_Block):
+    """Prose: markdown from the assistant, plain text from the user."""
+
+    type: Literal["text"] = "text"
+    text: str
+
+
+class ToolCallBlock(_Block):
+    """The model asked to run a tool."""
+
+    type: Literal["tool_call"] = "tool_call"
+    id: str
+    name: str
+    arguments: dict[str, Any]
+
+
+class ToolResultBlock(_Block):
+    """What a tool call returned; exactly one per tool call."""
+
+    type: Literal["tool_result"] = "tool_result"
+    tool_call_id: str
+    content: str
+    is_error: bool = False
+
+
+class ActionBlock(_Block):
+    """An interactive request to the user, such as a question (spec 5.3)."""
+
+    type: Literal["action"] = "action"
+    action_type: str
+    status: str
+    extra: dict[str, Any] = {}
+
+
+class ErrorBlock(_Block):
+    """Something went wrong that the user should see."""
+
+    type: Literal["error"] = "error"
+    message: str
+    retryable: bool = False
+
+
+class GenericBlock(BaseModel):
+    """Any block this version cannot read; kept verbatim and shown as text."""
+
+    model_config = ConfigDict(extra="allow", frozen=True)
+
+    type: str = "unknown"
+
+    @property
+    def display_text(self) -> str:
+        data = self.model_dump()
+        for key in ("text", "content", "message"):
+            if isinstance(data.get(key), str):
+                return data[key]
+        return json.dumps(data, ensure_ascii=False, sort_keys=True, default=str)
+
+
+KNOWN_TYPES = frozenset({"text", "tool_call", "tool_result", "action", "error"})
+
+
+def _tag(value: Any) -> str:
+    block_type = value.get("type") if isinstance(value, dict) else getattr(value, "type", None)
+    return block_type if block_type in KNOWN_TYPES else "generic"
+
+
+Block = Annotated[
+    Annotated[TextBlock, Tag("text")]
+    | Annotated[ToolCallBlock, Tag("tool_call")]
+    | Annotated[ToolResultBlock, Tag("tool_result")]
+    | Annotated[ActionBlock, Tag("action")]
+    | Annotated[ErrorBlock, Tag("error")]
+    | Annotated[GenericBlock, Tag("generic")],
+    Discriminator(_tag),
+]
+
+_block_adapter: TypeAdapter[Block] = TypeAdapter(Block)
+
+
+def parse_blocks(raw: Any) -> list[Block]:
+    """Read stored blocks leniently: anything unreadable becomes a GenericBlock."""
+    if not isinstance(raw, list):
+        raw = [raw]
+    blocks: list[Block] = []
+    for item in raw:
+        try:
+            blocks.append(_block_adapter.validate_python(item))
+        except ValidationError:
+            data = item if isinstance(item, dict) else {"text": str(item)}
+            block_type = data.get("type")
+            blocks.append(
+                GenericBlock(
+                    **{**data, "type": block_type if isinstance(block_type, str) else "unknown"}
+                )
+            )
+    return blocks
+
+
+def dump_blocks(blocks: list[Block]) -> list[dict[str, Any]]:
+    """The JSON to store for typed blocks."""
+    return [block.model_dump(mode="json") for block in blocks]
+
+
+def plain_text(blocks: list[Block]) -> str:
+    """The readable text of a message, for titles, the admin and provider history."""
+    parts = []
+    for block in blocks:
+        if isinstance(block, TextBlock):
+            parts.append(block.text)
+        elif isinstance(block, ErrorBlock):
+            parts.append(block.message)
+        elif isinstance(block, GenericBlock):
+            parts.append(block.display_text)
+    return "\n".join(part for part in parts if part)

@@ -1,0 +1,42 @@
+"""Domain errors. Each carries the translatable message a user sees and an HTTP status."""
+
+from django.conf import settings
+from django.utils.translation import gettext_lazy as _
+
+
+class ParleyError(Exception):
+    status = 400
+    default_message = _("Something went wrong.")
+
+    def __init__(self, message: str | None = None) -> None:
+        self.message = message or self.default_message
+        super().__init__(str(self.message))
+
+
+class ConversationNotFound(ParleyError):
+    status = 404
+    default_message = _("That conversation does not exist.")
+
+
+class EmptyMessage(ParleyError):
+    default_message = _("Type a message first.")
+
+
+class MessageTooLong(ParleyError):
+    status = 413
+
+    def __init__(self) -> None:
+        super().__init__(
+            _("That message is too long: the limit is %(limit)s characters.")
+            % {"limit": f"{settings.PARLEY_MAX_MESSAGE_CHARS:,}"}
+        )
+
+
+class AgentBusy(ParleyError):
+    status = 409
+    default_message = _("Parley is still replying. Wait for it to finish, or stop it.")
+
+
+class NothingToRetry(ParleyError):
+    status = 409
+    default_message = _("There is nothing to retry: the last turn did not fail.")

@@ -1,0 +1,30 @@
+"""The only way events leave: to the conversation's channel group, after commit.
+
+Events are small dicts that say "this conversation changed up to seq N". Consumers re-read
+through the selectors and render the same partials the page uses, so a lost or reordered event
+costs nothing: the next one (or a reconnect) catches up from the client's own cursor.
+"""
+
+from functools import partial
+
+from asgiref.sync import async_to_sync
+from channels.layers import get_channel_layer
+from django.db import transaction
+
+
+def conversation_group(conversation_id: int) -> str:
+    return f"conversation.{conversation_id}"
+
+
+def send_conversation_event_on_commit(conversation_id: int, event: dict) -> None:
+    transaction.on_commit(partial(_send, conversation_id, event))
+
+
+def _send(conversation_id: int, event: dict) -> None:
+    layer = get_channel_layer()
+    if layer is not None:
+        async_to_sync(layer.group_send)(conversation_group(conversation_id), event)
+
+
+def conversation_changed(conversation_id: int, seq: int) -> dict:
+    return {"type": "chat.changed", "conversation_id": conversation_id, "seq": seq}

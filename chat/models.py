@@ -1,0 +1,107 @@
+from django.conf import settings
+from django.db import models
+from django.db.models import Q
+from django.utils import timezone
+from django.utils.translation import gettext_lazy as _
+
+from chat.blocks import Block, parse_blocks
+
+
+class AgentState(models.TextChoices):
+    # Nothing is running; the conversation waits for the user's next message.
+    IDLE = "idle", _("Idle")
+    # A request to the model is in flight (or about to be sent).
+    LLM_REQUESTING = "llm_requesting", _("Thinking")
+    # The model asked for tools, and they are running.
+    TOOL_EXECUTING = "tool_executing", _("Running tools")
+    # The agent asked the user a question and is paused until it is resolved.
+    AWAITING_USER = "awaiting_user", _("Waiting for your answer")
+    # The last turn failed; the user may retry it.
+    ERROR = "error", _("Error")
+
+
+RUNNING_STATES = frozenset({AgentState.LLM_REQUESTING, AgentState.TOOL_EXECUTING})
+
+
+class Conversation(models.Model):
+    owner = models.ForeignKey(
+        settings.AUTH_USER_MODEL,
+        on_delete=models.CASCADE,
+        related_name="conversations",
+        verbose_name=_("owner"),
+    )
+    title = models.CharField(_("title"), max_length=200, blank=True)
+    agent_state = models.CharField(
+        _("agent state"), max_length=20, choices=AgentState.choices, default=AgentState.IDLE
+    )
+    # A change cursor: bumped by every write to the transcript, so a client that has seen
+    # everything up to N can ask for exactly what changed after N.
+    seq = models.PositiveBigIntegerField(_("change sequence"), default=0)
+    created_at = models.DateTimeField(_("created"), default=timezone.now, editable=False)
+    updated_at = models.DateTimeField(_("last activity"), default=timezone.now)
+
+    class Meta:
+        verbose_name = _("conversation")
+        verbose_name_plural = _("conversations")
+        ordering = ["-updated_at", "-id"]
+        indexes = [models.Index(fields=["owner", "-updated_at"], name="conversation_owner_recent")]
+        constraints = [
+            models.CheckConstraint(
+                condition=Q(agent_state__in=AgentState.values), name="conversation_agent_state"
+            )
+        ]
+
+    def __str__(self) -> str:
+        return self.title or _("Untitled conversation")
+
+    @property
+    def is_running(self) -> bool:
+        return self.agent_state in RUNNING_STATES
+
+
+class Role(models.TextChoices):
+    # Written by the person in the browser (or an API client).
+    USER = "user", _("User")
+    # Written by the model.
+    ASSISTANT = "assistant", _("Assistant")
+    # Results of tool calls, fed back to the model.
+    TOOL = "tool", _("Tool")
+    # Instructions and notices from Parley itself.
+    SYSTEM = "system", _("System")
+
+
+class Message(models.Model):
+    conversation = models.ForeignKey(
+        Conversation,
+        on_delete=models.CASCADE,
+        related_name="messages",
+        verbose_name=_("conversation"),
+    )
+    role = models.CharField(_("role"), max_length=12, choices=Role.choices)
+    order = models.PositiveIntegerField(_("order"))
+    # A list of blocks, validated by chat.blocks on the way in and read leniently on the way out.
+    blocks = models.JSONField(_("blocks"), default=list)
+    # Bumped by every change to this message.
+    version = models.PositiveIntegerField(_("version"), default=1)
+    # The conversation's change cursor at this message's creation and at its last change.
+    created_seq = models.PositiveBigIntegerField(_("created at change"))
+    seq = models.PositiveBigIntegerField(_("changed at change"))
+    created_at = models.DateTimeField(_("created"), default=timezone.now, editable=False)
+    updated_at = models.DateTimeField(_("updated"), default=timezone.now)
+
+    class Meta:
+        verbose_name = _("message")
+        verbose_name_plural = _("messages")
+        ordering = ["conversation", "order"]
+        indexes = [models.Index(fields=["conversation", "seq"], name="message_conversation_seq")]
+        constraints = [
+            models.UniqueConstraint(fields=["conversation", "order"], name="message_order_unique"),
+            models.CheckConstraint(condition=Q(role__in=Role.values), name="message_role"),
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.get_role_display()} #{self.order}"
+
+    @property
+    def parsed_blocks(self) -> list[Block]:
+        return parse_blocks(self.blocks)

@@ -1,0 +1,15 @@
+from django.urls import path
+
+from chat import views
+
+app_name = "chat"
+
+urlpatterns = [
+    path("", views.conversation_list, name="conversation_list"),
+    path("conversations/new/", views.conversation_create, name="conversation_create"),
+    path("c/<int:conversation_id>/", views.conversation_detail, name="conversation_detail"),
+    path("c/<int:conversation_id>/messages/", views.post_message, name="post_message"),
+    path("c/<int:conversation_id>/rename/", views.conversation_rename, name="conversation_rename"),
+    path("c/<int:conversation_id>/delete/", views.conversation_delete, name="conversation_delete"),
+    path("c/<int:conversation_id>/retry/", views.retry, name="retry"),
+]

@@ -1,0 +1,141 @@
+"""HTTP views: parse, call a service or selector, render. None writes to the ORM itself."""
+
+from functools import wraps
+
+from django.http import Http404, HttpRequest, HttpResponse
+from django.shortcuts import redirect, render
+from django.utils.translation import gettext as _
+from django.views.decorators.http import require_GET, require_POST
+
+from chat import services
+from chat.errors import ConversationNotFound, ParleyError
+from chat.selectors import conversation_for_user, conversations_for_user, transcript_changes
+
+CONVERSATION = "chat/conversation.html"
+CONVERSATION_LIST = "chat/conversation_list.html"
+
+
+def conversation_view(view):
+    """Map ConversationNotFound (absent, or not the user's) to a 404."""
+
+    @wraps(view)
+    def wrapper(request, *args, **kwargs):
+        try:
+            return view(request, *args, **kwargs)
+        except ConversationNotFound:
+            raise Http404(_("That conversation does not exist.")) from None
+
+    return wrapper
+
+
+@require_GET
+def conversation_list(request: HttpRequest) -> HttpResponse:
+    conversations = conversations_for_user(user=request.user)
+    return render(request, CONVERSATION_LIST, {"conversations": conversations})
+
+
+@require_POST
+def conversation_create(request: HttpRequest) -> HttpResponse:
+    conversation = services.create_conversation(owner=request.user)
+    return redirect("chat:conversation_detail", conversation_id=conversation.pk)
+
+
+@require_GET
+@conversation_view
+def conversation_detail(request: HttpRequest, conversation_id: int) -> HttpResponse:
+    return _render_conversation(request, conversation_id)
+
+
+@require_POST
+@conversation_view
+def post_message(request: HttpRequest, conversation_id: int) -> HttpResponse:
+    text = request.POST.get("text", "")
+    try:
+        services.post_user_message(user=request.user, conversation_id=conversation_id, text=text)
+    except ConversationNotFound:
+        raise
+    except ParleyError as error:
+        if request.htmx:
+            conversation = conversation_for_user(user=request.user, conversation_id=conversation_id)
+            context = {"conversation": conversation, "text": text, "error": error.message}
+            return render(request, f"{CONVERSATION}#composer", context, status=error.status)
+        return _render_conversation(
+            request, conversation_id, text=text, error=error.message, status=error.status
+        )
+    if request.htmx:
+        conversation = conversation_for_user(user=request.user, conversation_id=conversation_id)
+        return render(request, f"{CONVERSATION}#composer", {"conversation": conversation})
+    return redirect("chat:conversation_detail", conversation_id=conversation_id)
+
+
+@require_POST
+@conversation_view
+def conversation_rename(request: HttpRequest, conversation_id: int) -> HttpResponse:
+    conversation = services.rename_conversation(
+        user=request.user, conversation_id=conversation_id, title=request.POST.get("title", "")
+    )
+    if request.htmx:
+        return render(request, f"{CONVERSATION_LIST}#conversation", {"conversation": conversation})
+    return redirect("chat:conversation_list")
+
+
+@require_POST
+@conversation_view
+def conversation_delete(request: HttpRequest, conversation_id: int) -> HttpResponse:
+    services.delete_conversation(user=request.user, conversation_id=conversation_id)
+    if request.htmx:
+        return HttpResponse("")
+    return redirect("chat:conversation_list")
+
+
+@require_POST
+@conversation_view
+def retry(request: HttpRequest, conversation_id: int) -> HttpResponse:
+    try:
+        services.retry_turn(user=request.user, conversation_id=conversation_id)
+    except ConversationNotFound:
+        raise
+    except ParleyError as error:
+        if request.htmx:
+            return HttpResponse(error.message, status=error.status)
+        return _render_conversation(request, conversation_id, error=error.message, status=409)
+    if request.htmx:
+        return HttpResponse(status=204)
+    return redirect("chat:conversation_detail", conversation_id=conversation_id)
+
+
+def _render_conversation(
+    request: HttpRequest, conversation_id: int, *, text: str = "", error: str = "", status=200
+) -> HttpResponse:
+    changes = transcript_changes(user=request.user, conversation_id=conversation_id, after=-1)
+    context = {
+        "conversation": changes.conversation,
+        "messages": changes.messages,
+        "cursor": changes.cursor,
+        "text": text,
+        "error": error,
+    }
+    return render(request, CONVERSATION, context, status=status)
+
+
+# --- Error pages: friendly, translated, never Django's debug page ------------------------------
+
+
+def _error(request: HttpRequest, status: int, message: str) -> HttpResponse:
+    return render(request, "error.html", {"status": status, "message": message}, status=status)
+
+
+def bad_request(request: HttpRequest, exception=None) -> HttpResponse:
+    return _error(request, 400, _("The request could not be understood (it may be too large)."))
+
+
+def permission_denied(request: HttpRequest, exception=None) -> HttpResponse:
+    return _error(request, 403, _("You are not allowed to do that."))
+
+
+def page_not_found(request: HttpRequest, exception=None) -> HttpResponse:
+    return _error(request, 404, _("There is nothing here."))
+
+
+def server_error(request: HttpRequest) -> HttpResponse:
+    return _error(request, 500, _("Something went wrong on our side. Please try again."))

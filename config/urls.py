@@ -1,0 +1,19 @@
+from django.contrib import admin
+from django.contrib.auth import views as auth_views
+from django.contrib.auth.decorators import login_not_required
+from django.urls import include, path
+from django.views.i18n import set_language
+
+urlpatterns = [
+    path("login/", auth_views.LoginView.as_view(), name="login"),
+    path("logout/", auth_views.LogoutView.as_view(), name="logout"),
+    # The language switcher also serves the login page, before anyone is signed in.
+    path("i18n/setlang/", login_not_required(set_language), name="set_language"),
+    path("admin/", admin.site.urls),
+    path("", include("chat.urls")),
+]
+
+handler400 = "chat.views.bad_request"
+handler403 = "chat.views.permission_denied"
+handler404 = "chat.views.page_not_found"
+handler500 = "chat.views.server_error"

@@ -1,0 +1,9 @@
+from django.apps import AppConfig
+from django.utils.translation import gettext_lazy as _
+
+
+class QuestionsConfig(AppConfig):
+    """The question tools (schemas, validation, the question_request block, resolution)."""
+
+    name = "questions"
+    verbose_name = _("Questions")
