@@ -34,7 +34,7 @@ class MessageTooLong(ParleyError):
 
 class AgentBusy(ParleyError):
     status = 409
-    default_message = _("Parley is still replying. Wait for it to finish, or stop it.")
+    default_message = _("Parley is still replying. Wait for it to finish.")
 
 
 class NothingToRetry(ParleyError):

@@ -52,7 +52,7 @@ class Conversation(models.Model):
         ]
 
     def __str__(self) -> str:
-        return self.title or _("Untitled conversation")
+        return self.title or str(_("Untitled conversation"))
 
     @property
     def is_running(self) -> bool:

@@ -145,7 +145,8 @@ USE_TZ = True
 
 STATIC_URL = "static/"
 STATICFILES_DIRS = [BASE_DIR / "static"]
-STATIC_ROOT = BASE_DIR / "staticfiles"
+# Only for deployments that run collectstatic; `make run` serves from the finders.
+STATIC_ROOT = os.environ.get("STATIC_ROOT") or None
 # Serve straight from the finders: no collectstatic step for `make run`.
 WHITENOISE_USE_FINDERS = True
 WHITENOISE_AUTOREFRESH = DEBUG

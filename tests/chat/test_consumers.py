@@ -1,0 +1,185 @@
+import re
+
+import pytest
+from channels.db import database_sync_to_async
+from channels.routing import URLRouter
+from channels.testing import WebsocketCommunicator
+from django.contrib.auth.models import AnonymousUser
+from django.test import Client
+
+from chat import services
+from chat.routing import websocket_urlpatterns
+from config.asgi import application
+
+pytestmark = pytest.mark.django_db(transaction=True)
+
+db = database_sync_to_async
+
+
+def ws_path(conversation_id):
+    return f"/ws/conversations/{conversation_id}/"
+
+
+async def connect_as(user, conversation_id):
+    communicator = WebsocketCommunicator(URLRouter(websocket_urlpatterns), ws_path(conversation_id))
+    communicator.scope["user"] = user
+    connected, _ = await communicator.connect()
+    return communicator, connected
+
+
+def message_ids(html):
+    return re.findall(r'<li id="message-(\d+)"', html)
+
+
+def appended(html):
+    return re.findall(r'<div hx-swap-oob="beforeend:#transcript">\s*<li id="message-(\d+)"', html)
+
+
+def cursor(html):
+    return int(re.search(r'id="sync-cursor" value="(\d+)"', html).group(1))
+
+
+def say(conversation_id, text, message_id=None):
+    return db(services.append_assistant_text)(
+        conversation_id=conversation_id, message_id=message_id, text=text
+    )
+
+
+async def test_sync_sends_everything_after_the_cursor_then_streams_live(user, conversation):
+    first = await say(conversation.pk, "one")
+    communicator, connected = await connect_as(user, conversation.pk)
+    assert connected
+    await communicator.send_json_to({"type": "sync", "after": 0})
+    html = await communicator.receive_from()
+    assert appended(html) == [str(first)]
+    assert cursor(html) == 1
+
+    second = await say(conversation.pk, "two")
+    html = await communicator.receive_from()
+    assert appended(html) == [str(second)]
+    assert ">two<" in html
+
+    await say(conversation.pk, "two, longer", message_id=second)
+    html = await communicator.receive_from()
+    assert appended(html) == []
+    assert (
+        f'<li id="message-{second}" class="message message-assistant" data-version="2" hx-swap-oob="true">'
+        in html
+    )
+    assert "two, longer" in html
+    assert await communicator.receive_nothing()
+    await communicator.disconnect()
+
+
+async def test_reconnect_catches_up_without_gaps_or_duplicates(user, conversation):
+    first = await say(conversation.pk, "one")
+    second = await say(conversation.pk, "two")
+    communicator, _ = await connect_as(user, conversation.pk)
+    await communicator.send_json_to({"type": "sync", "after": 0})
+    seen = cursor(await communicator.receive_from())
+    await communicator.disconnect()
+
+    # While the page is away: one message changes, one is added.
+    await say(conversation.pk, "two, edited", message_id=second)
+    third = await say(conversation.pk, "three")
+
+    communicator, _ = await connect_as(user, conversation.pk)
+    await communicator.send_json_to({"type": "sync", "after": seen})
+    html = await communicator.receive_from()
+    assert str(first) not in message_ids(html)
+    assert message_ids(html) == [str(second), str(third)]
+    assert appended(html) == [str(third)]
+    assert cursor(html) == 4
+    assert await communicator.receive_nothing()
+    await communicator.disconnect()
+
+
+async def test_a_sync_at_the_latest_cursor_sends_nothing(user, conversation):
+    await say(conversation.pk, "one")
+    communicator, _ = await connect_as(user, conversation.pk)
+    await communicator.send_json_to({"type": "sync", "after": 1})
+    assert await communicator.receive_nothing()
+    await communicator.disconnect()
+
+
+@pytest.mark.parametrize("payload", ["not json", '{"type": "sync"}', '{"after": "x"}', "[]", "{}"])
+async def test_garbage_from_the_client_is_ignored(user, conversation, payload):
+    await say(conversation.pk, "one")
+    communicator, _ = await connect_as(user, conversation.pk)
+    await communicator.send_to(text_data=payload)
+    assert await communicator.receive_nothing()
+    await communicator.send_json_to({"type": "sync", "after": 0})
+    assert "sync-cursor" in await communicator.receive_from()
+    await communicator.disconnect()
+
+
+async def test_state_changes_are_pushed(user, conversation):
+    communicator, _ = await connect_as(user, conversation.pk)
+    await communicator.send_json_to({"type": "sync", "after": 0})
+    await db(services.fail_turn)(conversation_id=conversation.pk)
+    html = await communicator.receive_from()
+    assert 'role="alert"' in html
+    assert ">Retry</button>" in html
+    await communicator.disconnect()
+
+
+async def test_deleting_the_conversation_closes_open_sockets(user, conversation):
+    communicator, _ = await connect_as(user, conversation.pk)
+    await communicator.send_json_to({"type": "sync", "after": 0})
+    await db(services.delete_conversation)(user=user, conversation_id=conversation.pk)
+    assert await communicator.receive_output() == {"type": "websocket.close", "code": 4404}
+
+
+async def test_another_users_conversation_is_refused(other_user, conversation):
+    communicator, connected = await connect_as(other_user, conversation.pk)
+    assert not connected
+
+
+async def test_anonymous_is_refused(conversation):
+    communicator, connected = await connect_as(AnonymousUser(), conversation.pk)
+    assert not connected
+
+
+def session_cookie(user):
+    client = Client()
+    client.force_login(user)
+    return client.cookies["sessionid"].value
+
+
+@pytest.mark.parametrize(
+    ("origin", "with_session", "accepted"),
+    [
+        (b"http://127.0.0.1:8000", True, True),
+        (b"http://evil.example", True, False),
+        (None, True, False),
+        (b"http://127.0.0.1:8000", False, False),
+    ],
+)
+async def test_the_real_stack_checks_origin_and_session(
+    user, conversation, origin, with_session, accepted
+):
+    headers = []
+    if origin:
+        headers.append((b"origin", origin))
+    if with_session:
+        cookie = await db(session_cookie)(user)
+        headers.append((b"cookie", f"sessionid={cookie}".encode()))
+    communicator = WebsocketCommunicator(application, ws_path(conversation.pk), headers=headers)
+    connected, _ = await communicator.connect()
+    assert connected is accepted
+    if connected:
+        await communicator.disconnect()
+
+
+async def test_pushes_follow_the_language_cookie(user, conversation):
+    headers = [
+        (b"origin", b"http://127.0.0.1:8000"),
+        (b"cookie", f"sessionid={await db(session_cookie)(user)}; django_language=pt-br".encode()),
+    ]
+    communicator = WebsocketCommunicator(application, ws_path(conversation.pk), headers=headers)
+    assert (await communicator.connect())[0]
+    await communicator.send_json_to({"type": "sync", "after": 0})
+    await db(services.fail_turn)(conversation_id=conversation.pk)
+    html = await communicator.receive_from()
+    assert "Tentar de novo" in html
+    await communicator.disconnect()

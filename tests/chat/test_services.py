@@ -1,0 +1,158 @@
+import pytest
+
+from chat import services
+from chat.blocks import ErrorBlock, TextBlock, parse_blocks
+from chat.errors import (
+    AgentBusy,
+    ConversationNotFound,
+    EmptyMessage,
+    MessageTooLong,
+    NothingToRetry,
+)
+from chat.models import AgentState, Conversation, Message, Role
+from chat.providers.scripted import GREETING
+
+
+def texts(conversation):
+    return [
+        (m.role, "".join(b.text for b in parse_blocks(m.blocks) if isinstance(b, TextBlock)))
+        for m in conversation.messages.order_by("order")
+    ]
+
+
+@pytest.mark.django_db(transaction=True)
+def test_posting_a_message_runs_the_scripted_agent_to_a_full_reply(conversation, user):
+    services.post_user_message(user=user, conversation_id=conversation.pk, text="  hello there  ")
+
+    conversation.refresh_from_db()
+    assert conversation.agent_state == AgentState.IDLE
+    [(role_1, said), (role_2, reply)] = texts(conversation)
+    assert (role_1, said) == (Role.USER, "hello there")
+    assert role_2 == Role.ASSISTANT
+    assert reply.startswith(GREETING)
+    assert "You said: “hello there”" in reply
+
+
+@pytest.mark.django_db(transaction=True)
+def test_first_message_names_an_untitled_conversation(user):
+    conversation = services.create_conversation(owner=user)
+    services.post_user_message(user=user, conversation_id=conversation.pk, text="Plan a trip " * 20)
+    conversation.refresh_from_db()
+    assert conversation.title.startswith("Plan a trip Plan a trip")
+    assert len(conversation.title) <= services.AUTO_TITLE_CHARS
+
+
+@pytest.mark.django_db
+@pytest.mark.parametrize("text", ["", "   \n\t  "])
+def test_empty_message_is_refused_and_nothing_is_saved(conversation, user, text):
+    with pytest.raises(EmptyMessage):
+        services.post_user_message(user=user, conversation_id=conversation.pk, text=text)
+    assert not Message.objects.exists()
+
+
+@pytest.mark.django_db
+def test_message_over_the_limit_is_refused(conversation, user, settings):
+    settings.PARLEY_MAX_MESSAGE_CHARS = 10
+    with pytest.raises(MessageTooLong) as error:
+        services.post_user_message(user=user, conversation_id=conversation.pk, text="x" * 11)
+    assert "10" in str(error.value)
+    assert not Message.objects.exists()
+
+
+@pytest.mark.django_db
+def test_message_at_the_limit_is_accepted(conversation, user, settings):
+    settings.PARLEY_MAX_MESSAGE_CHARS = 10
+    services.post_user_message(user=user, conversation_id=conversation.pk, text="x" * 10)
+    assert Message.objects.filter(role=Role.USER).count() == 1
+
+
+@pytest.mark.django_db
+def test_another_users_conversation_is_not_found_for_every_write(conversation, other_user):
+    with pytest.raises(ConversationNotFound):
+        services.post_user_message(user=other_user, conversation_id=conversation.pk, text="hi")
+    with pytest.raises(ConversationNotFound):
+        services.rename_conversation(user=other_user, conversation_id=conversation.pk, title="x")
+    with pytest.raises(ConversationNotFound):
+        services.delete_conversation(user=other_user, conversation_id=conversation.pk)
+    with pytest.raises(ConversationNotFound):
+        services.retry_turn(user=other_user, conversation_id=conversation.pk)
+    conversation.refresh_from_db()
+    assert conversation.title == "First chat"
+    assert not Message.objects.exists()
+
+
+@pytest.mark.django_db
+def test_posting_while_the_agent_replies_is_refused(conversation, user):
+    Conversation.objects.filter(pk=conversation.pk).update(agent_state=AgentState.LLM_REQUESTING)
+    with pytest.raises(AgentBusy):
+        services.post_user_message(user=user, conversation_id=conversation.pk, text="again")
+    assert not Message.objects.exists()
+
+
+@pytest.mark.django_db
+def test_each_change_advances_the_cursor_and_pushes_after_commit(
+    conversation, user, django_capture_on_commit_callbacks, settings
+):
+    settings.PARLEY_RUN_INLINE = False
+    with django_capture_on_commit_callbacks() as callbacks:
+        message = services.post_user_message(user=user, conversation_id=conversation.pk, text="hi")
+    conversation.refresh_from_db()
+    # The message and the state change each took one step of the cursor.
+    assert (message.created_seq, message.seq, conversation.seq) == (1, 1, 2)
+    assert conversation.agent_state == AgentState.LLM_REQUESTING
+    # Two pushes and the start of the turn, none of which ran before the commit.
+    assert len(callbacks) == 3
+
+
+@pytest.mark.django_db
+def test_streamed_updates_bump_version_and_cursor(conversation):
+    message_id = services.append_assistant_text(
+        conversation_id=conversation.pk, message_id=None, text="Hel"
+    )
+    services.append_assistant_text(
+        conversation_id=conversation.pk, message_id=message_id, text="Hello"
+    )
+    message = Message.objects.get(pk=message_id)
+    assert parse_blocks(message.blocks) == [TextBlock(text="Hello")]
+    assert (message.version, message.created_seq, message.seq) == (2, 1, 2)
+
+
+@pytest.mark.django_db(transaction=True)
+def test_a_failing_provider_leaves_a_retryable_error_and_retry_runs_again(
+    conversation, user, monkeypatch
+):
+    from chat.providers.scripted import ScriptedProvider
+
+    original = ScriptedProvider.stream
+
+    async def fails_first(self, *, history):
+        raise RuntimeError("provider exploded")
+        yield  # pragma: no cover
+
+    monkeypatch.setattr(ScriptedProvider, "stream", fails_first)
+    services.post_user_message(user=user, conversation_id=conversation.pk, text="hi")
+    conversation.refresh_from_db()
+    assert conversation.agent_state == AgentState.ERROR
+    last = conversation.messages.order_by("order").last()
+    assert parse_blocks(last.blocks) == [ErrorBlock(message=services.AGENT_FAILED, retryable=True)]
+    # The user's message is kept; nothing was lost.
+    assert texts(conversation)[0] == (Role.USER, "hi")
+
+    monkeypatch.setattr(ScriptedProvider, "stream", original)
+    services.retry_turn(user=user, conversation_id=conversation.pk)
+    conversation.refresh_from_db()
+    assert conversation.agent_state == AgentState.IDLE
+    assert texts(conversation)[-1][1].startswith(GREETING)
+    with pytest.raises(NothingToRetry):
+        services.retry_turn(user=user, conversation_id=conversation.pk)
+
+
+@pytest.mark.django_db
+def test_rename_and_delete(conversation, user):
+    services.rename_conversation(
+        user=user, conversation_id=conversation.pk, title="  Trip \n plans  "
+    )
+    conversation.refresh_from_db()
+    assert conversation.title == "Trip plans"
+    services.delete_conversation(user=user, conversation_id=conversation.pk)
+    assert not Conversation.objects.exists()

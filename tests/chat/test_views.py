@@ -1,0 +1,234 @@
+import pytest
+from django.urls import reverse
+
+from chat import services
+from chat.blocks import TextBlock, dump_blocks
+from chat.models import AgentState, Conversation, Message, Role
+
+pytestmark = pytest.mark.django_db
+
+
+@pytest.fixture
+def client_ada(client, user):
+    client.force_login(user)
+    return client
+
+
+def detail_url(conversation):
+    return reverse("chat:conversation_detail", args=[conversation.pk])
+
+
+def test_every_page_but_login_requires_a_user(client, conversation):
+    for url in [reverse("chat:conversation_list"), detail_url(conversation), "/admin/"]:
+        response = client.get(url)
+        assert response.status_code == 302
+        assert (
+            response["Location"].startswith(reverse("login"))
+            or "/admin/login/" in response["Location"]
+        )
+
+
+def test_login_form_has_the_labelled_fields(client):
+    html = client.get(reverse("login")).content.decode()
+    assert '<label for="id_username">Username</label>' in html
+    assert '<label for="id_password">Password</label>' in html
+    assert ">Log in</button>" in html
+
+
+def test_logging_in_lands_on_the_conversation_list(client, user):
+    response = client.post(
+        reverse("login"), {"username": "ada", "password": "pw-ada-123"}, follow=True
+    )
+    assert response.redirect_chain[-1][0] == reverse("chat:conversation_list")
+    assert "New conversation" in response.content.decode()
+
+
+def test_list_shows_only_my_conversations_newest_first(client_ada, user, other_user):
+    older = services.create_conversation(owner=user, title="Older")
+    newer = services.create_conversation(owner=user, title="Newer")
+    services.create_conversation(owner=other_user, title="Not mine")
+    services.rename_conversation(user=user, conversation_id=older.pk, title="Older, renamed")
+    html = client_ada.get(reverse("chat:conversation_list")).content.decode()
+    assert "Not mine" not in html
+    assert html.index("Older, renamed") < html.index(newer.title)
+
+
+def test_new_conversation_opens_it(client_ada, user):
+    response = client_ada.post(reverse("chat:conversation_create"))
+    conversation = Conversation.objects.get(owner=user)
+    assert response["Location"] == detail_url(conversation)
+    page = client_ada.get(response["Location"]).content.decode()
+    assert 'id="composer-text"' in page
+    assert '<label for="composer-text" class="visually-hidden">Message</label>' in page
+
+
+def test_foreign_conversation_is_404_everywhere(client, other_user, conversation):
+    client.force_login(other_user)
+    pk = conversation.pk
+    assert client.get(detail_url(conversation)).status_code == 404
+    for name in ["post_message", "conversation_rename", "conversation_delete", "retry"]:
+        response = client.post(reverse(f"chat:{name}", args=[pk]), {"text": "hi", "title": "x"})
+        assert response.status_code == 404, name
+    assert Conversation.objects.get(pk=pk).title == "First chat"
+    assert not Message.objects.exists()
+
+
+def test_unknown_conversation_is_a_friendly_404(client_ada):
+    response = client_ada.get("/c/999999/")
+    assert response.status_code == 404
+    assert "There is nothing here." in response.content.decode()
+
+
+def test_empty_message_shows_an_inline_error_and_saves_nothing(client_ada, conversation):
+    url = reverse("chat:post_message", args=[conversation.pk])
+    response = client_ada.post(url, {"text": "   "}, headers={"HX-Request": "true"})
+    assert response.status_code == 400
+    html = response.content.decode()
+    assert 'role="alert">Type a message first.</p>' in html
+    assert 'id="composer"' in html
+    assert not Message.objects.exists()
+
+
+def test_too_long_message_keeps_the_text_and_explains_the_limit(client_ada, conversation, settings):
+    settings.PARLEY_MAX_MESSAGE_CHARS = 5
+    url = reverse("chat:post_message", args=[conversation.pk])
+    response = client_ada.post(url, {"text": "abcdefg"})
+    assert response.status_code == 413
+    html = response.content.decode()
+    assert "the limit is 5 characters" in html
+    assert ">abcdefg</textarea>" in html
+    assert not Message.objects.exists()
+
+
+def test_oversized_request_body_is_a_clear_400_not_a_crash(client_ada, conversation, settings):
+    url = reverse("chat:post_message", args=[conversation.pk])
+    response = client_ada.post(url, {"text": "x" * (settings.DATA_UPLOAD_MAX_MEMORY_SIZE + 1)})
+    assert response.status_code == 400
+    assert "could not be understood" in response.content.decode()
+    assert not Message.objects.exists()
+
+
+def test_htmx_send_returns_a_fresh_composer(client_ada, conversation, settings):
+    settings.PARLEY_RUN_INLINE = False  # the turn itself is not under test here
+    url = reverse("chat:post_message", args=[conversation.pk])
+    response = client_ada.post(url, {"text": "hello"}, headers={"HX-Request": "true"})
+    assert response.status_code == 200
+    html = response.content.decode()
+    assert html.lstrip().startswith('<form id="composer"')
+    assert "hello" not in html
+    assert Message.objects.get().role == Role.USER
+
+
+def test_plain_post_redirects_back_to_the_conversation(client_ada, conversation, settings):
+    settings.PARLEY_RUN_INLINE = False
+    response = client_ada.post(reverse("chat:post_message", args=[conversation.pk]), {"text": "x"})
+    assert response["Location"] == detail_url(conversation)
+
+
+def test_user_text_is_escaped_and_assistant_markdown_sanitised(client_ada, conversation):
+    Message.objects.create(
+        conversation=conversation,
+        role=Role.USER,
+        order=0,
+        blocks=dump_blocks([TextBlock(text="<b>bold?</b> <script>alert(1)</script>")]),
+        created_seq=1,
+        seq=1,
+    )
+    Message.objects.create(
+        conversation=conversation,
+        role=Role.ASSISTANT,
+        order=1,
+        blocks=dump_blocks(
+            [TextBlock(text="**strong** <img src=x onerror=alert(2)> [x](javascript:alert(3))")]
+        ),
+        created_seq=2,
+        seq=2,
+    )
+    html = client_ada.get(detail_url(conversation)).content.decode()
+    assert "&lt;b&gt;bold?&lt;/b&gt; &lt;script&gt;alert(1)&lt;/script&gt;" in html
+    assert "<strong>strong</strong>" in html
+    assert "onerror" not in html.replace("&lt;img src=x onerror=alert(2)&gt;", "")
+    assert 'href="javascript:' not in html
+    assert "<img" not in html
+
+
+def test_unknown_block_renders_as_a_generic_block(client_ada, conversation):
+    Message.objects.create(
+        conversation=conversation,
+        role=Role.ASSISTANT,
+        order=0,
+        blocks=[{"type": "hologram", "text": "<i>from the future</i>"}],
+        created_seq=1,
+        seq=1,
+    )
+    response = client_ada.get(detail_url(conversation))
+    assert response.status_code == 200
+    html = response.content.decode()
+    assert "&lt;i&gt;from the future&lt;/i&gt;" in html
+    assert 'class="block block-generic"' in html
+
+
+def test_error_block_is_an_alert_with_retry_only_while_failed(client_ada, conversation):
+    services.fail_turn(conversation_id=conversation.pk)
+    html = client_ada.get(detail_url(conversation)).content.decode()
+    assert 'class="block block-error" role="alert"' in html
+    assert ">Retry</button>" in html
+    Conversation.objects.filter(pk=conversation.pk).update(agent_state=AgentState.IDLE)
+    assert ">Retry</button>" not in client_ada.get(detail_url(conversation)).content.decode()
+
+
+def test_rename_and_delete_over_htmx(client_ada, conversation):
+    headers = {"HX-Request": "true"}
+    rename = reverse("chat:conversation_rename", args=[conversation.pk])
+    response = client_ada.post(rename, {"title": "Holiday"}, headers=headers)
+    assert '<a class="conversation-link"' in response.content.decode()
+    assert "Holiday" in response.content.decode()
+    delete = reverse("chat:conversation_delete", args=[conversation.pk])
+    assert client_ada.post(delete, headers=headers).content == b""
+    assert not Conversation.objects.exists()
+
+
+def test_get_is_not_allowed_on_writes(client_ada, conversation):
+    response = client_ada.get(reverse("chat:conversation_delete", args=[conversation.pk]))
+    assert response.status_code == 405
+    assert Conversation.objects.exists()
+
+
+@pytest.mark.parametrize(
+    ("language", "expected"),
+    [("zh-hans", "新建对话"), ("pt-br", "Nova conversa"), ("en", "New conversation")],
+)
+def test_pages_follow_the_language_switcher(client_ada, language, expected):
+    response = client_ada.post(reverse("set_language"), {"language": language, "next": "/"})
+    assert response.status_code == 302
+    html = client_ada.get("/").content.decode()
+    assert expected in html
+    assert f'<html lang="{language}">' in html
+
+
+def test_pages_follow_the_browsers_language(client_ada):
+    html = client_ada.get("/", headers={"Accept-Language": "pt-BR,pt;q=0.9"}).content.decode()
+    assert "Nova conversa" in html
+
+
+def test_admin_shows_a_read_only_escaped_transcript(admin_client, conversation):
+    Message.objects.create(
+        conversation=conversation,
+        role=Role.USER,
+        order=0,
+        blocks=dump_blocks([TextBlock(text="<script>steal()</script>")]),
+        created_seq=1,
+        seq=1,
+    )
+    url = reverse("admin:chat_conversation_change", args=[conversation.pk])
+    html = admin_client.get(url).content.decode()
+    assert "&lt;script&gt;steal()&lt;/script&gt;" in html
+    assert "<script>steal()" not in html
+    assert 'name="_save"' not in html
+    assert admin_client.get(reverse("admin:chat_conversation_add")).status_code == 403
+
+
+def test_security_headers(client_ada):
+    response = client_ada.get("/")
+    assert "script-src 'self'" in response["Content-Security-Policy"]
+    assert response["X-Frame-Options"] == "DENY"
