@@ -62,10 +62,8 @@ async def test_sync_sends_everything_after_the_cursor_then_streams_live(user, co
     await say(conversation.pk, "two, longer", message_id=second)
     html = await communicator.receive_from()
     assert appended(html) == []
-    assert (
-        f'<li id="message-{second}" class="message message-assistant" data-version="2" hx-swap-oob="true">'
-        in html
-    )
+    replaced = f'<li id="message-{second}" class="message message-assistant" data-version="2"'
+    assert f'{replaced} hx-swap-oob="true">' in html
     assert "two, longer" in html
     assert await communicator.receive_nothing()
     await communicator.disconnect()
@@ -131,12 +129,12 @@ async def test_deleting_the_conversation_closes_open_sockets(user, conversation)
 
 
 async def test_another_users_conversation_is_refused(other_user, conversation):
-    communicator, connected = await connect_as(other_user, conversation.pk)
+    _, connected = await connect_as(other_user, conversation.pk)
     assert not connected
 
 
 async def test_anonymous_is_refused(conversation):
-    communicator, connected = await connect_as(AnonymousUser(), conversation.pk)
+    _, connected = await connect_as(AnonymousUser(), conversation.pk)
     assert not connected
 
 
