@@ -5,7 +5,8 @@ HOST ?= 127.0.0.1
 PORT ?= 8000
 PO := $(wildcard locale/*/LC_MESSAGES/django.po)
 MO := $(PO:.po=.mo)
-# The PostgreSQL run of the suite; the `test` database on 127.0.0.1 is there on our machines and CI.
+# The PostgreSQL run of the suite (all but the `live` tests, which bring their own SQLite file);
+# the `test` database on 127.0.0.1 is there on our machines and in CI.
 TEST_POSTGRES_URL ?= postgres://postgres@127.0.0.1:5432/test
 
 .PHONY: run test test-sqlite test-postgres bootstrap messages makemessages lint format
@@ -36,7 +37,7 @@ test-sqlite: messages
 
 test-postgres: export SECRET_KEY ?= parley-test-only
 test-postgres: messages
-	DATABASE_URL=$(TEST_POSTGRES_URL) $(PYTHON) -m pytest -m "not browser"
+	DATABASE_URL=$(TEST_POSTGRES_URL) $(PYTHON) -m pytest -m "not live"
 
 makemessages: bootstrap
 	$(PYTHON) manage.py makemessages --no-obsolete --no-location -l en -l zh_Hans -l pt_BR

@@ -6,6 +6,7 @@ the end inside the commit hook, which makes service tests deterministic.
 """
 
 import asyncio
+import contextvars
 import logging
 from functools import partial
 
@@ -34,7 +35,11 @@ def start_turn(conversation_id: int) -> None:
 async def _spawn(conversation_id: int) -> None:
     from chat.runtime import run_turn
 
-    task = asyncio.get_running_loop().create_task(run_turn(conversation_id))
+    # A fresh context: the turn must not inherit the request's asgiref executor, which is
+    # gone once the response is sent.
+    task = asyncio.get_running_loop().create_task(
+        run_turn(conversation_id), context=contextvars.Context()
+    )
     # The loop keeps only weak references to tasks; hold a strong one until it is done.
     _tasks.add(task)
     task.add_done_callback(_tasks.discard)

@@ -1,0 +1,65 @@
+import os
+from pathlib import Path
+
+import pytest
+from playwright.sync_api import sync_playwright
+
+from tests.live_server import LiveServer
+
+CHROMIUM = os.environ.get("CHROMIUM", "/usr/bin/chromium")
+# Chromium as root in a container, with nothing reaching outside this machine.
+CHROMIUM_ARGS = [
+    "--no-sandbox",
+    "--disable-gpu",
+    "--disable-quic",
+    "--no-first-run",
+    "--disable-background-networking",
+    "--disable-component-update",
+    "--disable-sync",
+]
+
+
+def pytest_collection_modifyitems(items):
+    for item in items:
+        if Path(item.fspath).parent == Path(__file__).parent:
+            item.add_marker(pytest.mark.browser)
+            item.add_marker(pytest.mark.live)
+
+
+@pytest.fixture(scope="session")
+def parley_server(tmp_path_factory):
+    server = LiveServer(tmp_path_factory.mktemp("live"))
+    server.manage("migrate", "--no-input", "-v", "0")
+    server.manage("ensure_demo_user")
+    server.start()
+    yield server
+    server.stop()
+
+
+@pytest.fixture(scope="session")
+def browser():
+    if not Path(CHROMIUM).exists():
+        pytest.fail(f"Chromium is needed at {CHROMIUM}: apt-get install -y chromium")
+    with sync_playwright() as playwright:
+        browser = playwright.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS)
+        yield browser
+        browser.close()
+
+
+@pytest.fixture
+def context(browser, parley_server):
+    context = browser.new_context(base_url=parley_server.url, locale="en-US")
+    context.set_default_timeout(10_000)
+    yield context
+    context.close()
+
+
+@pytest.fixture
+def page(context):
+    """A tab that fails its test on any console error (CSP violations included)."""
+    page = context.new_page()
+    errors: list[str] = []
+    page.on("console", lambda message: message.type == "error" and errors.append(message.text))
+    page.on("pageerror", lambda error: errors.append(str(error)))
+    yield page
+    assert errors == []

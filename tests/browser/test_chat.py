@@ -1,0 +1,177 @@
+"""The walking skeleton as a person uses it: real Chromium, real daphne, roles and names."""
+
+import re
+import time
+
+import pytest
+from playwright.sync_api import expect
+
+from tests.live_server import LiveServer
+
+FINAL_MARK = "(message 1 of this chat)"
+
+
+def log_in(page, username="demo", password="demo"):
+    page.goto("/")
+    page.get_by_role("textbox", name="Username").fill(username)
+    page.get_by_role("textbox", name="Password").fill(password)
+    page.get_by_role("button", name="Log in").click()
+    expect(page.get_by_role("heading", name="Conversations")).to_be_visible()
+
+
+def new_conversation(page):
+    page.get_by_role("button", name="New conversation").click()
+    expect(page.get_by_role("textbox", name="Message")).to_be_focused()
+
+
+def transcript_items(page):
+    return page.get_by_role("list", name="Transcript").get_by_role("listitem")
+
+
+def watch_text(locator, until: str, timeout: float = 15.0) -> list[str]:
+    """Every distinct text the locator shows until it contains `until`."""
+    seen: list[str] = []
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if locator.count():
+            text = locator.inner_text()
+            if not seen or seen[-1] != text:
+                seen.append(text)
+            if until in text:
+                return seen
+        time.sleep(0.01)
+    raise AssertionError(f"never saw {until!r}; saw {seen[-3:]}")
+
+
+def test_log_in_chat_and_watch_the_reply_stream_into_two_tabs(context, page):
+    log_in(page)
+    new_conversation(page)
+    second_tab = context.new_page()
+    second_tab.goto(page.url)
+    expect(second_tab.get_by_role("textbox", name="Message")).to_be_visible()
+
+    page.get_by_role("textbox", name="Message").fill("Hello Parley")
+    page.get_by_role("textbox", name="Message").press("Enter")
+
+    expect(page.get_by_role("textbox", name="Message")).to_have_value("")
+    expect(transcript_items(page).filter(has_text="Hello Parley")).to_have_count(1)
+    reply = page.locator(".message-assistant").last
+    seen = watch_text(reply, FINAL_MARK)
+    # Streamed: the reply grew in front of the user, word by word.
+    assert len(seen) >= 3, seen
+    assert "scripted demo agent" in seen[-1]
+    assert "You said: “Hello Parley”" in seen[-1]
+
+    # The other tab saw all of it live, without a reload.
+    expect(second_tab.locator(".message-assistant")).to_contain_text(FINAL_MARK)
+    expect(transcript_items(second_tab)).to_have_count(2)
+
+    # And the other way round: a message from the second tab shows up in the first.
+    expect(second_tab.get_by_role("status").filter(has_text="replying")).to_have_count(0)
+    second_tab.get_by_role("textbox", name="Message").fill("From the other tab")
+    second_tab.get_by_role("button", name="Send").click()
+    expect(transcript_items(page).filter(has_text="From the other tab")).to_have_count(1)
+    expect(page.locator(".message-assistant").last).to_contain_text("message 2 of this chat")
+    expect(transcript_items(page)).to_have_count(4)
+
+    # The conversation is on the list, named after its first message.
+    page.get_by_role("link", name="All conversations").click()
+    expect(page.get_by_role("link", name="Hello Parley")).to_be_visible()
+
+
+def test_shift_enter_adds_a_line_and_enter_sends(page):
+    log_in(page)
+    new_conversation(page)
+    box = page.get_by_role("textbox", name="Message")
+    box.fill("line one")
+    box.press("Shift+Enter")
+    box.press_sequentially("line two")
+    expect(box).to_have_value("line one\nline two")
+    expect(transcript_items(page).filter(has_text="line one")).to_have_count(0)
+    box.press("Enter")
+    sent = transcript_items(page).filter(has_text="line one")
+    expect(sent).to_have_count(1)
+    assert sent.inner_text().splitlines()[-2:] == ["line one", "line two"]
+
+
+def test_empty_message_shows_an_inline_error(page):
+    log_in(page)
+    new_conversation(page)
+    page.get_by_role("textbox", name="Message").fill("   ")
+    page.get_by_role("button", name="Send").click()
+    expect(page.get_by_role("alert")).to_have_text("Type a message first.")
+    expect(page.get_by_role("textbox", name="Message")).to_be_focused()
+    expect(transcript_items(page).filter(has_text="Type a message")).to_have_count(0)
+
+
+def test_wrong_password_is_refused_clearly(page):
+    page.goto("/")
+    page.get_by_role("textbox", name="Username").fill("demo")
+    page.get_by_role("textbox", name="Password").fill("nope")
+    page.get_by_role("button", name="Log in").click()
+    expect(page.get_by_role("alert")).to_contain_text("correct username and password")
+
+
+def test_the_page_follows_the_browser_language_and_the_switcher(browser, parley_server):
+    context = browser.new_context(base_url=parley_server.url, locale="zh-CN")
+    page = context.new_page()
+    try:
+        page.goto("/")
+        expect(page.get_by_role("button", name="登录")).to_be_visible()
+        page.get_by_role("combobox", name="语言").select_option("pt-br")
+        expect(page.get_by_role("button", name="Entrar")).to_be_visible()
+        page.get_by_role("textbox", name="Nome de usuário").fill("demo")
+        page.get_by_role("textbox", name="Senha").fill("demo")
+        page.get_by_role("button", name="Entrar").click()
+        page.get_by_role("button", name="Nova conversa").click()
+        expect(page.get_by_role("textbox", name="Mensagem")).to_be_visible()
+        expect(page.get_by_role("button", name="Enviar")).to_be_visible()
+    finally:
+        context.close()
+
+
+@pytest.fixture
+def own_server(tmp_path):
+    server = LiveServer(tmp_path)
+    server.manage("migrate", "--no-input", "-v", "0")
+    server.manage("ensure_demo_user")
+    server.start()
+    yield server
+    server.stop()
+
+
+def test_after_a_server_restart_the_page_reconnects_and_catches_up(browser, own_server):
+    context = browser.new_context(base_url=own_server.url, locale="en-US")
+    page = context.new_page()
+    try:
+        log_in(page)
+        new_conversation(page)
+        page.get_by_role("textbox", name="Message").fill("Before the restart")
+        page.get_by_role("textbox", name="Message").press("Enter")
+        expect(page.locator(".message-assistant")).to_contain_text(FINAL_MARK)
+        conversation_id = int(re.search(r"/c/(\d+)/", page.url).group(1))
+
+        own_server.stop(kill=True)
+        expect(page.get_by_text("Connection lost. Reconnecting…")).to_be_visible()
+        # While the page is cut off, the transcript changes behind its back.
+        own_server.manage(
+            "shell",
+            "-v",
+            "0",
+            "-c",
+            "from chat import services; "
+            f"services.append_assistant_text(conversation_id={conversation_id}, "
+            "message_id=None, text='Written while you were away')",
+        )
+        own_server.start()
+
+        expect(transcript_items(page).filter(has_text="Written while you were away")).to_have_count(
+            1, timeout=20_000
+        )
+        expect(page.get_by_text("Connection lost. Reconnecting…")).to_be_hidden()
+        # No gap and no duplicate: exactly what a fresh load shows.
+        expect(transcript_items(page)).to_have_count(3)
+        page.reload()
+        expect(transcript_items(page)).to_have_count(3)
+    finally:
+        context.close()

@@ -1,0 +1,85 @@
+"""A real Parley server for end-to-end tests: daphne in a subprocess, on its own SQLite file."""
+
+import os
+import socket
+import subprocess
+import sys
+import time
+import urllib.request
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+DAPHNE = [sys.executable, "-m", "daphne"]
+
+
+def free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return sock.getsockname()[1]
+
+
+class LiveServer:
+    def __init__(self, workdir: Path) -> None:
+        self.port = free_port()
+        self.url = f"http://127.0.0.1:{self.port}"
+        self.log_path = workdir / "daphne.log"
+        self.env = {
+            **os.environ,
+            "DATABASE_URL": f"sqlite:///{workdir / 'live.sqlite3'}",
+            "DEBUG": "false",
+            "SECRET_KEY": "parley-live-test",
+            "ALLOWED_HOSTS": "127.0.0.1,localhost",
+            "SCRIPTED_AGENT_DELAY": "0.03",
+        }
+        self.env.pop("REDIS_URL", None)
+        self.process: subprocess.Popen | None = None
+
+    def manage(self, *args: str) -> str:
+        result = subprocess.run(
+            [sys.executable, "manage.py", *args],
+            cwd=ROOT,
+            env=self.env,
+            capture_output=True,
+            text=True,
+            check=True,
+            timeout=120,
+        )
+        return result.stdout
+
+    def start(self) -> None:
+        log = self.log_path.open("a")
+        self.process = subprocess.Popen(
+            [*DAPHNE, "-b", "127.0.0.1", "-p", str(self.port), "config.asgi:application"],
+            cwd=ROOT,
+            env=self.env,
+            stdout=log,
+            stderr=subprocess.STDOUT,
+        )
+        deadline = time.monotonic() + 30
+        while time.monotonic() < deadline:
+            if self.process.poll() is not None:
+                raise RuntimeError(f"daphne exited early:\n{self.log()}")
+            try:
+                with urllib.request.urlopen(f"{self.url}/login/", timeout=2) as response:  # noqa: S310
+                    if response.status == 200:
+                        return
+            except OSError:
+                time.sleep(0.1)
+        raise RuntimeError(f"daphne did not start in time:\n{self.log()}")
+
+    def stop(self, *, kill: bool = False) -> None:
+        if self.process is None:
+            return
+        if kill:
+            self.process.kill()
+        else:
+            self.process.terminate()
+        try:
+            self.process.wait(timeout=10)
+        except subprocess.TimeoutExpired:
+            self.process.kill()
+            self.process.wait()
+        self.process = None
+
+    def log(self) -> str:
+        return self.log_path.read_text(errors="replace") if self.log_path.exists() else ""
