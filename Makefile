@@ -23,6 +23,7 @@ run: export DEBUG ?= true
 run: messages
 	@$(PYTHON) manage.py migrate --no-input -v 0
 	@$(PYTHON) manage.py ensure_demo_user
+	@$(PYTHON) manage.py interrupt_running_turns
 	@echo "Parley: http://$(HOST):$(PORT)/  (log in as demo / demo)"
 	@$(PYTHON) -m daphne -b $(HOST) -p $(PORT) config.asgi:application
 
@@ -40,8 +41,7 @@ test-postgres: messages
 	DATABASE_URL=$(TEST_POSTGRES_URL) $(PYTHON) -m pytest -m "not live"
 
 makemessages: bootstrap
-	$(PYTHON) manage.py makemessages --no-obsolete --no-location -l en -l zh_Hans -l pt_BR
-	$(PYTHON) manage.py makemessages --no-obsolete --no-location -d djangojs -l en -l zh_Hans -l pt_BR
+	$(PYTHON) manage.py makemessages --no-wrap --no-obsolete --no-location -l en -l zh_Hans -l pt_BR
 
 lint: bootstrap
 	$(PYTHON) -m ruff check . && $(PYTHON) -m ruff format --check .

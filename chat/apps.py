@@ -5,3 +5,6 @@ from django.utils.translation import gettext_lazy as _
 class ChatConfig(AppConfig):
     name = "chat"
     verbose_name = _("Chat")
+
+    def ready(self) -> None:
+        from chat import checks  # noqa: F401 - registers the system checks

@@ -18,7 +18,7 @@ from chat.errors import (
     MessageTooLong,
     NothingToRetry,
 )
-from chat.models import AgentState, Conversation, Message, Role
+from chat.models import RUNNING_STATES, AgentState, Conversation, Message, Role
 from chat.selectors import conversation_for_user
 
 TITLE_MAX_CHARS = Conversation._meta.get_field("title").max_length
@@ -26,6 +26,9 @@ AUTO_TITLE_CHARS = 60
 
 # Stored as English msgids and translated when rendered, so each reader sees their language.
 AGENT_FAILED = gettext_noop("The agent could not finish its reply. Nothing was lost; try again.")
+AGENT_INTERRUPTED = gettext_noop(
+    "The agent was interrupted by a server restart. Nothing was lost; try again."
+)
 
 
 def create_conversation(*, owner, title: str = "") -> Conversation:
@@ -112,11 +115,24 @@ def finish_turn(*, conversation_id: int) -> None:
 @transaction.atomic
 def fail_turn(*, conversation_id: int, message: str = AGENT_FAILED) -> None:
     """End the turn in the error state with a retryable error block."""
-    conversation = _lock(conversation_id)
-    _append_message(
-        conversation, role=Role.SYSTEM, blocks=[ErrorBlock(message=message, retryable=True)]
-    )
-    _set_state(conversation, AgentState.ERROR)
+    _fail(_lock(conversation_id), message)
+
+
+def interrupt_running_turns() -> int:
+    """Mark every turn left running by a stopped server as failed, so it can be retried.
+
+    Only for a single server process (`make run`), called before it starts serving: no other
+    process can be running those turns. Returns how many turns were interrupted.
+    """
+    running = Conversation.objects.filter(agent_state__in=RUNNING_STATES)
+    interrupted = 0
+    for conversation_id in running.values_list("pk", flat=True):
+        with transaction.atomic():
+            conversation = _lock(conversation_id)
+            if conversation.is_running:
+                _fail(conversation, AGENT_INTERRUPTED)
+                interrupted += 1
+    return interrupted
 
 
 # --- Helpers: the caller holds the conversation's row lock --------------------------------------
@@ -153,6 +169,13 @@ def _append_message(conversation: Conversation, *, role: Role, blocks: list[Bloc
         created_at=conversation.updated_at,
         updated_at=conversation.updated_at,
     )
+
+
+def _fail(conversation: Conversation, message: str) -> None:
+    _append_message(
+        conversation, role=Role.SYSTEM, blocks=[ErrorBlock(message=message, retryable=True)]
+    )
+    _set_state(conversation, AgentState.ERROR)
 
 
 def _set_state(conversation: Conversation, state: AgentState) -> None:

@@ -54,12 +54,30 @@ def context(browser, parley_server):
     context.close()
 
 
+class ConsoleErrors(list):
+    """Console errors of a tab; a test that provokes one on purpose says so with `expect`."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.expected: list[str] = []
+
+    def expect(self, text: str) -> None:
+        self.expected.append(text)
+
+    def unexpected(self) -> list[str]:
+        return [e for e in self if not any(text in e for text in self.expected)]
+
+
 @pytest.fixture
-def page(context):
-    """A tab that fails its test on any console error (CSP violations included)."""
+def console_errors():
+    return ConsoleErrors()
+
+
+@pytest.fixture
+def page(context, console_errors):
+    """A tab that fails its test on any unexpected console error (CSP violations included)."""
     page = context.new_page()
-    errors: list[str] = []
-    page.on("console", lambda message: message.type == "error" and errors.append(message.text))
-    page.on("pageerror", lambda error: errors.append(str(error)))
+    page.on("console", lambda m: m.type == "error" and console_errors.append(m.text))
+    page.on("pageerror", lambda error: console_errors.append(str(error)))
     yield page
-    assert errors == []
+    assert console_errors.unexpected() == []

@@ -94,7 +94,8 @@ def test_shift_enter_adds_a_line_and_enter_sends(page):
     assert sent.inner_text().splitlines()[-2:] == ["line one", "line two"]
 
 
-def test_empty_message_shows_an_inline_error(page):
+def test_empty_message_shows_an_inline_error(page, console_errors):
+    console_errors.expect("status of 400 (Bad Request)")  # the refusal itself
     log_in(page)
     new_conversation(page)
     page.get_by_role("textbox", name="Message").fill("   ")

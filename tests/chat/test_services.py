@@ -156,3 +156,23 @@ def test_rename_and_delete(conversation, user):
     assert conversation.title == "Trip plans"
     services.delete_conversation(user=user, conversation_id=conversation.pk)
     assert not Conversation.objects.exists()
+
+
+@pytest.mark.django_db
+def test_turns_left_running_by_a_stopped_server_become_retryable_errors(user):
+    running = services.create_conversation(owner=user, title="running")
+    idle = services.create_conversation(owner=user, title="idle")
+    Conversation.objects.filter(pk=running.pk).update(agent_state=AgentState.TOOL_EXECUTING)
+
+    assert services.interrupt_running_turns() == 1
+
+    running.refresh_from_db()
+    idle.refresh_from_db()
+    assert running.agent_state == AgentState.ERROR
+    [message] = running.messages.all()
+    assert parse_blocks(message.blocks) == [
+        ErrorBlock(message=services.AGENT_INTERRUPTED, retryable=True)
+    ]
+    assert idle.agent_state == AgentState.IDLE
+    assert not idle.messages.exists()
+    assert services.interrupt_running_turns() == 0
