@@ -23,7 +23,6 @@ run: export DEBUG ?= true
 run: messages
 	@$(PYTHON) manage.py migrate --no-input -v 0
 	@$(PYTHON) manage.py ensure_demo_user
-	@$(PYTHON) manage.py interrupt_running_turns
 	@echo "Parley: http://$(HOST):$(PORT)/  (log in as demo / demo)"
 	@$(PYTHON) -m daphne -b $(HOST) -p $(PORT) config.asgi:application
 

@@ -34,9 +34,14 @@ class MessageTooLong(ParleyError):
 
 class AgentBusy(ParleyError):
     status = 409
-    default_message = _("Parley is still replying. Wait for it to finish.")
+    default_message = _("Parley is still replying. Wait for it to finish, or stop it.")
 
 
 class NothingToRetry(ParleyError):
     status = 409
     default_message = _("There is nothing to retry: the last turn did not fail.")
+
+
+class NothingToStop(ParleyError):
+    status = 409
+    default_message = _("The agent is not running.")

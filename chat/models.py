@@ -39,12 +39,22 @@ class Conversation(models.Model):
     seq = models.PositiveBigIntegerField(_("change sequence"), default=0)
     created_at = models.DateTimeField(_("created"), default=timezone.now, editable=False)
     updated_at = models.DateTimeField(_("last activity"), default=timezone.now)
+    # The running turn's lease: which runner may advance it, until when, and a fencing token
+    # that every runner write must present (bumped on each claim and on stop).
+    lease_owner = models.CharField(_("lease owner"), max_length=100, blank=True)
+    lease_expires_at = models.DateTimeField(_("lease expires"), null=True, blank=True)
+    lease_token = models.PositiveBigIntegerField(_("lease token"), default=0)
+    # Model requests made in the current turn, bounded by AGENT_MAX_STEPS.
+    turn_steps = models.PositiveIntegerField(_("steps this turn"), default=0)
 
     class Meta:
         verbose_name = _("conversation")
         verbose_name_plural = _("conversations")
         ordering = ["-updated_at", "-id"]
-        indexes = [models.Index(fields=["owner", "-updated_at"], name="conversation_owner_recent")]
+        indexes = [
+            models.Index(fields=["owner", "-updated_at"], name="conversation_owner_recent"),
+            models.Index(fields=["agent_state", "lease_expires_at"], name="conversation_lease"),
+        ]
         constraints = [
             models.CheckConstraint(
                 condition=Q(agent_state__in=AgentState.values), name="conversation_agent_state"
@@ -81,6 +91,8 @@ class Message(models.Model):
     order = models.PositiveIntegerField(_("order"))
     # A list of blocks, validated by chat.blocks on the way in and read leniently on the way out.
     blocks = models.JSONField(_("blocks"), default=list)
+    # An assistant message still being streamed by a running turn.
+    is_draft = models.BooleanField(_("draft"), default=False)
     # Bumped by every change to this message.
     version = models.PositiveIntegerField(_("version"), default=1)
     # The conversation's change cursor at this message's creation and at its last change.

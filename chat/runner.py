@@ -1,8 +1,13 @@
-"""Where agent turns run: as tasks on the server's own event loop, started after commit.
+"""Where turns run, and how crashed ones are found again.
 
-`make run` serves one daphne process, whose event loop runs the turns; a sync caller (a view, a
-service) reaches that loop through asgiref. With PARLEY_RUN_INLINE (tests), the turn runs to
-the end inside the commit hook, which makes service tests deterministic.
+- Single process (default): turns run as tasks on the server's own event loop.
+- REDIS_URL set: turns are sent over the channel layer to `manage.py runworker parley-runs`
+  processes, any number of them, on any machine.
+
+Either way a turn is dispatched after the commit that created it, and its runner must first
+claim the turn's lease (chat.turns.claim), so a duplicate dispatch is harmless. Channel layers
+deliver at most once and processes die, so every server and worker process also sweeps, every
+PARLEY_SWEEP_SECONDS, for running turns whose lease has lapsed and dispatches them again.
 """
 
 import asyncio
@@ -11,41 +16,127 @@ import logging
 from functools import partial
 
 from asgiref.sync import async_to_sync
+from channels.consumer import AsyncConsumer
+from channels.db import database_sync_to_async
+from channels.layers import get_channel_layer
 from django.conf import settings
 from django.db import transaction
 
 logger = logging.getLogger("parley.runner")
 
-_tasks: set[asyncio.Task] = set()
+_loop: asyncio.AbstractEventLoop | None = None  # the serving process's event loop
+_tasks: dict[int, asyncio.Task] = {}
+_sweeper: asyncio.Task | None = None
 
 
-def start_turn_on_commit(conversation_id: int) -> None:
-    transaction.on_commit(partial(start_turn, conversation_id))
+def dispatch_on_commit(conversation_id: int) -> None:
+    transaction.on_commit(partial(dispatch, conversation_id))
 
 
-def start_turn(conversation_id: int) -> None:
-    from chat.runtime import run_turn
+def cancel_local_on_commit(conversation_id: int) -> None:
+    """Stop the turn's task at once if it runs in this process (the lease fences it anyway)."""
+    if _loop is not None:
+        transaction.on_commit(partial(_loop.call_soon_threadsafe, _cancel, conversation_id))
 
+
+def dispatch(conversation_id: int) -> None:
+    """Get a runner for the turn. Called from sync code, after commit."""
     if getattr(settings, "PARLEY_RUN_INLINE", False):
+        from chat.runtime import run_turn
+
         async_to_sync(run_turn)(conversation_id)
+    elif settings.REDIS_URL:
+        async_to_sync(_send_to_workers)(conversation_id)
+    elif _loop is not None:
+        _loop.call_soon_threadsafe(spawn, conversation_id)
     else:
-        async_to_sync(_spawn)(conversation_id)
+        # No server in this process (a management command): a server's sweep will run it.
+        logger.info("conversation %s will be picked up by a server's sweep", conversation_id)
 
 
-async def _spawn(conversation_id: int) -> None:
+async def _send_to_workers(conversation_id: int) -> None:
+    await get_channel_layer().send(
+        settings.PARLEY_RUN_CHANNEL, {"type": "run.turn", "conversation_id": conversation_id}
+    )
+
+
+def spawn(conversation_id: int) -> None:
+    """Start the turn as a task on this loop, unless this process already runs it."""
     from chat.runtime import run_turn
 
-    # A fresh context: the turn must not inherit the request's asgiref executor, which is
-    # gone once the response is sent.
+    if conversation_id in _tasks:
+        return
+    # A fresh context: the turn must not inherit a request's asgiref executor, which is gone
+    # once the response is sent.
     task = asyncio.get_running_loop().create_task(
         run_turn(conversation_id), context=contextvars.Context()
     )
-    # The loop keeps only weak references to tasks; hold a strong one until it is done.
-    _tasks.add(task)
-    task.add_done_callback(_tasks.discard)
+    _tasks[conversation_id] = task
+    task.add_done_callback(lambda _: _tasks.pop(conversation_id, None))
+
+
+def _cancel(conversation_id: int) -> None:
+    task = _tasks.get(conversation_id)
+    if task is not None:
+        task.cancel()
+
+
+async def sweep_once() -> int:
+    from chat.turns import stale_runs
+
+    stale = await database_sync_to_async(stale_runs)()
+    for conversation_id in stale:
+        if settings.REDIS_URL:
+            await _send_to_workers(conversation_id)
+        else:
+            spawn(conversation_id)
+    return len(stale)
+
+
+async def _sweep_forever() -> None:
+    while True:
+        try:
+            found = await sweep_once()
+            if found:
+                logger.info("sweep dispatched %s unheld turn(s)", found)
+        except Exception:
+            logger.exception("sweep failed")
+        await asyncio.sleep(settings.PARLEY_SWEEP_SECONDS)
+
+
+def start_in_this_loop() -> None:
+    """Adopt the running loop as this process's runner loop and start sweeping (once)."""
+    global _loop
+    if _loop is not None or getattr(settings, "PARLEY_RUN_INLINE", False):
+        return
+    global _sweeper
+    _loop = asyncio.get_running_loop()
+    _sweeper = _loop.create_task(_sweep_forever(), context=contextvars.Context())
+
+
+class RunnerLifecycle:
+    """ASGI middleware: the first event a process serves starts its runner loop and sweep.
+
+    daphne implements no ASGI lifespan, so the first connection (or the first message to a
+    worker) is the earliest moment there is a running loop to adopt.
+    """
+
+    def __init__(self, application) -> None:
+        self.application = application
+
+    async def __call__(self, scope, receive, send):
+        start_in_this_loop()
+        return await self.application(scope, receive, send)
+
+
+class RunWorker(AsyncConsumer):
+    """`manage.py runworker parley-runs`: runs the turns sent to it, many at once."""
+
+    async def run_turn(self, message: dict) -> None:
+        spawn(int(message["conversation_id"]))
 
 
 async def wait_for_turns() -> None:
-    """Wait until every turn started in this process has finished (used by tests)."""
+    """Wait until every turn started in this process has finished (tests, benchmarks)."""
     while _tasks:
-        await asyncio.gather(*list(_tasks), return_exceptions=True)
+        await asyncio.gather(*list(_tasks.values()), return_exceptions=True)

@@ -1,42 +1,79 @@
-"""The agent runtime: drives one turn of a conversation and persists every step.
+"""The agent runtime: advances one conversation's turn, one persisted step at a time.
 
-State lives in the database (chat.models.AgentState); this module holds no state of its own,
-so a turn's progress is visible to every process and page at every step.
+It holds no state of its own. Each step reads the conversation's state from the database,
+does the step's work, and commits the next state through chat.turns, presenting its lease.
+So a runner that dies at any point leaves a turn that any process can pick up and finish:
+the model's draft is streamed again, and each tool call gets exactly one stored result.
 """
 
+import asyncio
+import contextlib
 import logging
 import time
 
 from channels.db import database_sync_to_async
+from django.conf import settings
 
-from chat import selectors, services
-from chat.blocks import ErrorBlock, parse_blocks
+from chat import selectors, tools, turns
+from chat.blocks import ErrorBlock, ToolCallBlock, ToolResultBlock, parse_blocks
 from chat.errors import ConversationNotFound
+from chat.models import AgentState
 from chat.providers import get_provider
-from chat.providers.base import HistoryMessage, TextDelta
+from chat.providers.base import HistoryMessage, ProviderError, TextDelta, ToolCallRequest
+from chat.tools import AgentContext
 
 logger = logging.getLogger("parley.runtime")
 
-# Streamed text is written at most this often (seconds), so fast providers do not write per token.
+db = database_sync_to_async
+
+# Streamed text is written at most this often (seconds), not once per token.
 STREAM_FLUSH_INTERVAL = 0.05
+# Backoff between provider retries: BASE * 2**attempt, capped.
+RETRY_BASE_SECONDS = 0.5
+RETRY_MAX_SECONDS = 8.0
 
 
 def build_history(conversation_id: int) -> list[HistoryMessage]:
-    """The provider's view of the transcript. Error blocks are for people, not the model."""
-    history = []
-    for message in selectors.messages_changed_since(conversation_id=conversation_id, after=-1):
-        blocks = [b for b in parse_blocks(message.blocks) if not isinstance(b, ErrorBlock)]
+    """The model's view of the transcript: no drafts, no error blocks, and every tool call
+    followed by exactly one result (a missing one is filled in, a duplicate dropped)."""
+    history: list[HistoryMessage] = []
+    results: dict[str, ToolResultBlock] = {}
+    messages = selectors.messages_changed_since(conversation_id=conversation_id, after=-1)
+    for message in messages:
+        for block in parse_blocks(message.blocks):
+            if isinstance(block, ToolResultBlock):
+                results.setdefault(block.tool_call_id, block)
+    placed: set[str] = set()
+    for message in messages:
+        if message.is_draft or message.role == "system":
+            continue
+        blocks = [
+            b
+            for b in parse_blocks(message.blocks)
+            if not isinstance(b, ErrorBlock | ToolResultBlock) and b.type != "generic"
+        ]
+        if message.role == "tool":
+            continue  # results are placed right after the call that asked for them
         if blocks:
             history.append(HistoryMessage(role=message.role, blocks=blocks))
+        calls = [b for b in blocks if isinstance(b, ToolCallBlock)]
+        if calls:
+            answered = [
+                results.get(c.id)
+                or ToolResultBlock(tool_call_id=c.id, content=turns.MISSING_RESULT, is_error=True)
+                for c in calls
+                if c.id not in placed
+            ]
+            placed.update(c.id for c in calls)
+            history.append(HistoryMessage(role="tool", blocks=answered))
     return history
 
 
-class _StreamWriter:
-    """Accumulates streamed text and writes it in batches."""
+class StreamWriter:
+    """Accumulates streamed text and writes it to the draft in batches."""
 
-    def __init__(self, conversation_id: int) -> None:
-        self.conversation_id = conversation_id
-        self.message_id: int | None = None
+    def __init__(self, lease: turns.Lease) -> None:
+        self.lease = lease
         self.text = ""
         self.written = ""
         self.last_write = 0.0
@@ -47,32 +84,103 @@ class _StreamWriter:
             await self.flush()
 
     async def flush(self) -> None:
-        if self.text == self.written:
-            return
-        self.message_id = await database_sync_to_async(services.append_assistant_text)(
-            conversation_id=self.conversation_id, message_id=self.message_id, text=self.text
-        )
-        self.written = self.text
-        self.last_write = time.monotonic()
+        if self.text != self.written:
+            await db(turns.stream_text)(self.lease, self.text)
+            self.written = self.text
+            self.last_write = time.monotonic()
+
+    def restart(self) -> None:
+        """A retried request streams from the start again, over the same draft."""
+        self.text = ""
 
 
-async def run_turn(conversation_id: int) -> None:
-    """Run the agent's turn to its end. Precondition: the conversation is llm_requesting."""
-    writer = _StreamWriter(conversation_id)
-    try:
-        provider = get_provider()
-        history = await database_sync_to_async(build_history)(conversation_id)
-        async for event in provider.stream(history=history):
-            if isinstance(event, TextDelta):
-                await writer.add(event.text)
-        await writer.flush()
-        await database_sync_to_async(services.finish_turn)(conversation_id=conversation_id)
-    except ConversationNotFound:
-        logger.info("conversation %s was deleted during its turn", conversation_id)
-    except Exception:
-        logger.exception("turn of conversation %s failed", conversation_id)
+async def request_model(
+    lease: turns.Lease, provider, history: list[HistoryMessage], context: AgentContext
+) -> tuple[str, list[ToolCallBlock]]:
+    """One model response, retried with backoff on retryable failures."""
+    writer = StreamWriter(lease)
+    specs = tools.specs(context)
+    for attempt in range(settings.AGENT_RETRIES + 1):
+        writer.restart()
+        calls: list[ToolCallBlock] = []
         try:
+            async for event in provider.stream(history=history, tools=specs):
+                if isinstance(event, TextDelta):
+                    await writer.add(event.text)
+                elif isinstance(event, ToolCallRequest):
+                    calls.append(
+                        ToolCallBlock(id=event.id, name=event.name, arguments=event.arguments)
+                    )
             await writer.flush()
-            await database_sync_to_async(services.fail_turn)(conversation_id=conversation_id)
-        except ConversationNotFound:
-            pass
+            return writer.text, calls
+        except ProviderError as error:
+            if not error.retryable or attempt == settings.AGENT_RETRIES:
+                raise
+            delay = min(RETRY_BASE_SECONDS * 2**attempt, RETRY_MAX_SECONDS)
+            logger.warning("provider failed (%s); retry %s in %.1fs", error, attempt + 1, delay)
+            await asyncio.sleep(delay)
+            await db(turns.renew)(lease)
+    raise AssertionError("unreachable")  # pragma: no cover
+
+
+async def advance(lease: turns.Lease, context: AgentContext) -> None:
+    """Run the turn's steps until it ends, pauses or fails."""
+    provider = get_provider()
+    while True:
+        state = await db(turns.current)(lease)
+        if state.state == AgentState.LLM_REQUESTING:
+            if state.steps >= settings.AGENT_MAX_STEPS:
+                await db(turns.fail)(lease, turns.STEP_LIMIT, retryable=False)
+                return
+            history = await db(build_history)(lease.conversation_id)
+            await db(turns.begin_step)(lease)
+            text, calls = await request_model(lease, provider, history, context)
+            await db(turns.complete_step)(lease, text=text, tool_calls=calls)
+        elif state.state == AgentState.TOOL_EXECUTING:
+            for call in await db(turns.pending_tool_calls)(lease):
+                result = await asyncio.to_thread(tools.execute, call, context)
+                await db(turns.record_tool_result)(lease, result)
+            await db(turns.tools_done)(lease)
+        else:
+            return
+
+
+async def _heartbeat(lease: turns.Lease, task: asyncio.Task) -> None:
+    """Renew the lease while the turn runs; cancel the turn if the lease is lost."""
+    interval = settings.PARLEY_LEASE_SECONDS / 3
+    while True:
+        await asyncio.sleep(interval)
+        try:
+            await db(turns.renew)(lease)
+        except (turns.LeaseLost, ConversationNotFound):
+            task.cancel()
+            return
+        except Exception:
+            logger.exception("could not renew the lease of conversation %s", lease.conversation_id)
+
+
+async def run_turn(conversation_id: int, *, is_subagent: bool = False) -> None:
+    """Claim the conversation's running turn, if nobody holds it, and drive it to its end."""
+    lease = await db(turns.claim)(conversation_id)
+    if lease is None:
+        return
+    context = AgentContext(conversation_id=conversation_id, is_subagent=is_subagent)
+    work = asyncio.current_task()
+    heartbeat = asyncio.create_task(_heartbeat(lease, work))
+    try:
+        await advance(lease, context)
+    except (turns.LeaseLost, ConversationNotFound):
+        logger.info("turn of conversation %s was stopped or taken over", conversation_id)
+    except asyncio.CancelledError:
+        logger.info("turn of conversation %s was cancelled", conversation_id)
+    except Exception as error:
+        if isinstance(error, ProviderError):
+            logger.warning("turn of conversation %s failed: %s", conversation_id, error)
+        else:
+            logger.exception("turn of conversation %s failed", conversation_id)
+        with contextlib.suppress(turns.LeaseLost, ConversationNotFound):
+            await db(turns.fail)(lease)
+    finally:
+        heartbeat.cancel()
+        with contextlib.suppress(ConversationNotFound):
+            await db(turns.release)(lease)

@@ -12,4 +12,5 @@ urlpatterns = [
     path("c/<int:conversation_id>/rename/", views.conversation_rename, name="conversation_rename"),
     path("c/<int:conversation_id>/delete/", views.conversation_delete, name="conversation_delete"),
     path("c/<int:conversation_id>/retry/", views.retry, name="retry"),
+    path("c/<int:conversation_id>/stop/", views.stop, name="stop"),
 ]

@@ -91,14 +91,27 @@ def conversation_delete(request: HttpRequest, conversation_id: int) -> HttpRespo
 @require_POST
 @conversation_view
 def retry(request: HttpRequest, conversation_id: int) -> HttpResponse:
+    return _turn_control(request, conversation_id, services.retry_turn)
+
+
+@require_POST
+@conversation_view
+def stop(request: HttpRequest, conversation_id: int) -> HttpResponse:
+    return _turn_control(request, conversation_id, services.stop_turn)
+
+
+def _turn_control(request: HttpRequest, conversation_id: int, service) -> HttpResponse:
+    """Retry or Stop: the page updates over the websocket, so htmx needs no content back."""
     try:
-        services.retry_turn(user=request.user, conversation_id=conversation_id)
+        service(user=request.user, conversation_id=conversation_id)
     except ConversationNotFound:
         raise
     except ParleyError as error:
         if request.htmx:
             return HttpResponse(error.message, status=error.status)
-        return _render_conversation(request, conversation_id, error=error.message, status=409)
+        return _render_conversation(
+            request, conversation_id, error=error.message, status=error.status
+        )
     if request.htmx:
         return HttpResponse(status=204)
     return redirect("chat:conversation_detail", conversation_id=conversation_id)

@@ -1,4 +1,5 @@
-"""ASGI entry point: HTTP goes to Django, websockets to Channels behind Origin and auth checks."""
+"""ASGI entry point: HTTP goes to Django, websockets to Channels behind Origin and auth checks,
+and `parley-runs` channel messages to the turn runner (with REDIS_URL and runworker)."""
 
 import os
 
@@ -8,16 +9,21 @@ os.environ.setdefault("DJANGO_SETTINGS_MODULE", "config.settings")
 django_asgi_app = get_asgi_application()
 
 from channels.auth import AuthMiddlewareStack  # noqa: E402
-from channels.routing import ProtocolTypeRouter, URLRouter  # noqa: E402
+from channels.routing import ChannelNameRouter, ProtocolTypeRouter, URLRouter  # noqa: E402
 from channels.security.websocket import AllowedHostsOriginValidator  # noqa: E402
+from django.conf import settings  # noqa: E402
 
 from chat.routing import websocket_urlpatterns  # noqa: E402
+from chat.runner import RunnerLifecycle, RunWorker  # noqa: E402
 
-application = ProtocolTypeRouter(
-    {
-        "http": django_asgi_app,
-        "websocket": AllowedHostsOriginValidator(
-            AuthMiddlewareStack(URLRouter(websocket_urlpatterns))
-        ),
-    }
+application = RunnerLifecycle(
+    ProtocolTypeRouter(
+        {
+            "http": django_asgi_app,
+            "websocket": AllowedHostsOriginValidator(
+                AuthMiddlewareStack(URLRouter(websocket_urlpatterns))
+            ),
+            "channel": ChannelNameRouter({settings.PARLEY_RUN_CHANNEL: RunWorker.as_asgi()}),
+        }
+    )
 )

@@ -188,5 +188,21 @@ PARLEY_MAX_MESSAGE_CHARS = 20_000
 # The agent provider and model (the scripted agent needs neither network nor key).
 AGENT_PROVIDER = os.environ.get("AGENT_PROVIDER", "scripted")
 AGENT_MODEL = os.environ.get("AGENT_MODEL", "")
-# Seconds the scripted agent waits between streamed words, so streaming is visible.
+OPENAI_BASE_URL = os.environ.get("OPENAI_BASE_URL", "")
+OPENAI_API_KEY = os.environ.get("OPENAI_API_KEY", "")
+ANTHROPIC_BASE_URL = os.environ.get("ANTHROPIC_BASE_URL", "")
+ANTHROPIC_API_KEY = os.environ.get("ANTHROPIC_API_KEY", "")
+# Model requests allowed in one turn before the agent is stopped.
+AGENT_MAX_STEPS = int(os.environ.get("AGENT_MAX_STEPS", "10"))
+# Seconds one provider request may take; failed requests are retried this many times.
+AGENT_REQUEST_TIMEOUT = float(os.environ.get("AGENT_REQUEST_TIMEOUT", "120"))
+AGENT_RETRIES = int(os.environ.get("AGENT_RETRIES", "3"))
+# The scripted agent: its script (TOML) and the seconds between its streamed words.
+SCRIPTED_AGENT_SCRIPT = os.environ.get("SCRIPTED_AGENT_SCRIPT", "")
 SCRIPTED_AGENT_DELAY = float(os.environ.get("SCRIPTED_AGENT_DELAY", "0.04"))
+# A runner's lease on a turn lasts this long unless renewed; every process sweeps for turns
+# whose lease has lapsed (a crashed runner) this often.
+PARLEY_LEASE_SECONDS = float(os.environ.get("PARLEY_LEASE_SECONDS", "30"))
+PARLEY_SWEEP_SECONDS = float(os.environ.get("PARLEY_SWEEP_SECONDS", "5"))
+# The channel that `manage.py runworker` serves when REDIS_URL is set.
+PARLEY_RUN_CHANNEL = "parley-runs"

@@ -13,11 +13,11 @@ WRITERS = 4
 WRITES_EACH = 40
 
 WRITER = """
-from chat import services
 from chat.models import Conversation
+from tests.factories import add_message
 conversation = Conversation.objects.get()
 for i in range(%d):
-    services.append_assistant_text(conversation_id=conversation.pk, message_id=None, text=str(i))
+    add_message(conversation.pk, str(i))
 """
 
 CHECK = """

@@ -1,4 +1,4 @@
-"""The provider interface: history in, a stream of events out.
+"""The provider interface: history and tools in, a stream of events out.
 
 A provider never touches the database. The runtime builds its history from stored blocks and
 turns its events into writes, so every provider gets the same persistence and recovery.
@@ -9,11 +9,12 @@ from dataclasses import dataclass
 from typing import Any, Protocol
 
 from chat.blocks import Block
+from chat.tools import ToolSpec
 
 
 @dataclass(frozen=True)
 class HistoryMessage:
-    role: str
+    role: str  # user, assistant or tool
     blocks: list[Block]
 
 
@@ -36,9 +37,20 @@ class ToolCallRequest:
 ProviderEvent = TextDelta | ToolCallRequest
 
 
+class ProviderError(Exception):
+    """A provider request failed. Retryable ones (timeouts, 429, 5xx, a garbled stream) are
+    tried again with backoff; the others end the turn at once."""
+
+    def __init__(self, message: str, *, retryable: bool) -> None:
+        super().__init__(message)
+        self.retryable = retryable
+
+
 class Provider(Protocol):
     name: str
 
-    def stream(self, *, history: list[HistoryMessage]) -> AsyncIterator[ProviderEvent]:
-        """Stream one assistant turn for `history` (oldest first)."""
+    def stream(
+        self, *, history: list[HistoryMessage], tools: list[ToolSpec]
+    ) -> AsyncIterator[ProviderEvent]:
+        """Stream one model response for `history` (oldest first)."""
         ...

@@ -1,38 +1,97 @@
-"""The built-in agent: deterministic, offline, no API key. It streams its reply word by word."""
+"""The built-in agent: deterministic, offline, no API key, driven by a readable TOML script.
+
+It streams its text word by word and calls tools like a real model, so every part of the
+runtime (streaming, tool calls, several steps in a turn) runs without a network.
+"""
 
 import asyncio
 import re
+import tomllib
 from collections.abc import AsyncIterator
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
 
-from chat.blocks import TextBlock
-from chat.providers.base import HistoryMessage, ProviderEvent, TextDelta
+from chat.blocks import TextBlock, ToolResultBlock
+from chat.providers.base import HistoryMessage, ProviderEvent, TextDelta, ToolCallRequest
+from chat.tools import ToolSpec
 
-GREETING = (
-    "Hello! I'm Parley's **scripted** demo agent. I reply the same way every time, "
-    "so you can try Parley without an API key."
-)
+DEFAULT_SCRIPT = Path(__file__).with_name("demo_script.toml")
+
+
+@dataclass(frozen=True)
+class Step:
+    text: str = ""
+    tool_calls: list[dict[str, Any]] = field(default_factory=list)
+
+
+@dataclass(frozen=True)
+class Rule:
+    pattern: re.Pattern
+    steps: list[Step]
+
+
+def load_script(path: Path) -> tuple[list[Rule], list[Step]]:
+    data = tomllib.loads(path.read_text(encoding="utf-8"))
+
+    def steps(raw: list[dict]) -> list[Step]:
+        return [Step(text=s.get("text", ""), tool_calls=s.get("tool_calls", [])) for s in raw]
+
+    rules = [
+        Rule(re.compile(rule["match"], re.IGNORECASE), steps(rule["steps"]))
+        for rule in data.get("rules", [])
+    ]
+    return rules, steps(data.get("fallback", [{"text": "{said}"}]))
+
+
+class _Format(dict):
+    def __missing__(self, key: str) -> str:
+        return "{" + key + "}"
 
 
 class ScriptedProvider:
     name = "scripted"
 
-    def __init__(self, *, delay: float = 0.0) -> None:
+    def __init__(self, *, script: Path = DEFAULT_SCRIPT, delay: float = 0.0) -> None:
+        self.rules, self.fallback = load_script(script)
         self.delay = delay
 
-    def reply_to(self, history: list[HistoryMessage]) -> str:
-        user_turns = [m for m in history if m.role == "user"]
+    def next_step(self, history: list[HistoryMessage]) -> tuple[Step, dict[str, Any]]:
+        """The step to play now: the rule for the latest user message, and how far into it."""
+        user_turns = [i for i, m in enumerate(history) if m.role == "user"]
+        last_user = user_turns[-1] if user_turns else -1
         said = ""
-        if user_turns:
-            said = " ".join(b.text for b in user_turns[-1].blocks if isinstance(b, TextBlock))
-        said = " ".join(said.split())
-        if len(said) > 200:
-            said = said[:199] + "…"
-        opening = GREETING if len(user_turns) <= 1 else "Got it."
-        return f"{opening}\n\nYou said: “{said}” (message {len(user_turns)} of this chat)."
+        if last_user >= 0:
+            said = " ".join(
+                b.text for b in history[last_user].blocks if isinstance(b, TextBlock)
+            ).strip()
+        since = history[last_user + 1 :]
+        done = sum(1 for m in since if m.role == "assistant")
+        results = [b.content for m in since for b in m.blocks if isinstance(b, ToolResultBlock)]
+        steps = next((r.steps for r in self.rules if r.pattern.search(said)), self.fallback)
+        # Past the end of the script the turn ends quietly.
+        step = steps[done] if done < len(steps) else Step()
+        asked = len(steps[done - 1].tool_calls) if 0 < done <= len(steps) else 0
+        last_results = results[-asked:] if asked else []
+        shown = said if len(said) <= 200 else said[:199] + "…"
+        return step, {"said": shown, "count": len(user_turns), "results": last_results}
 
-    async def stream(self, *, history: list[HistoryMessage]) -> AsyncIterator[ProviderEvent]:
-        # Words keep their following whitespace, so the concatenation is the exact reply.
-        for word in re.findall(r"\S+\s*", self.reply_to(history)):
+    async def stream(
+        self, *, history: list[HistoryMessage], tools: list[ToolSpec]
+    ) -> AsyncIterator[ProviderEvent]:
+        step, values = self.next_step(history)
+        try:
+            text = step.text.format_map(_Format(values))
+        except (IndexError, KeyError, ValueError, AttributeError):
+            text = step.text
+        # Words keep their following whitespace, so the concatenation is the exact text.
+        for word in re.findall(r"\S+\s*", text):
             if self.delay:
                 await asyncio.sleep(self.delay)
             yield TextDelta(word)
+        for index, call in enumerate(step.tool_calls):
+            yield ToolCallRequest(
+                id=f"scripted-{len(history)}-{index}",
+                name=call["name"],
+                arguments=dict(call.get("arguments", {})),
+            )

@@ -160,9 +160,8 @@ def test_after_a_server_restart_the_page_reconnects_and_catches_up(browser, own_
             "-v",
             "0",
             "-c",
-            "from chat import services; "
-            f"services.append_assistant_text(conversation_id={conversation_id}, "
-            "message_id=None, text='Written while you were away')",
+            "from tests.factories import add_message; "
+            f"add_message({conversation_id}, 'Written while you were away')",
         )
         own_server.start()
 

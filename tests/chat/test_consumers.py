@@ -10,6 +10,7 @@ from django.test import Client
 from chat import services
 from chat.routing import websocket_urlpatterns
 from config.asgi import application
+from tests.factories import add_message, fail_turn
 
 pytestmark = pytest.mark.django_db(transaction=True)
 
@@ -40,9 +41,7 @@ def cursor(html):
 
 
 def say(conversation_id, text, message_id=None):
-    return db(services.append_assistant_text)(
-        conversation_id=conversation_id, message_id=message_id, text=text
-    )
+    return db(add_message)(conversation_id, text, message_id=message_id)
 
 
 async def test_sync_sends_everything_after_the_cursor_then_streams_live(user, conversation):
@@ -114,7 +113,7 @@ async def test_garbage_from_the_client_is_ignored(user, conversation, payload):
 async def test_state_changes_are_pushed(user, conversation):
     communicator, _ = await connect_as(user, conversation.pk)
     await communicator.send_json_to({"type": "sync", "after": 0})
-    await db(services.fail_turn)(conversation_id=conversation.pk)
+    await db(fail_turn)(conversation.pk)
     html = await communicator.receive_from()
     assert 'role="alert"' in html
     assert ">Retry</button>" in html
@@ -177,7 +176,7 @@ async def test_pushes_follow_the_language_cookie(user, conversation):
     communicator = WebsocketCommunicator(application, ws_path(conversation.pk), headers=headers)
     assert (await communicator.connect())[0]
     await communicator.send_json_to({"type": "sync", "after": 0})
-    await db(services.fail_turn)(conversation_id=conversation.pk)
+    await db(fail_turn)(conversation.pk)
     html = await communicator.receive_from()
     assert "Tentar de novo" in html
     await communicator.disconnect()

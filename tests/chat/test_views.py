@@ -4,6 +4,7 @@ from django.urls import reverse
 from chat import services
 from chat.blocks import TextBlock, dump_blocks
 from chat.models import AgentState, Conversation, Message, Role
+from tests.factories import fail_turn
 
 pytestmark = pytest.mark.django_db
 
@@ -169,7 +170,7 @@ def test_unknown_block_renders_as_a_generic_block(client_ada, conversation):
 
 
 def test_error_block_is_an_alert_with_retry_only_while_failed(client_ada, conversation):
-    services.fail_turn(conversation_id=conversation.pk)
+    fail_turn(conversation.pk)
     html = client_ada.get(detail_url(conversation)).content.decode()
     assert 'class="block block-error" role="alert"' in html
     assert ">Retry</button>" in html

@@ -1,0 +1,126 @@
+"""Any OpenAI-compatible chat completions endpoint (OpenAI, Ollama, vLLM, llama.cpp, LM Studio,
+OpenRouter, ...), through the official `openai` SDK, streaming text and tool calls."""
+
+import json
+from collections.abc import AsyncIterator
+
+import openai
+
+from chat.blocks import TextBlock, ToolCallBlock, ToolResultBlock
+from chat.providers.base import (
+    HistoryMessage,
+    ProviderError,
+    ProviderEvent,
+    TextDelta,
+    ToolCallRequest,
+)
+from chat.tools import ToolSpec
+
+RETRYABLE_STATUS = {408, 409, 429}
+
+
+def to_openai_messages(system: str, history: list[HistoryMessage]) -> list[dict]:
+    messages: list[dict] = [{"role": "system", "content": system}] if system else []
+    for message in history:
+        text = "".join(b.text for b in message.blocks if isinstance(b, TextBlock))
+        if message.role == "user":
+            messages.append({"role": "user", "content": text})
+        elif message.role == "assistant":
+            entry: dict = {"role": "assistant", "content": text or None}
+            calls = [b for b in message.blocks if isinstance(b, ToolCallBlock)]
+            if calls:
+                entry["tool_calls"] = [
+                    {
+                        "id": call.id,
+                        "type": "function",
+                        "function": {"name": call.name, "arguments": json.dumps(call.arguments)},
+                    }
+                    for call in calls
+                ]
+            messages.append(entry)
+        elif message.role == "tool":
+            messages.extend(
+                {"role": "tool", "tool_call_id": b.tool_call_id, "content": b.content}
+                for b in message.blocks
+                if isinstance(b, ToolResultBlock)
+            )
+    return messages
+
+
+def parse_arguments(raw: str) -> dict:
+    try:
+        arguments = json.loads(raw or "{}")
+    except json.JSONDecodeError:
+        raise ProviderError("The model sent malformed tool-call JSON.", retryable=True) from None
+    if not isinstance(arguments, dict):
+        raise ProviderError("The model's tool-call arguments are not an object.", retryable=True)
+    return arguments
+
+
+class OpenAIProvider:
+    name = "openai"
+
+    def __init__(self, *, model: str, base_url: str, api_key: str, system: str, timeout: float):
+        self.model = model or "gpt-4o-mini"
+        self.system = system
+        # Retries are the runtime's (one policy for every provider), so the SDK makes none.
+        self.client = openai.AsyncOpenAI(
+            base_url=base_url or None,
+            api_key=api_key or "unused",
+            max_retries=0,
+            timeout=timeout,
+        )
+
+    async def stream(
+        self, *, history: list[HistoryMessage], tools: list[ToolSpec]
+    ) -> AsyncIterator[ProviderEvent]:
+        request: dict = {
+            "model": self.model,
+            "messages": to_openai_messages(self.system, history),
+            "stream": True,
+        }
+        if tools:
+            request["tools"] = [
+                {
+                    "type": "function",
+                    "function": {
+                        "name": t.name,
+                        "description": t.description,
+                        "parameters": t.parameters,
+                    },
+                }
+                for t in tools
+            ]
+        calls: dict[int, dict[str, str]] = {}
+        try:
+            stream = await self.client.chat.completions.create(**request)
+            try:
+                async for chunk in stream:
+                    if not chunk.choices:
+                        continue
+                    delta = chunk.choices[0].delta
+                    if delta.content:
+                        yield TextDelta(delta.content)
+                    for part in delta.tool_calls or []:
+                        slot = calls.setdefault(part.index, {"id": "", "name": "", "args": ""})
+                        slot["id"] = part.id or slot["id"]
+                        if part.function is not None:
+                            slot["name"] += part.function.name or ""
+                            slot["args"] += part.function.arguments or ""
+            finally:
+                await stream.close()
+        except openai.APIStatusError as error:
+            retryable = error.status_code in RETRYABLE_STATUS or error.status_code >= 500
+            message = f"HTTP {error.status_code}: {error.message}"
+            raise ProviderError(message, retryable=retryable) from error
+        except openai.APIConnectionError as error:  # includes timeouts
+            raise ProviderError(f"{type(error).__name__}: {error}", retryable=True) from error
+        for index in sorted(calls):
+            slot = calls[index]
+            if not slot["name"]:
+                raise ProviderError("The model sent a tool call without a name.", retryable=True)
+            yield ToolCallRequest(
+                id=slot["id"] or f"call_{index}",
+                name=slot["name"],
+                arguments=parse_arguments(slot["args"]),
+            )

@@ -1,0 +1,182 @@
+"""Tools the agent may call: a registry of pydantic-typed tools with JSON schemas.
+
+A tool's input is validated by its pydantic model before it runs; anything wrong (an unknown
+tool, bad arguments, a failure inside) becomes an error result the model can read and fix.
+"""
+
+import ast
+import json
+import math
+import operator
+from collections.abc import Callable
+from dataclasses import dataclass
+from datetime import UTC, datetime
+from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
+
+from pydantic import BaseModel, ConfigDict, Field, ValidationError
+
+from chat.blocks import ToolCallBlock, ToolResultBlock
+
+MAX_RESULT_CHARS = 20_000
+
+
+@dataclass(frozen=True)
+class AgentContext:
+    """What a tool knows about the agent calling it."""
+
+    conversation_id: int
+    is_subagent: bool = False
+
+
+class ToolInput(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+
+@dataclass(frozen=True)
+class Tool:
+    name: str
+    description: str
+    input_model: type[ToolInput]
+    run: Callable[[ToolInput, AgentContext], str]
+
+    def json_schema(self) -> dict:
+        return self.input_model.model_json_schema()
+
+
+@dataclass(frozen=True)
+class ToolSpec:
+    """What a provider tells the model about a tool."""
+
+    name: str
+    description: str
+    parameters: dict
+
+
+_registry: dict[str, Tool] = {}
+
+
+def register(tool: Tool) -> Tool:
+    _registry[tool.name] = tool
+    return tool
+
+
+def specs(context: AgentContext) -> list[ToolSpec]:
+    return [ToolSpec(t.name, t.description, t.json_schema()) for t in _registry.values()]
+
+
+def execute(call: ToolCallBlock, context: AgentContext) -> ToolResultBlock:
+    """Run one tool call; never raises."""
+    tool = _registry.get(call.name)
+    if tool is None:
+        known = ", ".join(sorted(_registry))
+        return _error(call, f"Unknown tool {call.name!r}. Available tools: {known}.")
+    try:
+        arguments = tool.input_model.model_validate(call.arguments)
+    except ValidationError as error:
+        details = "; ".join(
+            f"{'.'.join(str(p) for p in e['loc']) or 'input'}: {e['msg']}" for e in error.errors()
+        )
+        return _error(call, f"Invalid arguments for {call.name}: {details}")
+    try:
+        content = tool.run(arguments, context)
+    except ToolError as error:
+        return _error(call, str(error))
+    except Exception as error:  # a tool bug must not end the turn; the model is told
+        return _error(call, f"{call.name} failed: {type(error).__name__}")
+    return ToolResultBlock(tool_call_id=call.id, content=content[:MAX_RESULT_CHARS])
+
+
+class ToolError(Exception):
+    """A failure a tool reports to the model in words."""
+
+
+def _error(call: ToolCallBlock, message: str) -> ToolResultBlock:
+    return ToolResultBlock(tool_call_id=call.id, content=message, is_error=True)
+
+
+# --- Built-in tools ----------------------------------------------------------------------------
+
+
+class CurrentTimeInput(ToolInput):
+    timezone: str = Field(
+        default="UTC", max_length=64, description="An IANA time zone such as Europe/Lisbon."
+    )
+
+
+def current_time(arguments: CurrentTimeInput, context: AgentContext) -> str:
+    try:
+        zone = ZoneInfo(arguments.timezone)
+    except (ZoneInfoNotFoundError, ValueError):
+        raise ToolError(f"Unknown time zone {arguments.timezone!r}.") from None
+    return datetime.now(UTC).astimezone(zone).isoformat(timespec="seconds")
+
+
+register(
+    Tool(
+        name="current_time",
+        description="The current date and time, in a given IANA time zone (default UTC).",
+        input_model=CurrentTimeInput,
+        run=current_time,
+    )
+)
+
+
+class CalculateInput(ToolInput):
+    expression: str = Field(
+        max_length=200, description="Arithmetic such as (2 + 3) * 4 / 5 or 2 ** 10."
+    )
+
+
+_OPERATORS = {
+    ast.Add: operator.add,
+    ast.Sub: operator.sub,
+    ast.Mult: operator.mul,
+    ast.Div: operator.truediv,
+    ast.FloorDiv: operator.floordiv,
+    ast.Mod: operator.mod,
+    ast.Pow: operator.pow,
+    ast.USub: operator.neg,
+    ast.UAdd: operator.pos,
+}
+
+
+def _evaluate(node: ast.AST) -> float | int:
+    if isinstance(node, ast.Expression):
+        return _evaluate(node.body)
+    if isinstance(node, ast.Constant) and type(node.value) in (int, float):
+        return node.value
+    if isinstance(node, ast.UnaryOp) and type(node.op) in _OPERATORS:
+        return _OPERATORS[type(node.op)](_evaluate(node.operand))
+    if isinstance(node, ast.BinOp) and type(node.op) in _OPERATORS:
+        left, right = _evaluate(node.left), _evaluate(node.right)
+        if isinstance(node.op, ast.Pow) and abs(right) > 100:
+            raise ToolError("Exponents above 100 are not supported.")
+        return _OPERATORS[type(node.op)](left, right)
+    raise ToolError("Only numbers and + - * / // % ** and parentheses are supported.")
+
+
+def calculate(arguments: CalculateInput, context: AgentContext) -> str:
+    try:
+        value = _evaluate(ast.parse(arguments.expression, mode="eval"))
+    except SyntaxError:
+        raise ToolError(f"Not an arithmetic expression: {arguments.expression!r}.") from None
+    except ZeroDivisionError:
+        raise ToolError("Division by zero.") from None
+    except OverflowError:
+        raise ToolError("The result is too large.") from None
+    if isinstance(value, float):
+        if not math.isfinite(value):
+            raise ToolError("The result is not a finite number.")
+        if value.is_integer():
+            value = int(value)
+    return json.dumps(value)
+
+
+register(
+    Tool(
+        name="calculate",
+        description="Evaluate an arithmetic expression exactly (no variables or functions).",
+        input_model=CalculateInput,
+        run=calculate,
+    )
+)

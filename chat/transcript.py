@@ -1,0 +1,61 @@
+"""Low-level transcript writes shared by the services and the turn state machine.
+
+Every function here expects the caller to hold the conversation's row lock (see `lock`), and
+each change bumps the conversation's change cursor and pushes `chat.changed` after commit.
+"""
+
+from django.utils import timezone
+
+from chat import events
+from chat.blocks import Block, dump_blocks
+from chat.errors import ConversationNotFound
+from chat.models import Conversation, Message, Role
+
+
+def lock(conversation_id: int) -> Conversation:
+    """The conversation, locked for the rest of the transaction (no access check)."""
+    try:
+        return Conversation.objects.select_for_update(of=("self",)).get(pk=conversation_id)
+    except Conversation.DoesNotExist:
+        raise ConversationNotFound from None
+
+
+def bump(conversation: Conversation) -> int:
+    """Advance the change cursor, save the conversation and push the change after commit."""
+    conversation.seq += 1
+    conversation.updated_at = timezone.now()
+    conversation.save()
+    events.send_conversation_event_on_commit(
+        conversation.pk, events.conversation_changed(conversation.pk, conversation.seq)
+    )
+    return conversation.seq
+
+
+def append_message(
+    conversation: Conversation, *, role: Role, blocks: list[Block], is_draft: bool = False
+) -> Message:
+    last = conversation.messages.order_by("-order").values_list("order", flat=True).first()
+    seq = bump(conversation)
+    return Message.objects.create(
+        conversation=conversation,
+        role=role,
+        order=0 if last is None else last + 1,
+        blocks=dump_blocks(blocks),
+        is_draft=is_draft,
+        created_seq=seq,
+        seq=seq,
+        created_at=conversation.updated_at,
+        updated_at=conversation.updated_at,
+    )
+
+
+def update_message(
+    conversation: Conversation, message: Message, *, blocks: list[Block], is_draft: bool
+) -> Message:
+    message.blocks = dump_blocks(blocks)
+    message.is_draft = is_draft
+    message.version += 1
+    message.seq = bump(conversation)
+    message.updated_at = conversation.updated_at
+    message.save(update_fields=["blocks", "is_draft", "version", "seq", "updated_at"])
+    return message

@@ -1,0 +1,272 @@
+"""The agent turn state machine: the only writer of a conversation's agent state and lease.
+
+    idle/error --begin_turn--> llm_requesting --complete_step--> tool_executing or idle
+    tool_executing --tools_done--> llm_requesting          (awaiting_user: the question tools)
+    any running state --fail--> error      any running state --stop_turn--> idle
+
+Every transition commits before its effect runs: the step counter before the model request,
+`tool_executing` before the tools run, each tool result before the next tool. A runner holds a
+lease on the conversation; each of its writes presents the lease's fencing token, so a runner
+whose lease was taken over (it stalled, or the user pressed Stop) can no longer write.
+"""
+
+import os
+import socket
+import uuid
+from dataclasses import dataclass
+from datetime import timedelta
+
+from django.conf import settings
+from django.db import transaction
+from django.db.models import Q
+from django.utils import timezone
+from django.utils.translation import gettext_noop
+
+from chat import runner, transcript
+from chat.blocks import ErrorBlock, TextBlock, ToolCallBlock, ToolResultBlock, parse_blocks
+from chat.models import RUNNING_STATES, AgentState, Conversation, Message, Role
+
+# Stored as English msgids and translated when rendered, so each reader sees their language.
+AGENT_FAILED = gettext_noop("The agent could not finish its reply. Nothing was lost; try again.")
+STEP_LIMIT = gettext_noop(
+    "The agent stopped after too many steps in one turn. Send a message to continue."
+)
+STOPPED_RESULT = "The user stopped the agent before this tool ran."
+MISSING_RESULT = "No result was recorded for this tool call."
+
+# This process's name as a lease owner.
+RUNNER_ID = f"{socket.gethostname()}:{os.getpid()}:{uuid.uuid4().hex[:8]}"
+
+
+class LeaseLost(Exception):
+    """The runner's lease was taken over or revoked; it must stop without writing."""
+
+
+@dataclass(frozen=True)
+class Lease:
+    conversation_id: int
+    token: int
+    owner: str = RUNNER_ID
+
+
+@dataclass(frozen=True)
+class TurnState:
+    state: AgentState
+    steps: int
+
+
+def lease_duration() -> timedelta:
+    return timedelta(seconds=settings.PARLEY_LEASE_SECONDS)
+
+
+# --- Transitions started by people (the caller holds the row lock) --------------------------
+
+
+def begin_turn(conversation: Conversation) -> None:
+    """idle/error -> llm_requesting, and dispatch a runner after commit."""
+    conversation.agent_state = AgentState.LLM_REQUESTING
+    conversation.turn_steps = 0
+    conversation.lease_owner = ""
+    conversation.lease_expires_at = None
+    transcript.bump(conversation)
+    runner.dispatch_on_commit(conversation.pk)
+
+
+def stop_turn(conversation: Conversation) -> None:
+    """End a running turn now, keeping the text so far; fences out its runner."""
+    _finalize_draft(conversation)
+    _close_open_tool_calls(conversation, STOPPED_RESULT)
+    conversation.lease_token += 1
+    _end(conversation, AgentState.IDLE)
+    runner.cancel_local_on_commit(conversation.pk)
+
+
+# --- The runner's side -------------------------------------------------------------------------
+
+
+@transaction.atomic
+def claim(conversation_id: int) -> Lease | None:
+    """Take the lease of a running turn that nobody holds (or whose holder stopped renewing)."""
+    now = timezone.now()
+    claimable = Conversation.objects.filter(
+        Q(lease_expires_at__isnull=True) | Q(lease_expires_at__lt=now),
+        pk=conversation_id,
+        agent_state__in=RUNNING_STATES,
+    ).select_for_update(of=("self",))
+    conversation = claimable.first()
+    if conversation is None:
+        return None
+    conversation.lease_owner = RUNNER_ID
+    conversation.lease_expires_at = now + lease_duration()
+    conversation.lease_token += 1
+    conversation.save(update_fields=["lease_owner", "lease_expires_at", "lease_token"])
+    return Lease(conversation_id, conversation.lease_token)
+
+
+@transaction.atomic
+def renew(lease: Lease) -> None:
+    _held(lease)
+
+
+@transaction.atomic
+def release(lease: Lease) -> None:
+    """Give the lease back (the turn ended, paused, or the runner is shutting down)."""
+    try:
+        conversation = _held(lease)
+    except LeaseLost:
+        return
+    conversation.lease_owner = ""
+    conversation.lease_expires_at = None
+    conversation.save(update_fields=["lease_owner", "lease_expires_at"])
+
+
+@transaction.atomic
+def current(lease: Lease) -> TurnState:
+    conversation = _held(lease)
+    return TurnState(AgentState(conversation.agent_state), conversation.turn_steps)
+
+
+@transaction.atomic
+def begin_step(lease: Lease) -> int:
+    """Count a model request before it is sent. Returns the step number (1-based)."""
+    conversation = _held(lease, AgentState.LLM_REQUESTING)
+    conversation.turn_steps += 1
+    conversation.save(update_fields=["turn_steps"])
+    return conversation.turn_steps
+
+
+@transaction.atomic
+def stream_text(lease: Lease, text: str) -> None:
+    """The model's text so far, shown in the turn's draft message."""
+    conversation = _held(lease, AgentState.LLM_REQUESTING)
+    draft = _draft(conversation)
+    if draft is None:
+        transcript.append_message(
+            conversation, role=Role.ASSISTANT, blocks=[TextBlock(text=text)], is_draft=True
+        )
+    else:
+        transcript.update_message(conversation, draft, blocks=[TextBlock(text=text)], is_draft=True)
+
+
+@transaction.atomic
+def complete_step(lease: Lease, *, text: str, tool_calls: list[ToolCallBlock]) -> AgentState:
+    """Store the model's whole answer; then run its tools, or end the turn."""
+    conversation = _held(lease, AgentState.LLM_REQUESTING)
+    blocks = ([TextBlock(text=text)] if text else []) + list(tool_calls)
+    draft = _draft(conversation)
+    if draft is not None and blocks:
+        transcript.update_message(conversation, draft, blocks=blocks, is_draft=False)
+    elif draft is not None:
+        draft.delete()
+    elif blocks:
+        transcript.append_message(conversation, role=Role.ASSISTANT, blocks=blocks)
+    if tool_calls:
+        conversation.agent_state = AgentState.TOOL_EXECUTING
+        transcript.bump(conversation)
+    else:
+        _end(conversation, AgentState.IDLE)
+    return AgentState(conversation.agent_state)
+
+
+@transaction.atomic
+def pending_tool_calls(lease: Lease) -> list[ToolCallBlock]:
+    conversation = _held(lease, AgentState.TOOL_EXECUTING)
+    return _open_tool_calls(conversation)
+
+
+@transaction.atomic
+def record_tool_result(lease: Lease, result: ToolResultBlock) -> None:
+    """Store one tool result, exactly once per tool call."""
+    conversation = _held(lease, AgentState.TOOL_EXECUTING)
+    if result.tool_call_id in {call.id for call in _open_tool_calls(conversation)}:
+        transcript.append_message(conversation, role=Role.TOOL, blocks=[result])
+
+
+@transaction.atomic
+def tools_done(lease: Lease) -> None:
+    conversation = _held(lease, AgentState.TOOL_EXECUTING)
+    _close_open_tool_calls(conversation, MISSING_RESULT)
+    conversation.agent_state = AgentState.LLM_REQUESTING
+    transcript.bump(conversation)
+
+
+@transaction.atomic
+def fail(lease: Lease, message: str = AGENT_FAILED, *, retryable: bool = True) -> None:
+    """End the turn in the error state with an error block; keeps everything written so far."""
+    conversation = _held(lease)
+    _finalize_draft(conversation)
+    _close_open_tool_calls(conversation, MISSING_RESULT)
+    transcript.append_message(
+        conversation, role=Role.SYSTEM, blocks=[ErrorBlock(message=message, retryable=retryable)]
+    )
+    _end(conversation, AgentState.ERROR)
+
+
+def stale_runs() -> list[int]:
+    """Running turns that no runner holds: never claimed, or the holder stopped renewing."""
+    return list(
+        Conversation.objects.filter(
+            Q(lease_expires_at__isnull=True) | Q(lease_expires_at__lt=timezone.now()),
+            agent_state__in=RUNNING_STATES,
+        ).values_list("pk", flat=True)
+    )
+
+
+# --- Helpers (the caller holds the row lock) --------------------------------------------------
+
+
+def _held(lease: Lease, *states: AgentState) -> Conversation:
+    """Lock the conversation, check the lease is still this runner's, and extend it."""
+    conversation = transcript.lock(lease.conversation_id)
+    if conversation.lease_token != lease.token or conversation.lease_owner != lease.owner:
+        raise LeaseLost
+    if states and conversation.agent_state not in states:
+        raise LeaseLost
+    conversation.lease_expires_at = timezone.now() + lease_duration()
+    conversation.save(update_fields=["lease_expires_at"])
+    return conversation
+
+
+def _end(conversation: Conversation, state: AgentState) -> None:
+    conversation.agent_state = state
+    conversation.lease_owner = ""
+    conversation.lease_expires_at = None
+    transcript.bump(conversation)
+
+
+def _draft(conversation: Conversation) -> Message | None:
+    return conversation.messages.filter(is_draft=True).order_by("-order").first()
+
+
+def _finalize_draft(conversation: Conversation) -> None:
+    draft = _draft(conversation)
+    if draft is None:
+        return
+    if any(isinstance(b, TextBlock) and b.text for b in parse_blocks(draft.blocks)):
+        transcript.update_message(
+            conversation, draft, blocks=parse_blocks(draft.blocks), is_draft=False
+        )
+    else:
+        draft.delete()
+
+
+def _open_tool_calls(conversation: Conversation) -> list[ToolCallBlock]:
+    """Tool calls of the transcript that have no result yet, in order."""
+    calls: list[ToolCallBlock] = []
+    answered: set[str] = set()
+    for message in conversation.messages.filter(is_draft=False).order_by("order"):
+        for block in parse_blocks(message.blocks):
+            if isinstance(block, ToolCallBlock):
+                calls.append(block)
+            elif isinstance(block, ToolResultBlock):
+                answered.add(block.tool_call_id)
+    return [call for call in calls if call.id not in answered]
+
+
+def _close_open_tool_calls(conversation: Conversation, content: str) -> None:
+    for call in _open_tool_calls(conversation):
+        transcript.append_message(
+            conversation,
+            role=Role.TOOL,
+            blocks=[ToolResultBlock(tool_call_id=call.id, content=content, is_error=True)],
+        )
