@@ -167,7 +167,7 @@ def calculate(arguments: CalculateInput, context: AgentContext) -> str:
     if isinstance(value, float):
         if not math.isfinite(value):
             raise ToolError("The result is not a finite number.")
-        if value.is_integer():
+        if value.is_integer() and abs(value) < 1e15:
             value = int(value)
     return json.dumps(value)
 

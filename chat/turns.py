@@ -228,9 +228,8 @@ def _held(lease: Lease, *states: AgentState) -> Conversation:
 
 
 def _end(conversation: Conversation, state: AgentState) -> None:
+    """Leave the running states; the runner sees it, stops, and releases its lease."""
     conversation.agent_state = state
-    conversation.lease_owner = ""
-    conversation.lease_expires_at = None
     transcript.bump(conversation)
 
 

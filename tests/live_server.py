@@ -2,11 +2,16 @@
 
 import os
 import socket
+import sqlite3
 import subprocess
 import sys
 import time
 import urllib.request
+import uuid
+from contextlib import contextmanager
 from pathlib import Path
+
+import psycopg
 
 ROOT = Path(__file__).resolve().parent.parent
 DAPHNE = [sys.executable, "-m", "daphne"]
@@ -19,17 +24,19 @@ def free_port() -> int:
 
 
 class LiveServer:
-    def __init__(self, workdir: Path) -> None:
+    def __init__(self, workdir: Path, *, database_url: str = "", **env: str) -> None:
         self.port = free_port()
         self.url = f"http://127.0.0.1:{self.port}"
         self.log_path = workdir / "daphne.log"
+        self.database_url = database_url or f"sqlite:///{workdir / 'live.sqlite3'}"
         self.env = {
             **os.environ,
-            "DATABASE_URL": f"sqlite:///{workdir / 'live.sqlite3'}",
+            "DATABASE_URL": self.database_url,
             "DEBUG": "false",
             "SECRET_KEY": "parley-live-test",
             "ALLOWED_HOSTS": "127.0.0.1,localhost",
             "SCRIPTED_AGENT_DELAY": "0.03",
+            **env,
         }
         self.env.pop("REDIS_URL", None)
         self.process: subprocess.Popen | None = None
@@ -83,3 +90,24 @@ class LiveServer:
 
     def log(self) -> str:
         return self.log_path.read_text(errors="replace") if self.log_path.exists() else ""
+
+    def query(self, sql: str, *params) -> list[tuple]:
+        """Read the server's database directly (placeholders: %s)."""
+        if self.database_url.startswith("sqlite:///"):
+            with sqlite3.connect(self.database_url.removeprefix("sqlite:///")) as connection:
+                return connection.execute(sql.replace("%s", "?"), params).fetchall()
+        with psycopg.connect(self.database_url) as connection:
+            return connection.execute(sql, params).fetchall()
+
+
+@contextmanager
+def postgres_database(admin_url: str):
+    """A new, empty PostgreSQL database for one test; dropped afterwards."""
+    name = f"parley_live_{uuid.uuid4().hex[:10]}"
+    with psycopg.connect(admin_url, autocommit=True) as connection:
+        connection.execute(f'CREATE DATABASE "{name}"')
+    try:
+        yield admin_url.rsplit("/", 1)[0] + f"/{name}"
+    finally:
+        with psycopg.connect(admin_url, autocommit=True) as connection:
+            connection.execute(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')

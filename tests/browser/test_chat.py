@@ -8,7 +8,7 @@ from playwright.sync_api import expect
 
 from tests.live_server import LiveServer
 
-FINAL_MARK = "(message 1 of this chat)"
+FINAL_MARK = "two tools in one turn."
 
 
 def log_in(page, username="demo", password="demo"):
@@ -50,17 +50,17 @@ def test_log_in_chat_and_watch_the_reply_stream_into_two_tabs(context, page):
     second_tab.goto(page.url)
     expect(second_tab.get_by_role("textbox", name="Message")).to_be_visible()
 
-    page.get_by_role("textbox", name="Message").fill("Hello Parley")
+    page.get_by_role("textbox", name="Message").fill("Good morning, Parley")
     page.get_by_role("textbox", name="Message").press("Enter")
 
     expect(page.get_by_role("textbox", name="Message")).to_have_value("")
-    expect(transcript_items(page).filter(has_text="Hello Parley")).to_have_count(1)
+    expect(transcript_items(page).filter(has_text="Good morning, Parley")).to_have_count(1)
     reply = page.locator(".message-assistant").last
     seen = watch_text(reply, FINAL_MARK)
     # Streamed: the reply grew in front of the user, word by word.
     assert len(seen) >= 3, seen
     assert "scripted demo agent" in seen[-1]
-    assert "You said: “Hello Parley”" in seen[-1]
+    assert "You said: “Good morning, Parley” (message 1 of this chat)" in seen[-1]
 
     # The other tab saw all of it live, without a reload.
     expect(second_tab.locator(".message-assistant")).to_contain_text(FINAL_MARK)
@@ -71,12 +71,12 @@ def test_log_in_chat_and_watch_the_reply_stream_into_two_tabs(context, page):
     second_tab.get_by_role("textbox", name="Message").fill("From the other tab")
     second_tab.get_by_role("button", name="Send").click()
     expect(transcript_items(page).filter(has_text="From the other tab")).to_have_count(1)
-    expect(page.locator(".message-assistant").last).to_contain_text("message 2 of this chat")
+    expect(page.locator(".message-assistant").last).to_contain_text("(message 2 of this chat)")
     expect(transcript_items(page)).to_have_count(4)
 
     # The conversation is on the list, named after its first message.
     page.get_by_role("link", name="All conversations").click()
-    expect(page.get_by_role("link", name="Hello Parley")).to_be_visible()
+    expect(page.get_by_role("link", name="Good morning, Parley")).to_be_visible()
 
 
 def test_shift_enter_adds_a_line_and_enter_sends(page):
@@ -132,13 +132,27 @@ def test_the_page_follows_the_browser_language_and_the_switcher(browser, parley_
 
 
 @pytest.fixture
-def own_server(tmp_path):
-    server = LiveServer(tmp_path)
-    server.manage("migrate", "--no-input", "-v", "0")
-    server.manage("ensure_demo_user")
-    server.start()
-    yield server
-    server.stop()
+def start_server(tmp_path):
+    """Start a server of this test's own, configured by environment variables."""
+    servers = []
+
+    def start(**env):
+        server = LiveServer(tmp_path / f"server{len(servers)}", **env)
+        server.log_path.parent.mkdir()
+        server.manage("migrate", "--no-input", "-v", "0")
+        server.manage("ensure_demo_user")
+        server.start()
+        servers.append(server)
+        return server
+
+    yield start
+    for server in servers:
+        server.stop()
+
+
+@pytest.fixture
+def own_server(start_server):
+    return start_server()
 
 
 def test_after_a_server_restart_the_page_reconnects_and_catches_up(browser, own_server):
@@ -175,3 +189,77 @@ def test_after_a_server_restart_the_page_reconnects_and_catches_up(browser, own_
         expect(transcript_items(page)).to_have_count(3)
     finally:
         context.close()
+
+
+def test_a_multi_tool_turn_shows_each_call_its_result_and_the_answer(page):
+    log_in(page)
+    new_conversation(page)
+    page.get_by_role("textbox", name="Message").fill("What time is it?")
+    page.get_by_role("textbox", name="Message").press("Enter")
+    answer = page.locator(".message-assistant").last
+    expect(answer).to_contain_text("6 × 7 = 42", timeout=15_000)
+    expect(page.get_by_text("Used the tool current_time")).to_be_visible()
+    expect(page.get_by_text("Used the tool calculate")).to_be_visible()
+    expect(page.get_by_text("Tool result")).to_have_count(2)
+    expect(page.get_by_role("button", name="Stop")).to_have_count(0)
+
+
+def test_stop_ends_the_reply_and_keeps_its_text(browser, start_server):
+    server = start_server(SCRIPTED_AGENT_DELAY="0.25")
+    context = browser.new_context(base_url=server.url, locale="en-US")
+    page = context.new_page()
+    try:
+        log_in(page)
+        new_conversation(page)
+        page.get_by_role("textbox", name="Message").fill("Tell me everything")
+        page.get_by_role("textbox", name="Message").press("Enter")
+        reply = page.locator(".message-assistant").last
+        expect(reply).to_contain_text("You said:")
+        page.get_by_role("button", name="Stop").click()
+        expect(page.get_by_role("button", name="Stop")).to_have_count(0)
+        kept = reply.inner_text()
+        assert "You said:" in kept
+        assert FINAL_MARK not in kept
+        time.sleep(1)  # nothing more streams in after Stop
+        assert reply.inner_text() == kept
+        # The conversation is usable again at once.
+        page.get_by_role("textbox", name="Message").fill("Hello again")
+        page.get_by_role("textbox", name="Message").press("Enter")
+        expect(page.locator(".message-assistant").last).to_contain_text("scripted", timeout=20_000)
+    finally:
+        context.close()
+
+
+def test_an_openai_compatible_endpoint_works_end_to_end(browser, start_server):
+    from tests.fake_llm import FakeLLM
+
+    llm = FakeLLM()
+    llm.queue(
+        {
+            "text": "Let me compute.",
+            "tool_calls": [
+                {"id": "call_1", "name": "calculate", "arguments": '{"expression": "19 * 23"}'}
+            ],
+        },
+        {"text": "19 × 23 is **437**."},
+    )
+    server = start_server(
+        AGENT_PROVIDER="openai", OPENAI_BASE_URL=f"{llm.url}/v1", OPENAI_API_KEY="sk-test"
+    )
+    context = browser.new_context(base_url=server.url, locale="en-US")
+    page = context.new_page()
+    try:
+        log_in(page)
+        new_conversation(page)
+        page.get_by_role("textbox", name="Message").fill("What is 19 times 23?")
+        page.get_by_role("textbox", name="Message").press("Enter")
+        expect(page.locator(".message-assistant").last).to_contain_text("19 × 23 is 437.")
+        expect(page.get_by_text("Used the tool calculate")).to_be_visible()
+        assert llm.requests[1]["body"]["messages"][-1] == {
+            "role": "tool",
+            "tool_call_id": "call_1",
+            "content": "437",
+        }
+    finally:
+        context.close()
+        llm.close()

@@ -1,0 +1,135 @@
+"""The real openai and anthropic SDKs against local fake servers, over real HTTP."""
+
+import pytest
+
+from chat import runtime, services
+from chat.blocks import TextBlock, ToolCallBlock, ToolResultBlock, parse_blocks
+from chat.models import AgentState, Role
+from tests.fake_llm import FakeLLM
+
+pytestmark = pytest.mark.django_db(transaction=True)
+
+
+@pytest.fixture
+def fake_llm():
+    server = FakeLLM()
+    yield server
+    server.close()
+
+
+@pytest.fixture(params=["openai", "anthropic"])
+def provider(request, settings, fake_llm, monkeypatch):
+    settings.AGENT_PROVIDER = request.param
+    settings.AGENT_MODEL = "fake-model"
+    if request.param == "openai":
+        settings.OPENAI_BASE_URL = f"{fake_llm.url}/v1"
+        settings.OPENAI_API_KEY = "sk-test"
+    else:
+        settings.ANTHROPIC_BASE_URL = fake_llm.url
+        settings.ANTHROPIC_API_KEY = "sk-ant-test"
+    monkeypatch.setattr(runtime, "RETRY_BASE_SECONDS", 0)
+    return request.param
+
+
+def transcript(conversation):
+    return [(m.role, parse_blocks(m.blocks)) for m in conversation.messages.order_by("order")]
+
+
+def test_streamed_text_becomes_the_reply(provider, fake_llm, conversation, user):
+    fake_llm.queue({"text": "Hello from a real SDK."})
+    services.post_user_message(user=user, conversation_id=conversation.pk, text="hi")
+    conversation.refresh_from_db()
+    assert conversation.agent_state == AgentState.IDLE
+    assert transcript(conversation)[-1] == (
+        Role.ASSISTANT,
+        [TextBlock(text="Hello from a real SDK.")],
+    )
+    [request] = fake_llm.requests
+    assert request["body"]["model"] == "fake-model"
+    assert request["body"]["stream"] is True
+    tool_names = [
+        t["function"]["name"] if provider == "openai" else t["name"]
+        for t in request["body"]["tools"]
+    ]
+    assert {"current_time", "calculate"} <= set(tool_names)
+
+
+def test_several_tool_calls_in_one_turn_then_the_answer(provider, fake_llm, conversation, user):
+    fake_llm.queue(
+        {
+            "text": "Two sums.",
+            "tool_calls": [
+                {"id": "call_a", "name": "calculate", "arguments": '{"expression": "6 * 7"}'},
+                {"id": "call_b", "name": "calculate", "arguments": '{"expression": "2 ** 5"}'},
+            ],
+        },
+        {"text": "42 and 32."},
+    )
+    services.post_user_message(user=user, conversation_id=conversation.pk, text="sums")
+    conversation.refresh_from_db()
+    assert conversation.agent_state == AgentState.IDLE
+    roles_and_blocks = transcript(conversation)
+    assert roles_and_blocks[1] == (
+        Role.ASSISTANT,
+        [
+            TextBlock(text="Two sums."),
+            ToolCallBlock(id="call_a", name="calculate", arguments={"expression": "6 * 7"}),
+            ToolCallBlock(id="call_b", name="calculate", arguments={"expression": "2 ** 5"}),
+        ],
+    )
+    assert roles_and_blocks[2:4] == [
+        (Role.TOOL, [ToolResultBlock(tool_call_id="call_a", content="42")]),
+        (Role.TOOL, [ToolResultBlock(tool_call_id="call_b", content="32")]),
+    ]
+    assert roles_and_blocks[4] == (Role.ASSISTANT, [TextBlock(text="42 and 32.")])
+
+    # The second request carried both calls and both results in the provider's own format.
+    second = fake_llm.requests[1]["body"]["messages"]
+    if provider == "openai":
+        assistant, result_a, result_b = second[-3:]
+        assert [c["id"] for c in assistant["tool_calls"]] == ["call_a", "call_b"]
+        assert (result_a["role"], result_a["tool_call_id"], result_a["content"]) == (
+            "tool",
+            "call_a",
+            "42",
+        )
+        assert result_b["tool_call_id"] == "call_b"
+    else:
+        assistant, results = second[-2:]
+        assert [b["type"] for b in assistant["content"]] == ["text", "tool_use", "tool_use"]
+        assert results["role"] == "user"
+        assert [(b["type"], b["tool_use_id"]) for b in results["content"]] == [
+            ("tool_result", "call_a"),
+            ("tool_result", "call_b"),
+        ]
+
+
+@pytest.mark.parametrize("status", [429, 500, 503])
+def test_server_errors_are_retried(provider, fake_llm, conversation, user, status):
+    fake_llm.queue({"status": status}, {"text": "Recovered."})
+    services.post_user_message(user=user, conversation_id=conversation.pk, text="hi")
+    conversation.refresh_from_db()
+    assert conversation.agent_state == AgentState.IDLE
+    assert len(fake_llm.requests) == 2
+    assert transcript(conversation)[-1] == (Role.ASSISTANT, [TextBlock(text="Recovered.")])
+
+
+def test_malformed_tool_call_json_is_retried(provider, fake_llm, conversation, user):
+    fake_llm.queue(
+        {"tool_calls": [{"id": "call_x", "name": "calculate", "arguments": "{nope: }"}]},
+        {"text": "Second try."},
+    )
+    services.post_user_message(user=user, conversation_id=conversation.pk, text="hi")
+    conversation.refresh_from_db()
+    assert conversation.agent_state == AgentState.IDLE
+    assert len(fake_llm.requests) == 2
+    assert [r for r, _ in transcript(conversation)] == [Role.USER, Role.ASSISTANT]
+
+
+def test_an_auth_error_is_not_retried_and_shows_an_error(provider, fake_llm, conversation, user):
+    fake_llm.queue({"status": 401})
+    services.post_user_message(user=user, conversation_id=conversation.pk, text="hi")
+    conversation.refresh_from_db()
+    assert conversation.agent_state == AgentState.ERROR
+    assert len(fake_llm.requests) == 1
+    assert transcript(conversation)[-1][1][0].type == "error"

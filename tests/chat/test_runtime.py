@@ -1,0 +1,278 @@
+from datetime import timedelta
+
+import pytest
+from django.utils import timezone
+
+from chat import runtime, services, turns
+from chat.blocks import ErrorBlock, TextBlock, ToolCallBlock, ToolResultBlock, parse_blocks
+from chat.models import AgentState, Conversation, Message, Role
+from chat.providers.base import ProviderError, TextDelta, ToolCallRequest
+from chat.providers.scripted import ScriptedProvider
+from tests.factories import set_state
+
+pytestmark = pytest.mark.django_db(transaction=True)
+
+
+class FakeProvider:
+    """Plays canned responses: each a list of events, or an exception to raise."""
+
+    name = "fake"
+
+    def __init__(self, *responses):
+        self.responses = list(responses)
+        self.histories = []
+
+    async def stream(self, *, history, tools):
+        self.histories.append(history)
+        response = self.responses.pop(0)
+        if isinstance(response, Exception):
+            raise response
+        for event in response:
+            yield event
+
+
+@pytest.fixture
+def no_backoff(monkeypatch):
+    monkeypatch.setattr(runtime, "RETRY_BASE_SECONDS", 0)
+
+
+def use(monkeypatch, provider):
+    monkeypatch.setattr(runtime, "get_provider", lambda: provider)
+    return provider
+
+
+def blocks_of(conversation):
+    return [(m.role, parse_blocks(m.blocks)) for m in conversation.messages.order_by("order")]
+
+
+def assert_every_call_has_one_result(conversation):
+    calls, results = [], []
+    for _, blocks in blocks_of(conversation):
+        calls += [b.id for b in blocks if isinstance(b, ToolCallBlock)]
+        results += [b.tool_call_id for b in blocks if isinstance(b, ToolResultBlock)]
+    assert sorted(calls) == sorted(results)
+    assert len(set(results)) == len(results)
+
+
+def test_a_multi_tool_turn_stores_calls_results_and_the_final_reply(conversation, user):
+    services.post_user_message(user=user, conversation_id=conversation.pk, text="What time is it?")
+
+    conversation.refresh_from_db()
+    assert conversation.agent_state == AgentState.IDLE
+    assert conversation.turn_steps == 2
+    roles = [role for role, _ in blocks_of(conversation)]
+    assert roles == [Role.USER, Role.ASSISTANT, Role.TOOL, Role.TOOL, Role.ASSISTANT]
+    _, asking = blocks_of(conversation)[1]
+    assert [b.name for b in asking if isinstance(b, ToolCallBlock)] == [
+        "current_time",
+        "calculate",
+    ]
+    [(_, [clock]), (_, [product])] = blocks_of(conversation)[2:4]
+    assert not clock.is_error
+    assert product.content == "42"
+    _, [final] = blocks_of(conversation)[4]
+    assert "6 × 7 = **42**" in final.text
+    assert clock.content[:10] in final.text
+    assert_every_call_has_one_result(conversation)
+
+
+def test_every_history_sent_pairs_each_tool_call_with_its_result(conversation, user, monkeypatch):
+    provider = use(monkeypatch, ScriptedProvider())
+    recorded = []
+    original = provider.stream
+
+    def recording(*, history, tools):
+        recorded.append(history)
+        return original(history=history, tools=tools)
+
+    monkeypatch.setattr(provider, "stream", recording)
+    services.post_user_message(user=user, conversation_id=conversation.pk, text="time please")
+    services.post_user_message(user=user, conversation_id=conversation.pk, text="and again")
+
+    assert len(recorded) == 3
+    for history in recorded:
+        for index, message in enumerate(history):
+            calls = [b.id for b in message.blocks if isinstance(b, ToolCallBlock)]
+            if calls:
+                following = history[index + 1]
+                assert following.role == "tool"
+                assert [b.tool_call_id for b in following.blocks] == calls
+        assert all(m.role in {"user", "assistant", "tool"} for m in history)
+
+
+def test_unknown_tools_and_bad_arguments_become_error_results_and_the_turn_goes_on(
+    conversation, user, monkeypatch
+):
+    provider = use(
+        monkeypatch,
+        FakeProvider(
+            [
+                ToolCallRequest("c1", "teleport", {}),
+                ToolCallRequest("c2", "calculate", {"expression": 7}),
+                ToolCallRequest("c3", "calculate", {"expression": "1/0"}),
+            ],
+            [TextDelta("Sorry, I will do better.")],
+        ),
+    )
+    services.post_user_message(user=user, conversation_id=conversation.pk, text="go")
+    conversation.refresh_from_db()
+    assert conversation.agent_state == AgentState.IDLE
+    results = [b for _, bs in blocks_of(conversation) for b in bs if b.type == "tool_result"]
+    assert all(r.is_error for r in results)
+    assert "Unknown tool 'teleport'" in results[0].content
+    assert "Invalid arguments for calculate: expression" in results[1].content
+    assert results[2].content == "Division by zero."
+    # The model saw the errors and answered.
+    assert [b.content for b in provider.histories[1][-1].blocks] == [r.content for r in results]
+
+
+def test_retryable_failures_are_retried_and_the_reply_is_streamed_once(
+    conversation, user, monkeypatch, no_backoff
+):
+    provider = use(
+        monkeypatch,
+        FakeProvider(
+            ProviderError("HTTP 429", retryable=True),
+            ProviderError("timeout", retryable=True),
+            [TextDelta("Third "), TextDelta("time lucky.")],
+        ),
+    )
+    services.post_user_message(user=user, conversation_id=conversation.pk, text="hi")
+    conversation.refresh_from_db()
+    assert conversation.agent_state == AgentState.IDLE
+    assert len(provider.histories) == 3
+    assert [blocks for role, blocks in blocks_of(conversation) if role == Role.ASSISTANT] == [
+        [TextBlock(text="Third time lucky.")]
+    ]
+
+
+def test_when_retries_run_out_the_turn_fails_with_retry_and_nothing_is_lost(
+    conversation, user, monkeypatch, no_backoff, settings
+):
+    settings.AGENT_RETRIES = 2
+    failures = [ProviderError("HTTP 503", retryable=True) for _ in range(3)]
+    provider = use(monkeypatch, FakeProvider(*failures, [TextDelta("Back again.")]))
+    services.post_user_message(user=user, conversation_id=conversation.pk, text="hi")
+    conversation.refresh_from_db()
+    assert conversation.agent_state == AgentState.ERROR
+    assert len(provider.histories) == 3
+    (user_role, [said]), (_, [error]) = blocks_of(conversation)
+    assert (user_role, said.text) == (Role.USER, "hi")
+    assert error == ErrorBlock(message=turns.AGENT_FAILED, retryable=True)
+
+    services.retry_turn(user=user, conversation_id=conversation.pk)
+    conversation.refresh_from_db()
+    assert conversation.agent_state == AgentState.IDLE
+    assert blocks_of(conversation)[-1] == (Role.ASSISTANT, [TextBlock(text="Back again.")])
+    # The retried request did not see the error block.
+    assert [m.role for m in provider.histories[-1]] == ["user"]
+
+
+def test_a_non_retryable_failure_ends_the_turn_at_once(conversation, user, monkeypatch, no_backoff):
+    provider = use(monkeypatch, FakeProvider(ProviderError("HTTP 401", retryable=False)))
+    services.post_user_message(user=user, conversation_id=conversation.pk, text="hi")
+    conversation.refresh_from_db()
+    assert conversation.agent_state == AgentState.ERROR
+    assert len(provider.histories) == 1
+
+
+def test_the_step_limit_ends_a_looping_turn(conversation, user, monkeypatch, settings):
+    settings.AGENT_MAX_STEPS = 3
+    loop = [ToolCallRequest(f"c{i}", "calculate", {"expression": "1+1"}) for i in range(5)]
+    provider = use(monkeypatch, FakeProvider(*[[call] for call in loop]))
+    services.post_user_message(user=user, conversation_id=conversation.pk, text="loop")
+    conversation.refresh_from_db()
+    assert len(provider.histories) == 3
+    assert conversation.agent_state == AgentState.ERROR
+    _, [error] = blocks_of(conversation)[-1]
+    assert error == ErrorBlock(message=turns.STEP_LIMIT, retryable=False)
+    assert_every_call_has_one_result(conversation)
+
+
+def running(conversation):
+    set_state(conversation.pk, AgentState.LLM_REQUESTING)
+    return turns.claim(conversation.pk)
+
+
+def test_a_lease_is_exclusive_until_it_lapses_and_then_fences_the_old_runner(conversation):
+    first = running(conversation)
+    assert first is not None
+    assert turns.claim(conversation.pk) is None
+    Conversation.objects.filter(pk=conversation.pk).update(
+        lease_expires_at=timezone.now() - timedelta(seconds=1)
+    )
+    assert turns.stale_runs() == [conversation.pk]
+    second = turns.claim(conversation.pk)
+    assert second.token > first.token
+    with pytest.raises(turns.LeaseLost):
+        turns.stream_text(first, "stale runner")
+    turns.stream_text(second, "new runner")
+    assert Message.objects.get().blocks == [{"type": "text", "text": "new runner"}]
+
+
+def test_stop_keeps_the_text_so_far_and_fences_out_the_runner(conversation, user):
+    lease = running(conversation)
+    turns.begin_step(lease)
+    turns.stream_text(lease, "Half a tho")
+
+    services.stop_turn(user=user, conversation_id=conversation.pk)
+
+    conversation.refresh_from_db()
+    assert conversation.agent_state == AgentState.IDLE
+    message = Message.objects.get()
+    assert (message.is_draft, parse_blocks(message.blocks)) == (
+        False,
+        [TextBlock(text="Half a tho")],
+    )
+    with pytest.raises(turns.LeaseLost):
+        turns.stream_text(lease, "Half a thought")
+    # The user can carry on at once.
+    services.post_user_message(user=user, conversation_id=conversation.pk, text="hi")
+
+
+def test_stop_during_tools_gives_every_open_call_a_result(conversation, user):
+    lease = running(conversation)
+    calls = [ToolCallBlock(id=f"c{i}", name="calculate", arguments={}) for i in range(2)]
+    turns.complete_step(lease, text="", tool_calls=calls)
+    turns.record_tool_result(lease, ToolResultBlock(tool_call_id="c0", content="2"))
+
+    services.stop_turn(user=user, conversation_id=conversation.pk)
+
+    assert_every_call_has_one_result(conversation)
+    _, [stopped] = blocks_of(conversation)[-1]
+    assert (stopped.tool_call_id, stopped.is_error) == ("c1", True)
+
+
+def test_a_tool_result_is_stored_once_even_if_recorded_twice(conversation):
+    lease = running(conversation)
+    turns.complete_step(
+        lease, text="", tool_calls=[ToolCallBlock(id="c0", name="calculate", arguments={})]
+    )
+    result = ToolResultBlock(tool_call_id="c0", content="2")
+    turns.record_tool_result(lease, result)
+    turns.record_tool_result(lease, result)
+    assert conversation.messages.filter(role=Role.TOOL).count() == 1
+
+
+async def test_a_turn_abandoned_mid_stream_is_resumed_once_by_another_runner(
+    conversation, user, monkeypatch
+):
+    from channels.db import database_sync_to_async as db
+
+    await db(set_state)(conversation.pk, AgentState.LLM_REQUESTING)
+    crashed = await db(turns.claim)(conversation.pk)
+    await db(turns.begin_step)(crashed)
+    await db(turns.stream_text)(crashed, "Partial reply from a runner that then di")
+    # The runner dies here. Its lease lapses.
+    await db(Conversation.objects.filter(pk=conversation.pk).update)(
+        lease_expires_at=timezone.now() - timedelta(seconds=1)
+    )
+    use(monkeypatch, FakeProvider([TextDelta("The whole reply.")]))
+    await runtime.run_turn(conversation.pk)
+
+    refreshed = await db(Conversation.objects.get)(pk=conversation.pk)
+    assert refreshed.agent_state == AgentState.IDLE
+    messages = await db(list)(Message.objects.order_by("order"))
+    assert [(m.role, m.blocks, m.is_draft) for m in messages] == [
+        (Role.ASSISTANT, [{"type": "text", "text": "The whole reply."}], False)
+    ]

@@ -1,0 +1,164 @@
+"""Local fake LLM servers speaking the OpenAI and Anthropic streaming wire protocols.
+
+Tests queue responses; the real SDKs talk to these over real HTTP, streaming included.
+A response is a dict: {"status": 500} for an HTTP error, or {"text": ..., "tool_calls":
+[{"id", "name", "arguments": raw JSON string}]} for a streamed answer.
+"""
+
+import json
+import re
+import threading
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+
+
+class FakeLLM:
+    def __init__(self) -> None:
+        self.responses: list[dict] = []
+        self.requests: list[dict] = []
+        handler = type("Handler", (_Handler,), {"fake": self})
+        self.server = ThreadingHTTPServer(("127.0.0.1", 0), handler)
+        self.url = f"http://127.0.0.1:{self.server.server_address[1]}"
+        self.thread = threading.Thread(target=self.server.serve_forever, daemon=True)
+        self.thread.start()
+
+    def queue(self, *responses: dict) -> None:
+        self.responses.extend(responses)
+
+    def close(self) -> None:
+        self.server.shutdown()
+        self.server.server_close()
+
+
+def _words(text: str) -> list[str]:
+    return re.findall(r"\S+\s*", text)
+
+
+class _Handler(BaseHTTPRequestHandler):
+    fake: FakeLLM
+    protocol_version = "HTTP/1.1"
+
+    def log_message(self, *args) -> None:
+        pass
+
+    def do_POST(self) -> None:
+        body = json.loads(self.rfile.read(int(self.headers["Content-Length"])))
+        self.fake.requests.append({"path": self.path, "body": body})
+        response = self.fake.responses.pop(0) if self.fake.responses else {"text": "ok"}
+        anthropic = self.path.endswith("/messages")
+        if "status" in response:
+            error = (
+                {"type": "error", "error": {"type": "api_error", "message": "fake failure"}}
+                if anthropic
+                else {"error": {"message": "fake failure", "type": "server_error"}}
+            )
+            payload = json.dumps(error).encode()
+            self.send_response(response["status"])
+            self.send_header("Content-Type", "application/json")
+            self.send_header("Content-Length", str(len(payload)))
+            self.end_headers()
+            self.wfile.write(payload)
+            return
+        self.send_response(200)
+        self.send_header("Content-Type", "text/event-stream")
+        self.send_header("Cache-Control", "no-cache")
+        self.send_header("Connection", "close")
+        self.end_headers()
+        events = self.anthropic_events(response) if anthropic else self.openai_events(response)
+        for event in events:
+            self.wfile.write(event.encode())
+            self.wfile.flush()
+        self.close_connection = True
+
+    @staticmethod
+    def openai_events(response: dict) -> list[str]:
+        def chunk(delta: dict, finish: str | None = None) -> str:
+            data = {
+                "id": "chatcmpl-fake",
+                "object": "chat.completion.chunk",
+                "created": 0,
+                "model": "fake-model",
+                "choices": [{"index": 0, "delta": delta, "finish_reason": finish}],
+            }
+            return f"data: {json.dumps(data)}\n\n"
+
+        events = [chunk({"role": "assistant", "content": ""})]
+        events += [chunk({"content": word}) for word in _words(response.get("text", ""))]
+        for index, call in enumerate(response.get("tool_calls", [])):
+            raw = call["arguments"]
+            half = len(raw) // 2
+            events.append(
+                chunk(
+                    {
+                        "tool_calls": [
+                            {
+                                "index": index,
+                                "id": call["id"],
+                                "type": "function",
+                                "function": {"name": call["name"], "arguments": raw[:half]},
+                            }
+                        ]
+                    }
+                )
+            )
+            events.append(
+                chunk({"tool_calls": [{"index": index, "function": {"arguments": raw[half:]}}]})
+            )
+        finish = "tool_calls" if response.get("tool_calls") else "stop"
+        events.append(chunk({}, finish))
+        events.append("data: [DONE]\n\n")
+        return events
+
+    @staticmethod
+    def anthropic_events(response: dict) -> list[str]:
+        def event(kind: str, data: dict) -> str:
+            return f"event: {kind}\ndata: {json.dumps({'type': kind, **data})}\n\n"
+
+        message = {
+            "id": "msg_fake",
+            "type": "message",
+            "role": "assistant",
+            "model": "fake-model",
+            "content": [],
+            "stop_reason": None,
+            "stop_sequence": None,
+            "usage": {"input_tokens": 1, "output_tokens": 1},
+        }
+        events = [event("message_start", {"message": message})]
+        index = 0
+        if response.get("text"):
+            events.append(
+                event(
+                    "content_block_start",
+                    {"index": 0, "content_block": {"type": "text", "text": ""}},
+                )
+            )
+            for word in _words(response["text"]):
+                events.append(
+                    event(
+                        "content_block_delta",
+                        {"index": 0, "delta": {"type": "text_delta", "text": word}},
+                    )
+                )
+            events.append(event("content_block_stop", {"index": 0}))
+            index = 1
+        for offset, call in enumerate(response.get("tool_calls", [])):
+            i = index + offset
+            block = {"type": "tool_use", "id": call["id"], "name": call["name"], "input": {}}
+            events.append(event("content_block_start", {"index": i, "content_block": block}))
+            raw = call["arguments"]
+            for part in (raw[: len(raw) // 2], raw[len(raw) // 2 :]):
+                delta = {"type": "input_json_delta", "partial_json": part}
+                events.append(event("content_block_delta", {"index": i, "delta": delta}))
+            events.append(event("content_block_stop", {"index": i}))
+        stop = "tool_use" if response.get("tool_calls") else "end_turn"
+        events.append(
+            event(
+                "message_delta",
+                {
+                    "delta": {"stop_reason": stop, "stop_sequence": None},
+                    "usage": {"output_tokens": 2},
+                },
+            )
+        )
+        events.append(event("message_stop", {}))
+        return events

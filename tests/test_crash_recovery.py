@@ -1,0 +1,108 @@
+"""Kill the server with SIGKILL in the middle of a turn; start it again; the turn completes
+exactly once: one reply per step, each tool call stored once with exactly one result."""
+
+import json
+import os
+import time
+
+import pytest
+
+from tests.live_server import LiveServer, postgres_database
+
+pytestmark = pytest.mark.live
+
+POSTGRES_URL = os.environ.get("TEST_POSTGRES_URL", "postgres://postgres@127.0.0.1:5432/test")
+
+START = """
+from django.contrib.auth.models import User
+from chat import services
+conversation = services.create_conversation(owner=User.objects.get(username="demo"))
+services.post_user_message(user=conversation.owner, conversation_id=conversation.pk,
+                           text="What time is it?")
+print(conversation.pk)
+"""
+
+
+def wait_for(predicate, timeout: float, what: str):
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        value = predicate()
+        if value:
+            return value
+        time.sleep(0.02)
+    raise AssertionError(f"timed out waiting for {what}")
+
+
+@pytest.fixture(params=["sqlite", "postgres"])
+def database_url(request, tmp_path):
+    if request.param == "sqlite":
+        yield f"sqlite:///{tmp_path / 'crash.sqlite3'}"
+    else:
+        with postgres_database(POSTGRES_URL) as url:
+            yield url
+
+
+@pytest.mark.parametrize("kill_during", ["first step", "final step"])
+def test_a_turn_killed_mid_run_completes_exactly_once_after_restart(
+    tmp_path, database_url, kill_during
+):
+    server = LiveServer(
+        tmp_path,
+        database_url=database_url,
+        SCRIPTED_AGENT_DELAY="0.08",
+        PARLEY_LEASE_SECONDS="2",
+        PARLEY_SWEEP_SECONDS="0.3",
+    )
+    server.manage("migrate", "--no-input", "-v", "0")
+    server.manage("ensure_demo_user")
+    server.start()
+    try:
+        # Posted from another process: the server's sweep finds the turn and runs it.
+        conversation_id = int(server.manage("shell", "-v", "0", "-c", START).strip())
+
+        def draft_of_step(step: int) -> bool:
+            return bool(
+                server.query(
+                    "SELECT 1 FROM chat_conversation c JOIN chat_message m "
+                    "ON m.conversation_id = c.id "
+                    "WHERE c.id = %s AND c.turn_steps = %s AND m.is_draft",
+                    conversation_id,
+                    step,
+                )
+            )
+
+        step = 1 if kill_during == "first step" else 2
+        wait_for(lambda: draft_of_step(step), 20, f"the {kill_during} to stream")
+        server.stop(kill=True)
+
+        server.start()
+        wait_for(
+            lambda: (
+                server.query(
+                    "SELECT agent_state FROM chat_conversation WHERE id = %s", conversation_id
+                )
+                == [("idle",)]
+            ),
+            30,
+            "the resumed turn to finish",
+        )
+    finally:
+        server.stop()
+
+    rows = server.query(
+        "SELECT role, blocks, is_draft FROM chat_message WHERE conversation_id = %s "
+        'ORDER BY "order"',
+        conversation_id,
+    )
+    roles = [role for role, _, _ in rows]
+    assert roles == ["user", "assistant", "tool", "tool", "assistant"], rows
+    assert not any(is_draft for _, _, is_draft in rows)
+    blocks = [json.loads(raw) if isinstance(raw, str) else raw for _, raw, _ in rows]
+    calls = [b["id"] for bs in blocks for b in bs if b["type"] == "tool_call"]
+    results = [b["tool_call_id"] for bs in blocks for b in bs if b["type"] == "tool_result"]
+    assert len(calls) == 2
+    assert sorted(results) == sorted(calls)
+    assert blocks[1][0] == {"type": "text", "text": "Let me check the clock and do the arithmetic."}
+    final = blocks[4][0]["text"]
+    assert final.startswith("It is **") and final.endswith("Two tools, one turn.")
+    assert "6 × 7 = **42**" in final
