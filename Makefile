@@ -9,7 +9,7 @@ MO := $(PO:.po=.mo)
 # the `test` database on 127.0.0.1 is there on our machines and in CI.
 TEST_POSTGRES_URL ?= postgres://postgres@127.0.0.1:5432/test
 
-.PHONY: run test test-sqlite test-postgres bootstrap messages makemessages lint format
+.PHONY: run test test-sqlite test-postgres bench bootstrap messages makemessages lint format
 
 bootstrap:
 	@scripts/bootstrap.sh
@@ -38,6 +38,10 @@ test-sqlite: messages
 test-postgres: export SECRET_KEY ?= parley-test-only
 test-postgres: messages
 	DATABASE_URL=$(TEST_POSTGRES_URL) $(PYTHON) -m pytest -m "not live"
+
+bench: export SECRET_KEY ?= parley-bench-only
+bench: messages
+	$(PYTHON) scripts/bench_runtime.py
 
 makemessages: bootstrap
 	$(PYTHON) manage.py makemessages --no-wrap --no-obsolete --no-location -l en -l zh_Hans -l pt_BR

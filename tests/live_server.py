@@ -38,7 +38,8 @@ class LiveServer:
             "SCRIPTED_AGENT_DELAY": "0.03",
             **env,
         }
-        self.env.pop("REDIS_URL", None)
+        if "REDIS_URL" not in env:
+            self.env.pop("REDIS_URL", None)
         self.process: subprocess.Popen | None = None
 
     def manage(self, *args: str) -> str:
@@ -73,6 +74,17 @@ class LiveServer:
             except OSError:
                 time.sleep(0.1)
         raise RuntimeError(f"daphne did not start in time:\n{self.log()}")
+
+    def start_worker(self) -> subprocess.Popen:
+        """A `manage.py runworker` process serving the turn channel (needs REDIS_URL)."""
+        log = (self.log_path.parent / f"worker-{time.monotonic_ns()}.log").open("a")
+        return subprocess.Popen(
+            [sys.executable, "manage.py", "runworker", "parley-runs"],
+            cwd=ROOT,
+            env=self.env,
+            stdout=log,
+            stderr=subprocess.STDOUT,
+        )
 
     def stop(self, *, kill: bool = False) -> None:
         if self.process is None:

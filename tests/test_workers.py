@@ -1,0 +1,70 @@
+"""With REDIS_URL, turns run in `manage.py runworker` processes; killing the worker that runs
+a turn hands the turn to another worker, and it still completes exactly once."""
+
+import json
+import os
+import random
+import signal
+
+import pytest
+
+from tests.live_server import LiveServer
+from tests.test_crash_recovery import START, wait_for
+
+pytestmark = pytest.mark.live
+
+REDIS = os.environ.get("TEST_REDIS_URL", "redis://127.0.0.1:6379")
+
+
+def test_turns_run_on_workers_and_survive_a_killed_worker(tmp_path):
+    server = LiveServer(
+        tmp_path,
+        REDIS_URL=f"{REDIS}/{random.randint(1, 15)}",
+        SCRIPTED_AGENT_DELAY="0.08",
+        PARLEY_LEASE_SECONDS="2",
+        PARLEY_SWEEP_SECONDS="0.3",
+    )
+    server.manage("migrate", "--no-input", "-v", "0")
+    server.manage("ensure_demo_user")
+    server.start()
+    workers = [server.start_worker(), server.start_worker()]
+    try:
+        conversation_id = int(server.manage("shell", "-v", "0", "-c", START).strip())
+
+        def lease_owner_pid() -> int | None:
+            [(owner, steps)] = server.query(
+                "SELECT lease_owner, turn_steps FROM chat_conversation WHERE id = %s",
+                conversation_id,
+            )
+            return int(owner.split(":")[1]) if owner and steps >= 1 else None
+
+        pid = wait_for(lease_owner_pid, 30, "a worker to take the turn")
+        runner = next(w for w in workers if w.pid == pid)  # a worker, not the web server
+        os.kill(runner.pid, signal.SIGKILL)
+        runner.wait()
+
+        wait_for(
+            lambda: server.query(
+                "SELECT agent_state FROM chat_conversation WHERE id = %s", conversation_id
+            )
+            == [("idle",)],
+            30,
+            "another worker to finish the turn",
+        )
+        [(owner,)] = server.query(
+            "SELECT lease_owner FROM chat_conversation WHERE id = %s", conversation_id
+        )
+    finally:
+        for worker in workers:
+            worker.kill()
+            worker.wait()
+        server.stop()
+
+    rows = server.query(
+        'SELECT role, blocks FROM chat_message WHERE conversation_id = %s ORDER BY "order"',
+        conversation_id,
+    )
+    assert [role for role, _ in rows] == ["user", "assistant", "tool", "tool", "assistant"]
+    final = json.loads(rows[-1][1])[0]["text"]
+    assert "6 × 7 = **42**" in final
+    assert owner == ""  # released by the worker that finished
