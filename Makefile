@@ -44,7 +44,7 @@ bench: messages
 	$(PYTHON) scripts/bench_runtime.py
 
 makemessages: bootstrap
-	$(PYTHON) manage.py makemessages --no-wrap --no-obsolete --no-location -l en -l zh_Hans -l pt_BR
+	$(PYTHON) manage.py makemessages --no-wrap --no-obsolete --no-location -l en -l zh_Hans -l pt_BR -i ".venv/*" -i "tests/*" -i "scripts/*"
 
 lint: bootstrap
 	$(PYTHON) -m ruff check . && $(PYTHON) -m ruff format --check .

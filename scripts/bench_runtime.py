@@ -83,11 +83,13 @@ async def bench(turn_count: int) -> None:
         await layer.group_add(conversation_group(conversation.pk), channel)
         marks.clear()
         received: dict[int, float] = {}
+        arrived = asyncio.Event()
 
-        async def listen(channel=channel, received=received):
+        async def listen(channel=channel, received=received, arrived=arrived):
             while True:
                 event = await layer.receive(channel)
                 received[event["seq"]] = time.perf_counter()
+                arrived.set()
 
         listener = asyncio.create_task(listen())
         # Post without starting a runner (no server loop here), then run the turn directly.
@@ -97,8 +99,11 @@ async def bench(turn_count: int) -> None:
         await runtime.run_turn(conversation.pk)
         await db(conversation.refresh_from_db)()
         assert conversation.agent_state == AgentState.IDLE
-        while conversation.seq not in received:
-            await asyncio.sleep(0)
+        while True:
+            arrived.clear()
+            if conversation.seq in received:
+                break
+            await arrived.wait()
         listener.cancel()
         finished_at = received[conversation.seq]
         requests = [t for kind, t in marks if kind == "request"]

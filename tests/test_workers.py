@@ -44,10 +44,12 @@ def test_turns_run_on_workers_and_survive_a_killed_worker(tmp_path):
         runner.wait()
 
         wait_for(
-            lambda: server.query(
-                "SELECT agent_state FROM chat_conversation WHERE id = %s", conversation_id
-            )
-            == [("idle",)],
+            lambda: (
+                server.query(
+                    "SELECT agent_state FROM chat_conversation WHERE id = %s", conversation_id
+                )
+                == [("idle",)]
+            ),
             30,
             "another worker to finish the turn",
         )
