@@ -53,7 +53,8 @@ class ErrorBlock(_Block):
     """Something went wrong that the user should see."""
 
     type: Literal["error"] = "error"
-    message: str
+    message: str  # an English msgid, translated when shown
+    detail: str = ""  # technical detail, shown as is
     retryable: bool = False
 
 

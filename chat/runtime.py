@@ -15,12 +15,14 @@ from channels.db import database_sync_to_async
 from django.conf import settings
 
 from chat import selectors, tools, turns
-from chat.blocks import ErrorBlock, ToolCallBlock, ToolResultBlock, parse_blocks
+from chat.blocks import ActionBlock, TextBlock, ToolCallBlock, ToolResultBlock, parse_blocks
 from chat.errors import ConversationNotFound
 from chat.models import AgentState
 from chat.providers import get_provider
 from chat.providers.base import HistoryMessage, ProviderError, TextDelta, ToolCallRequest
 from chat.tools import AgentContext
+from questions import asking
+from questions.tools import is_question_call
 
 logger = logging.getLogger("parley.runtime")
 
@@ -33,9 +35,20 @@ RETRY_BASE_SECONDS = 0.5
 RETRY_MAX_SECONDS = 8.0
 
 
+def answer_message_ids(messages) -> set[str]:
+    """User messages that answered a question: the question's tool result carries them."""
+    ids = set()
+    for message in messages:
+        for block in parse_blocks(message.blocks):
+            if isinstance(block, ActionBlock) and "answerMessageId" in block.extra:
+                ids.add(str(block.extra["answerMessageId"]))
+    return ids
+
+
 def build_history(conversation_id: int) -> list[HistoryMessage]:
-    """The model's view of the transcript: no drafts, no error blocks, and every tool call
-    followed by exactly one result (a missing one is filled in, a duplicate dropped)."""
+    """The model's view of the transcript: text and tool calls only (no drafts, errors or
+    question blocks), every tool call followed by exactly one result (a missing one is filled
+    in, a duplicate dropped), and a question's answer only once, as its tool result."""
     history: list[HistoryMessage] = []
     results: dict[str, ToolResultBlock] = {}
     messages = selectors.messages_changed_since(conversation_id=conversation_id, after=-1)
@@ -44,13 +57,14 @@ def build_history(conversation_id: int) -> list[HistoryMessage]:
             if isinstance(block, ToolResultBlock):
                 results.setdefault(block.tool_call_id, block)
     placed: set[str] = set()
+    answer_ids = answer_message_ids(messages)
     for message in messages:
-        if message.is_draft or message.role == "system":
+        if message.is_draft or message.role == "system" or str(message.pk) in answer_ids:
             continue
         blocks = [
             b
             for b in parse_blocks(message.blocks)
-            if not isinstance(b, ErrorBlock | ToolResultBlock) and b.type != "generic"
+            if isinstance(b, TextBlock | ToolCallBlock) and (not isinstance(b, TextBlock) or b.text)
         ]
         if message.role == "tool":
             continue  # results are placed right after the call that asked for them
@@ -137,12 +151,27 @@ async def advance(lease: turns.Lease, context: AgentContext) -> None:
             text, calls = await request_model(lease, provider, history, context)
             await db(turns.complete_step)(lease, text=text, tool_calls=calls)
         elif state.state == AgentState.TOOL_EXECUTING:
-            for call in await db(turns.pending_tool_calls)(lease):
-                result = await asyncio.to_thread(tools.execute, call, context)
-                await db(turns.record_tool_result)(lease, result)
+            if await run_tools(lease, context):
+                return  # a question was asked: the turn waits for the user
             await db(turns.tools_done)(lease)
         else:
             return
+
+
+async def run_tools(lease: turns.Lease, context: AgentContext) -> bool:
+    """Run the open tool calls in order. True if a question paused the turn."""
+    calls = await db(turns.pending_tool_calls)(lease)
+    if asking.standalone_violation(calls):
+        await asking.refuse_all(lease, calls)
+        return False
+    for call in calls:
+        if is_question_call(call.name):
+            if await asking.ask(lease, call, context):
+                return True
+        else:
+            result = await asyncio.to_thread(tools.execute, call, context)
+            await db(turns.record_tool_result)(lease, result)
+    return False
 
 
 async def _heartbeat(lease: turns.Lease, task: asyncio.Task) -> None:

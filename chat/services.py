@@ -12,6 +12,7 @@ from chat.blocks import TextBlock
 from chat.errors import AgentBusy, EmptyMessage, MessageTooLong, NothingToRetry, NothingToStop
 from chat.models import AgentState, Conversation, Message, Role
 from chat.selectors import conversation_for_user
+from questions.services import auto_resolve_question
 
 TITLE_MAX_CHARS = Conversation._meta.get_field("title").max_length
 AUTO_TITLE_CHARS = 60
@@ -42,7 +43,8 @@ def delete_conversation(*, user, conversation_id: int) -> None:
 
 @transaction.atomic
 def post_user_message(*, user, conversation_id: int, text: str) -> Message:
-    """Append the user's message and start the agent's turn.
+    """Append the user's message and start the agent's turn; while a question is pending,
+    the message answers it instead and the paused turn resumes.
 
     Raises EmptyMessage, MessageTooLong, AgentBusy (a turn is running) or ConversationNotFound.
     """
@@ -52,12 +54,15 @@ def post_user_message(*, user, conversation_id: int, text: str) -> Message:
     if len(text) > settings.PARLEY_MAX_MESSAGE_CHARS:
         raise MessageTooLong
     conversation = conversation_for_user(user=user, conversation_id=conversation_id, lock=True)
-    if conversation.agent_state not in (AgentState.IDLE, AgentState.ERROR):
+    if conversation.is_running:
         raise AgentBusy
     if not conversation.title:
         conversation.title = _auto_title(text)
     message = transcript.append_message(conversation, role=Role.USER, blocks=[TextBlock(text=text)])
-    turns.begin_turn(conversation)
+    if conversation.agent_state == AgentState.AWAITING_USER:
+        auto_resolve_question(conversation=conversation, reply=message)
+    else:
+        turns.begin_turn(conversation)
     return message
 
 

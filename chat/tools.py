@@ -61,7 +61,11 @@ def register(tool: Tool) -> Tool:
 
 
 def specs(context: AgentContext) -> list[ToolSpec]:
-    return [ToolSpec(t.name, t.description, t.json_schema()) for t in _registry.values()]
+    """Every tool offered to the model: the registry's and the enabled question tools."""
+    from questions.tools import specs as question_specs
+
+    builtin = [ToolSpec(t.name, t.description, t.json_schema()) for t in _registry.values()]
+    return builtin + question_specs(context)
 
 
 def execute(call: ToolCallBlock, context: AgentContext) -> ToolResultBlock:

@@ -1,7 +1,9 @@
 """The agent turn state machine: the only writer of a conversation's agent state and lease.
 
     idle/error --begin_turn--> llm_requesting --complete_step--> tool_executing or idle
-    tool_executing --tools_done--> llm_requesting          (awaiting_user: the question tools)
+    tool_executing --tools_done--> llm_requesting
+    tool_executing --ask_question--> awaiting_user --resolve_question--> llm_requesting,
+        tool_executing (calls left after the question) or idle (the user declined)
     any running state --fail--> error      any running state --stop_turn--> idle
 
 Every transition commits before its effect runs: the step counter before the model request,
@@ -23,7 +25,14 @@ from django.utils import timezone
 from django.utils.translation import gettext_noop
 
 from chat import runner, transcript
-from chat.blocks import ErrorBlock, TextBlock, ToolCallBlock, ToolResultBlock, parse_blocks
+from chat.blocks import (
+    ActionBlock,
+    ErrorBlock,
+    TextBlock,
+    ToolCallBlock,
+    ToolResultBlock,
+    parse_blocks,
+)
 from chat.models import RUNNING_STATES, AgentState, Conversation, Message, Role
 
 # Stored as English msgids and translated when rendered, so each reader sees their language.
@@ -33,6 +42,7 @@ STEP_LIMIT = gettext_noop(
 )
 STOPPED_RESULT = "The user stopped the agent before this tool ran."
 MISSING_RESULT = "No result was recorded for this tool call."
+DECLINED_RESULT = "Not run: the user declined the question asked before this call."
 
 # This process's name as a lease owner.
 RUNNER_ID = f"{socket.gethostname()}:{os.getpid()}:{uuid.uuid4().hex[:8]}"
@@ -66,6 +76,7 @@ def begin_turn(conversation: Conversation) -> None:
     """idle/error -> llm_requesting, and dispatch a runner after commit."""
     conversation.agent_state = AgentState.LLM_REQUESTING
     conversation.turn_steps = 0
+    conversation.turn_questions = 0
     conversation.lease_owner = ""
     conversation.lease_expires_at = None
     transcript.bump(conversation)
@@ -202,6 +213,63 @@ def fail(lease: Lease, message: str = AGENT_FAILED, *, retryable: bool = True) -
     _end(conversation, AgentState.ERROR)
 
 
+@transaction.atomic
+def refuse_tool_calls(lease: Lease, calls: list[ToolCallBlock], *, result: str, error: str) -> None:
+    """Give each call an error result, and show the user why; the turn goes on."""
+    conversation = _held(lease, AgentState.TOOL_EXECUTING)
+    open_ids = {call.id for call in _open_tool_calls(conversation)}
+    for call in calls:
+        if call.id in open_ids:
+            transcript.append_message(
+                conversation,
+                role=Role.TOOL,
+                blocks=[ToolResultBlock(tool_call_id=call.id, content=result, is_error=True)],
+            )
+    transcript.append_message(
+        conversation, role=Role.SYSTEM, blocks=[ErrorBlock(message=error, detail=result)]
+    )
+
+
+@transaction.atomic
+def ask_question(lease: Lease, call: ToolCallBlock, question: ActionBlock) -> bool:
+    """Show the question under the message that asked it and pause: tool_executing ->
+    awaiting_user. Returns False (nothing changes) if the turn's question limit is reached."""
+    conversation = _held(lease, AgentState.TOOL_EXECUTING)
+    if conversation.turn_questions >= settings.QUESTION_MAX_PER_TURN:
+        return False
+    message = _message_with_call(conversation, call.id)
+    transcript.update_message(
+        conversation, message, blocks=[*parse_blocks(message.blocks), question], is_draft=False
+    )
+    conversation.turn_questions += 1
+    conversation.agent_state = AgentState.AWAITING_USER
+    transcript.bump(conversation)
+    return True
+
+
+def resolve_question(
+    conversation: Conversation, *, result: ToolResultBlock, answered: bool
+) -> None:
+    """Store the question's one tool result and leave awaiting_user: an answer resumes the
+    turn (remaining tool calls first, under the sequential policy); a rejection ends it.
+    The caller holds the row lock and has checked the question is still pending."""
+    transcript.append_message(conversation, role=Role.TOOL, blocks=[result])
+    if not answered:
+        _close_open_tool_calls(conversation, DECLINED_RESULT)
+        _end(conversation, AgentState.IDLE)
+        return
+    # The user is back in the loop: the step budget starts again (the question budget not).
+    conversation.turn_steps = 0
+    conversation.lease_owner = ""
+    conversation.lease_expires_at = None
+    if _open_tool_calls(conversation):
+        conversation.agent_state = AgentState.TOOL_EXECUTING
+    else:
+        conversation.agent_state = AgentState.LLM_REQUESTING
+    transcript.bump(conversation)
+    runner.dispatch_on_commit(conversation.pk)
+
+
 def stale_runs() -> list[int]:
     """Running turns that no runner holds: never claimed, or the holder stopped renewing."""
     return list(
@@ -247,6 +315,15 @@ def _finalize_draft(conversation: Conversation) -> None:
         )
     else:
         draft.delete()
+
+
+def _message_with_call(conversation: Conversation, call_id: str) -> Message:
+    for message in conversation.messages.filter(role=Role.ASSISTANT).order_by("-order"):
+        if any(
+            isinstance(b, ToolCallBlock) and b.id == call_id for b in parse_blocks(message.blocks)
+        ):
+            return message
+    raise LeaseLost  # the call is gone: the transcript changed under this runner
 
 
 def _open_tool_calls(conversation: Conversation) -> list[ToolCallBlock]:

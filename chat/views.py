@@ -43,7 +43,7 @@ def conversation_create(request: HttpRequest) -> HttpResponse:
 @require_GET
 @conversation_view
 def conversation_detail(request: HttpRequest, conversation_id: int) -> HttpResponse:
-    return _render_conversation(request, conversation_id)
+    return render_conversation(request, conversation_id)
 
 
 @require_POST
@@ -59,7 +59,7 @@ def post_message(request: HttpRequest, conversation_id: int) -> HttpResponse:
             conversation = conversation_for_user(user=request.user, conversation_id=conversation_id)
             context = {"conversation": conversation, "text": text, "error": error.message}
             return render(request, f"{CONVERSATION}#composer", context, status=error.status)
-        return _render_conversation(
+        return render_conversation(
             request, conversation_id, text=text, error=error.message, status=error.status
         )
     if request.htmx:
@@ -109,7 +109,7 @@ def _turn_control(request: HttpRequest, conversation_id: int, service) -> HttpRe
     except ParleyError as error:
         if request.htmx:
             return HttpResponse(error.message, status=error.status)
-        return _render_conversation(
+        return render_conversation(
             request, conversation_id, error=error.message, status=error.status
         )
     if request.htmx:
@@ -117,7 +117,7 @@ def _turn_control(request: HttpRequest, conversation_id: int, service) -> HttpRe
     return redirect("chat:conversation_detail", conversation_id=conversation_id)
 
 
-def _render_conversation(
+def render_conversation(
     request: HttpRequest, conversation_id: int, *, text: str = "", error: str = "", status=200
 ) -> HttpResponse:
     changes = transcript_changes(user=request.user, conversation_id=conversation_id, after=-1)

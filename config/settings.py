@@ -207,5 +207,10 @@ SCRIPTED_AGENT_DELAY = float(os.environ.get("SCRIPTED_AGENT_DELAY", "0.04"))
 # whose lease has lapsed (a crashed runner) this often.
 PARLEY_LEASE_SECONDS = float(os.environ.get("PARLEY_LEASE_SECONDS", "30"))
 PARLEY_SWEEP_SECONDS = float(os.environ.get("PARLEY_SWEEP_SECONDS", "5"))
+# The question tools offered to the model (empty: the agent cannot ask), how question calls
+# may share a turn with other tool calls, and how many questions one turn may ask.
+QUESTION_TOOLS = env_list("QUESTION_TOOLS", ["question", "ask_user_question", "confirm_action"])
+QUESTION_CALL_POLICY = os.environ.get("QUESTION_CALL_POLICY", "standalone")
+QUESTION_MAX_PER_TURN = int(os.environ.get("QUESTION_MAX_PER_TURN", "3"))
 # The channel that `manage.py runworker` serves when REDIS_URL is set.
 PARLEY_RUN_CHANNEL = "parley-runs"

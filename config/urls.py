@@ -11,6 +11,7 @@ urlpatterns = [
     path("i18n/setlang/", login_not_required(set_language), name="set_language"),
     path("admin/", admin.site.urls),
     path("", include("chat.urls")),
+    path("", include("questions.urls")),
 ]
 
 handler400 = "chat.views.bad_request"

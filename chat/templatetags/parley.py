@@ -23,3 +23,10 @@ def translate_stored(msgid: str) -> str:
 @register.filter
 def pretty_json(value) -> str:
     return json.dumps(value, ensure_ascii=False, indent=2, sort_keys=True, default=str)
+
+
+@register.filter
+def is_question_tool(name: str) -> bool:
+    from questions.schemas import QUESTION_TOOL_NAMES
+
+    return name in QUESTION_TOOL_NAMES

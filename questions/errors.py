@@ -1,0 +1,15 @@
+from django.utils.translation import gettext_lazy as _
+
+from chat.errors import ParleyError
+
+
+class QuestionAlreadyResolved(ParleyError):
+    """Second answers, double clicks, stale or unknown tool-call ids, lost races."""
+
+    status = 409
+    default_message = _("This question was already answered.")
+
+
+class InvalidAnswer(ParleyError):
+    status = 422
+    default_message = _("That answer does not fit the question.")

@@ -1,0 +1,14 @@
+from django.urls import path
+
+from questions import views
+
+app_name = "questions"
+
+urlpatterns = [
+    path(
+        "c/<int:conversation_id>/questions/<str:tool_call_id>/answer/", views.answer, name="answer"
+    ),
+    path(
+        "c/<int:conversation_id>/questions/<str:tool_call_id>/reject/", views.reject, name="reject"
+    ),
+]
