@@ -81,3 +81,22 @@ def page(context, console_errors):
     page.on("pageerror", lambda error: console_errors.append(str(error)))
     yield page
     assert console_errors.unexpected() == []
+
+
+@pytest.fixture
+def start_server(tmp_path):
+    """Start a server of this test's own, configured by environment variables."""
+    servers = []
+
+    def start(**env):
+        server = LiveServer(tmp_path / f"server{len(servers)}", **env)
+        server.log_path.parent.mkdir()
+        server.manage("migrate", "--no-input", "-v", "0")
+        server.manage("ensure_demo_user")
+        server.start()
+        servers.append(server)
+        return server
+
+    yield start
+    for server in servers:
+        server.stop()

@@ -132,25 +132,6 @@ def test_the_page_follows_the_browser_language_and_the_switcher(browser, parley_
 
 
 @pytest.fixture
-def start_server(tmp_path):
-    """Start a server of this test's own, configured by environment variables."""
-    servers = []
-
-    def start(**env):
-        server = LiveServer(tmp_path / f"server{len(servers)}", **env)
-        server.log_path.parent.mkdir()
-        server.manage("migrate", "--no-input", "-v", "0")
-        server.manage("ensure_demo_user")
-        server.start()
-        servers.append(server)
-        return server
-
-    yield start
-    for server in servers:
-        server.stop()
-
-
-@pytest.fixture
 def own_server(start_server):
     return start_server()
 

@@ -1,0 +1,126 @@
+"""The question flow in a real browser: ask, pause, and each way of resolving it."""
+
+import pytest
+from playwright.sync_api import expect
+
+from tests.browser.test_chat import log_in, new_conversation, transcript_items
+
+
+def ask(page, text="Order a pizza"):
+    log_in(page)
+    new_conversation(page)
+    page.get_by_role("textbox", name="Message").fill(text)
+    page.get_by_role("textbox", name="Message").press("Enter")
+    question = page.get_by_role("group", name="Pizza")
+    expect(question).to_be_visible()
+    expect(question.get_by_text("Which pizza should I order for the team?")).to_be_visible()
+    expect(page.get_by_text("Sending a message answers the question.")).to_be_visible()
+    return question
+
+
+def test_clicking_an_option_answers_and_the_agent_resumes(page):
+    question = ask(page)
+    question.get_by_role("button", name="Pepperoni").click()
+    expect(page.locator(".message-assistant").last).to_contain_text("Great, ordering: Pepperoni.")
+    expect(question.get_by_role("button")).to_have_count(0)
+    expect(question).to_contain_text("Answer: Pepperoni")
+    # The label was inserted as the user's message.
+    expect(transcript_items(page).filter(has_text="Pepperoni").first).to_be_visible()
+    expect(page.locator(".message-user")).to_have_count(2)
+
+
+def test_typing_a_custom_answer(page):
+    question = ask(page)
+    question.get_by_role("textbox", name="Your answer").fill("Quattro formaggi")
+    question.get_by_role("button", name="Submit").click()
+    expect(page.locator(".message-assistant").last).to_contain_text("ordering: Quattro formaggi")
+    expect(question.get_by_role("textbox")).to_have_count(0)
+    expect(page.locator(".message-user").last).to_have_text("You\nQuattro formaggi")
+
+
+def test_an_ordinary_message_answers_the_question(page):
+    question = ask(page)
+    page.get_by_role("textbox", name="Message").fill("Whatever is vegetarian")
+    page.get_by_role("textbox", name="Message").press("Enter")
+    expect(page.locator(".message-assistant").last).to_contain_text(
+        "ordering: Whatever is vegetarian"
+    )
+    expect(question).to_contain_text("Answer: Whatever is vegetarian")
+    # No extra message: the user's own message is the answer.
+    expect(page.locator(".message-user")).to_have_count(2)
+
+
+def test_rejecting_inserts_nothing_and_stops(page):
+    question = ask(page)
+    question.get_by_role("button", name="Reject").click()
+    expect(question.get_by_text("Rejected")).to_be_visible()
+    expect(question.get_by_role("button")).to_have_count(0)
+    expect(page.locator(".message-user")).to_have_count(1)
+    expect(page.get_by_text("Sending a message answers the question.")).to_have_count(0)
+
+
+def test_multi_select_and_an_answer_seen_live_in_another_tab(context, page):
+    log_in(page)
+    new_conversation(page)
+    other = context.new_page()
+    other.goto(page.url)
+    page.get_by_role("textbox", name="Message").fill("Pick some toppings")
+    page.get_by_role("textbox", name="Message").press("Enter")
+    question = page.get_by_role("group", name="Toppings")
+    question.get_by_role("checkbox", name="Olives").check()
+    question.get_by_role("checkbox", name="Extra cheese").check()
+    other_question = other.get_by_role("group", name="Toppings")
+    expect(other_question.get_by_role("checkbox")).to_have_count(4)
+    question.get_by_role("button", name="Submit").click()
+    # The other tab's form is replaced in place: no stale inputs left to click.
+    expect(other_question.get_by_role("checkbox")).to_have_count(0)
+    expect(other_question).to_contain_text("Answer: Olives")
+    expect(other_question).to_contain_text("Extra cheese")
+    expect(other.locator(".message-assistant").last).to_contain_text("Adding these toppings")
+
+
+@pytest.mark.parametrize("choice", ["Yes", "No"])
+def test_confirm_action(page, choice):
+    log_in(page)
+    new_conversation(page)
+    page.get_by_role("textbox", name="Message").fill("Please delete the old tests")
+    page.get_by_role("textbox", name="Message").press("Enter")
+    question = page.get_by_role("group", name="Delete 23 unused test files")
+    expect(question.get_by_text("git history keeps them")).to_be_visible()
+    question.get_by_role("button", name=choice).click()
+    confirmed = "true" if choice == "Yes" else "false"
+    expect(page.locator(".message-assistant").last).to_contain_text(f'"confirmed": {confirmed}')
+
+
+def test_a_question_from_an_openai_compatible_endpoint(browser, start_server):
+    from tests.fake_llm import FakeLLM
+
+    llm = FakeLLM()
+    llm.queue(
+        {
+            "tool_calls": [
+                {
+                    "id": "call_q",
+                    "name": "question",
+                    "arguments": '{"header": "Deploy", "question": "Deploy to which region?", '
+                    '"options": [{"label": "eu-west"}, {"label": "us-east"}]}',
+                }
+            ]
+        },
+        {"text": "Deploying to **eu-west**."},
+    )
+    server = start_server(AGENT_PROVIDER="openai", OPENAI_BASE_URL=f"{llm.url}/v1")
+    context = browser.new_context(base_url=server.url, locale="en-US")
+    page = context.new_page()
+    try:
+        log_in(page)
+        new_conversation(page)
+        page.get_by_role("textbox", name="Message").fill("Ship it")
+        page.get_by_role("textbox", name="Message").press("Enter")
+        page.get_by_role("group", name="Deploy").get_by_role("button", name="eu-west").click()
+        expect(page.locator(".message-assistant").last).to_contain_text("Deploying to eu-west.")
+        tool_message = llm.requests[1]["body"]["messages"][-1]
+        assert tool_message == {"role": "tool", "tool_call_id": "call_q", "content": "eu-west"}
+    finally:
+        context.close()
+        llm.close()

@@ -1,0 +1,145 @@
+"""Two answers at the same moment: exactly one wins, the other is told it was already answered,
+and the transcript holds one answer and one tool result."""
+
+import os
+import subprocess
+import sys
+import threading
+import time
+
+import pytest
+from django.db import connection
+
+from chat import services
+from chat.blocks import ToolResultBlock, parse_blocks
+from chat.errors import AgentBusy
+from chat.models import Role
+from questions import services as questions
+from questions.blocks import Answer
+from questions.errors import QuestionAlreadyResolved
+from tests.live_server import ROOT, LiveServer, postgres_database
+
+
+@pytest.mark.django_db(transaction=True)
+@pytest.mark.parametrize("second", ["answer", "reject", "message"])
+def test_two_threads_resolving_at_once_one_wins(conversation, user, model, second):
+    model.asks()
+    services.post_user_message(user=user, conversation_id=conversation.pk, text="Lunch?")
+    barrier = threading.Barrier(2)
+    outcomes = []
+
+    def resolve(kind):
+        try:
+            barrier.wait()
+            if kind == "answer":
+                questions.answer_question(
+                    user=user,
+                    conversation_id=conversation.pk,
+                    tool_call_id="q1",
+                    answers=[Answer(labels=["Funghi"])],
+                )
+            elif kind == "reject":
+                questions.reject_question(
+                    user=user, conversation_id=conversation.pk, tool_call_id="q1"
+                )
+            else:
+                services.post_user_message(
+                    user=user, conversation_id=conversation.pk, text="Funghi"
+                )
+            outcomes.append("won")
+        except QuestionAlreadyResolved:
+            outcomes.append("already answered")
+        except AgentBusy:
+            outcomes.append("busy")
+        except Exception as error:  # pragma: no cover - shown if it ever happens
+            outcomes.append(repr(error))
+        finally:
+            connection.close()
+
+    threads = [threading.Thread(target=resolve, args=(kind,)) for kind in ("answer", second)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join(30)
+
+    if second == "message":
+        # An ordinary message that loses the race is refused while the resumed agent runs
+        # (or, once it is done, starts a new turn); either way one thing answered the question.
+        assert sorted(outcomes) in (["already answered", "won"], ["busy", "won"], ["won", "won"])
+    else:
+        assert sorted(outcomes) == ["already answered", "won"]
+    tool_results = [
+        b
+        for m in conversation.messages.all()
+        for b in parse_blocks(m.blocks)
+        if isinstance(b, ToolResultBlock) and b.tool_call_id == "q1"
+    ]
+    assert len(tool_results) == 1
+
+
+RESOLVE = """
+import time
+from django.contrib.auth.models import User
+from questions import services
+from questions.blocks import Answer
+from questions.errors import QuestionAlreadyResolved
+conversation_id, start_at, label = {conversation_id}, {start_at}, {label!r}
+user = User.objects.get(username="demo")
+time.sleep(max(0, start_at - time.time()))
+try:
+    services.answer_question(user=user, conversation_id=conversation_id, tool_call_id="scripted-1-0",
+                             answers=[Answer(labels=[label])])
+    print("won")
+except QuestionAlreadyResolved:
+    print("already answered")
+"""
+
+ASK = """
+from asgiref.sync import async_to_sync
+from django.contrib.auth.models import User
+from chat import services
+from chat.runtime import run_turn
+user = User.objects.get(username="demo")
+conversation = services.create_conversation(owner=user)
+services.post_user_message(user=user, conversation_id=conversation.pk, text="pizza")
+async_to_sync(run_turn)(conversation.pk)
+conversation.refresh_from_db()
+print(conversation.pk, conversation.agent_state)
+"""
+
+
+@pytest.mark.live
+def test_two_processes_answering_at_once_on_postgresql_one_wins(tmp_path):
+    admin_url = os.environ.get("TEST_POSTGRES_URL", "postgres://postgres@127.0.0.1:5432/test")
+    with postgres_database(admin_url) as url:
+        server = LiveServer(tmp_path, database_url=url, SCRIPTED_AGENT_DELAY="0")
+        server.manage("migrate", "--no-input", "-v", "0")
+        server.manage("ensure_demo_user")
+        conversation_id, state = server.manage("shell", "-v", "0", "-c", ASK).split()
+        assert state == "awaiting_user"
+        start_at = time.time() + 3  # both processes are up by then
+        processes = [
+            subprocess.Popen(
+                [
+                    *(sys.executable, "manage.py", "shell", "-v", "0", "-c"),
+                    RESOLVE.format(conversation_id=conversation_id, start_at=start_at, label=label),
+                ],
+                cwd=ROOT,
+                env=server.env,
+                stdout=subprocess.PIPE,
+                stderr=subprocess.PIPE,
+                text=True,
+            )
+            for label in ("Funghi", "Pepperoni")
+        ]
+        outputs = [p.communicate(timeout=60) for p in processes]
+        assert [p.returncode for p in processes] == [0, 0], outputs
+        assert sorted(out.strip() for out, _ in outputs) == ["already answered", "won"]
+        rows = server.query(
+            "SELECT role, blocks FROM chat_message WHERE conversation_id = %s",
+            int(conversation_id),
+        )
+        answers = [blocks for role, blocks in rows if role == Role.USER][1:]
+        assert len(answers) == 1
+        tool_results = [b for _, blocks in rows for b in blocks if b["type"] == "tool_result"]
+        assert len(tool_results) == 1

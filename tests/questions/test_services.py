@@ -1,0 +1,414 @@
+import json
+
+import pytest
+
+from chat import services
+from chat.blocks import ErrorBlock, TextBlock, ToolCallBlock, ToolResultBlock, parse_blocks
+from chat.errors import ConversationNotFound
+from chat.models import AgentState, Message, Role
+from chat.providers.base import ToolCallRequest
+from chat.runtime import build_history
+from questions import services as questions
+from questions.blocks import Answer
+from questions.errors import InvalidAnswer, QuestionAlreadyResolved
+from tests.questions.conftest import PIZZA
+
+pytestmark = pytest.mark.django_db(transaction=True)
+
+
+def start(conversation, user, text="Order lunch"):
+    services.post_user_message(user=user, conversation_id=conversation.pk, text=text)
+    conversation.refresh_from_db()
+    return conversation
+
+
+def question_block(conversation):
+    for message in conversation.messages.filter(role=Role.ASSISTANT).order_by("-order"):
+        for block in parse_blocks(message.blocks):
+            if block.type == "action":
+                return message, block
+    raise AssertionError("no question block")
+
+
+def results(conversation):
+    return [
+        b
+        for m in conversation.messages.order_by("order")
+        for b in parse_blocks(m.blocks)
+        if isinstance(b, ToolResultBlock)
+    ]
+
+
+def assert_history_valid(conversation):
+    history = build_history(conversation.pk)
+    for index, message in enumerate(history):
+        calls = [b.id for b in message.blocks if isinstance(b, ToolCallBlock)]
+        if calls:
+            assert [b.tool_call_id for b in history[index + 1].blocks] == calls
+
+
+def test_asking_pauses_with_a_pending_block_under_the_asking_message(conversation, user, model):
+    model.asks()
+    start(conversation, user)
+    assert conversation.agent_state == AgentState.AWAITING_USER
+    assert conversation.lease_owner == ""  # the runner let go while it waits
+    message, block = question_block(conversation)
+    assert [b.type for b in parse_blocks(message.blocks)] == ["tool_call", "action"]
+    assert (block.action_type, block.status) == ("question_request", "pending")
+    extra = block.extra
+    assert extra["questionHeader"] == "Pizza"
+    assert extra["questionText"] == "Which pizza?"
+    assert extra["questionOptions"][0] == {
+        "label": "Margherita",
+        "description": "Tomato, mozzarella",
+    }
+    assert (extra["questionMultiple"], extra["questionCustom"]) == (False, True)
+    assert (extra["questionResolution"], extra["needsUserAction"]) == ("asked", True)
+    assert "answerText" not in extra
+    assert results(conversation) == []  # no result until the user resolves it
+    assert len(model.histories) == 1  # nothing runs while it waits
+
+
+def test_picking_an_option_inserts_the_label_and_resumes(conversation, user, model):
+    model.asks()
+    start(conversation, user)
+    reply = questions.answer_question(
+        user=user,
+        conversation_id=conversation.pk,
+        tool_call_id="q1",
+        answers=[Answer(labels=["Pepperoni"])],
+    )
+    conversation.refresh_from_db()
+    assert parse_blocks(reply.blocks) == [TextBlock(text="Pepperoni")]
+    _, block = question_block(conversation)
+    assert block.status == "success"
+    assert block.extra["questionResolution"] == "replied"
+    assert block.extra["needsUserAction"] is False
+    assert block.extra["answerText"] == "Pepperoni"
+    assert block.extra["answerMessageId"] == str(reply.pk)
+    assert results(conversation) == [ToolResultBlock(tool_call_id="q1", content="Pepperoni")]
+    assert conversation.agent_state == AgentState.IDLE
+    last = conversation.messages.order_by("order").last()
+    assert parse_blocks(last.blocks) == [TextBlock(text="Thanks: Pepperoni")]
+    assert_history_valid(conversation)
+    # The answer reached the model once: as the tool result, not again as a user message.
+    assert [m.role for m in model.histories[-1]] == ["user", "assistant", "tool"]
+
+
+def test_several_labels_one_per_line_and_custom_text_last(conversation, user, model):
+    model.asks(arguments={**PIZZA, "multiple": True})
+    start(conversation, user)
+    reply = questions.answer_question(
+        user=user,
+        conversation_id=conversation.pk,
+        tool_call_id="q1",
+        answers=[Answer(labels=["Funghi", "Margherita"], custom="  and a salad ")],
+    )
+    assert parse_blocks(reply.blocks) == [TextBlock(text="Funghi\nMargherita\nand a salad")]
+    assert results(conversation)[0].content == "Funghi\nMargherita\nand a salad"
+
+
+def test_typed_text_answers_a_single_choice_or_free_form_question(conversation, user, model):
+    model.asks(arguments={"question": "Project name?"})
+    start(conversation, user)
+    reply = questions.answer_question(
+        user=user,
+        conversation_id=conversation.pk,
+        tool_call_id="q1",
+        answers=[Answer(custom="Apollo")],
+    )
+    assert parse_blocks(reply.blocks) == [TextBlock(text="Apollo")]
+    conversation.refresh_from_db()
+    assert conversation.agent_state == AgentState.IDLE
+
+
+def test_an_ordinary_message_answers_the_pending_question(conversation, user, model):
+    model.asks()
+    start(conversation, user)
+    message = services.post_user_message(
+        user=user, conversation_id=conversation.pk, text="Surprise me"
+    )
+    conversation.refresh_from_db()
+    _, block = question_block(conversation)
+    assert block.status == "success"
+    assert block.extra["answerText"] == "Surprise me"
+    assert block.extra["answerMessageId"] == str(message.pk)
+    user_messages = conversation.messages.filter(role=Role.USER)
+    assert [parse_blocks(m.blocks)[0].text for m in user_messages] == ["Order lunch", "Surprise me"]
+    assert results(conversation) == [ToolResultBlock(tool_call_id="q1", content="Surprise me")]
+    assert conversation.agent_state == AgentState.IDLE
+    assert_history_valid(conversation)
+
+
+def test_rejecting_inserts_nothing_stops_and_the_model_later_learns_it(conversation, user, model):
+    model.asks()
+    start(conversation, user)
+    questions.reject_question(user=user, conversation_id=conversation.pk, tool_call_id="q1")
+    conversation.refresh_from_db()
+    _, block = question_block(conversation)
+    assert (block.status, block.extra["questionResolution"]) == ("denied", "rejected")
+    assert block.extra["needsUserAction"] is False
+    assert conversation.agent_state == AgentState.IDLE
+    assert conversation.messages.filter(role=Role.USER).count() == 1
+    [result] = results(conversation)
+    assert (result.content, result.is_error) == (questions.DECLINED, True)
+    assert len(model.histories) == 1  # the agent stopped
+
+    services.post_user_message(user=user, conversation_id=conversation.pk, text="Never mind")
+    assert model.histories[-1][2].blocks == [result]
+    assert_history_valid(conversation)
+
+
+@pytest.mark.parametrize("first", ["answer", "reject", "message"])
+def test_only_the_first_resolution_counts(conversation, user, model, first):
+    model.asks()
+    start(conversation, user)
+    answer = Answer(labels=["Funghi"])
+    if first == "answer":
+        questions.answer_question(
+            user=user, conversation_id=conversation.pk, tool_call_id="q1", answers=[answer]
+        )
+    elif first == "reject":
+        questions.reject_question(user=user, conversation_id=conversation.pk, tool_call_id="q1")
+    else:
+        services.post_user_message(user=user, conversation_id=conversation.pk, text="Funghi please")
+    snapshot = list(Message.objects.values_list("pk", "version").order_by("pk"))
+
+    with pytest.raises(QuestionAlreadyResolved):
+        questions.answer_question(
+            user=user, conversation_id=conversation.pk, tool_call_id="q1", answers=[answer]
+        )
+    with pytest.raises(QuestionAlreadyResolved):
+        questions.reject_question(user=user, conversation_id=conversation.pk, tool_call_id="q1")
+    assert list(Message.objects.values_list("pk", "version").order_by("pk")) == snapshot
+    assert len(results(conversation)) == 1
+
+
+def test_a_stale_or_unknown_tool_call_id_changes_nothing(conversation, user, model):
+    model.asks()
+    start(conversation, user)
+    with pytest.raises(QuestionAlreadyResolved):
+        questions.answer_question(
+            user=user,
+            conversation_id=conversation.pk,
+            tool_call_id="q0",
+            answers=[Answer(labels=["Funghi"])],
+        )
+    conversation.refresh_from_db()
+    assert conversation.agent_state == AgentState.AWAITING_USER
+    assert question_block(conversation)[1].status == "pending"
+
+
+@pytest.mark.parametrize(
+    ("arguments", "answer", "message"),
+    [
+        (PIZZA, Answer(labels=["Hawaiian"]), "Pick one of the options shown."),
+        (PIZZA, Answer(labels=["Funghi", "Pepperoni"]), "This question takes a single choice."),
+        ({**PIZZA, "custom": False}, Answer(custom="Hawaiian"), "not a typed answer"),
+        (PIZZA, Answer(custom="   "), "Choose an option or type an answer first."),
+    ],
+)
+def test_invalid_answers_are_refused_and_the_question_stays_open(
+    conversation, user, model, arguments, answer, message
+):
+    model.asks(arguments=arguments)
+    start(conversation, user)
+    with pytest.raises(InvalidAnswer, match=message):
+        questions.answer_question(
+            user=user, conversation_id=conversation.pk, tool_call_id="q1", answers=[answer]
+        )
+    conversation.refresh_from_db()
+    assert conversation.agent_state == AgentState.AWAITING_USER
+    assert conversation.messages.filter(role=Role.USER).count() == 1
+
+
+def test_another_user_cannot_answer_or_reject(conversation, user, other_user, model):
+    model.asks()
+    start(conversation, user)
+    with pytest.raises(ConversationNotFound):
+        questions.answer_question(
+            user=other_user,
+            conversation_id=conversation.pk,
+            tool_call_id="q1",
+            answers=[Answer(labels=["Funghi"])],
+        )
+    with pytest.raises(ConversationNotFound):
+        questions.reject_question(
+            user=other_user, conversation_id=conversation.pk, tool_call_id="q1"
+        )
+    assert question_block(conversation)[1].status == "pending"
+
+
+def test_ask_user_question_returns_answers_by_question_text(conversation, user, model):
+    model.asks(
+        "ask_user_question",
+        {
+            "questions": [
+                {
+                    "question": "Database?",
+                    "header": "DB",
+                    "options": [{"label": "PG"}, {"label": "SQLite"}],
+                },
+                {
+                    "question": "Features?",
+                    "options": [{"label": "Search"}, {"label": "Export"}],
+                    "multiSelect": True,
+                },
+            ]
+        },
+    )
+    start(conversation, user)
+    reply = questions.answer_question(
+        user=user,
+        conversation_id=conversation.pk,
+        tool_call_id="q1",
+        answers=[Answer(labels=["SQLite"]), Answer(labels=["Search", "Export"])],
+    )
+    assert parse_blocks(reply.blocks)[0].text == "DB: SQLite\nFeatures?: Search, Export"
+    assert json.loads(results(conversation)[0].content) == {
+        "answers": {"Database?": "SQLite", "Features?": ["Search", "Export"]}
+    }
+
+
+@pytest.mark.parametrize(("label", "confirmed"), [("Yes", True), ("No", False)])
+def test_confirm_action_tells_the_model_whether_it_was_confirmed(
+    conversation, user, model, label, confirmed
+):
+    model.asks("confirm_action", {"action": "Delete 3 files"})
+    start(conversation, user)
+    questions.answer_question(
+        user=user,
+        conversation_id=conversation.pk,
+        tool_call_id="q1",
+        answers=[Answer(labels=[label])],
+    )
+    assert json.loads(results(conversation)[0].content) == {"confirmed": confirmed}
+
+
+def test_a_question_with_other_calls_is_refused_under_the_standalone_policy(
+    conversation, user, model
+):
+    model.asks(also=[ToolCallRequest("c0", "calculate", {"expression": "1+1"})])
+    start(conversation, user)
+    conversation.refresh_from_db()
+    # Not paused: both calls got an error result, the user saw why, the model went on.
+    assert conversation.agent_state == AgentState.IDLE
+    assert {r.tool_call_id for r in results(conversation)} == {"c0", "q1"}
+    assert all(r.is_error for r in results(conversation))
+    errors = [
+        b
+        for m in conversation.messages.all()
+        for b in parse_blocks(m.blocks)
+        if isinstance(b, ErrorBlock)
+    ]
+    assert len(errors) == 1
+    assert "together with other tool calls" in errors[0].message
+    assert not any(
+        b.type == "action" for m in conversation.messages.all() for b in parse_blocks(m.blocks)
+    )
+    assert_history_valid(conversation)
+
+
+def test_sequential_policy_runs_calls_around_the_question(conversation, user, model, settings):
+    settings.QUESTION_CALL_POLICY = "sequential"
+    before = ToolCallRequest("c0", "calculate", {"expression": "1+1"})
+    after = ToolCallRequest("c2", "calculate", {"expression": "2+2"})
+    model.responses.append([before, ToolCallRequest("q1", "question", PIZZA), after])
+    start(conversation, user)
+    assert conversation.agent_state == AgentState.AWAITING_USER
+    assert [r.tool_call_id for r in results(conversation)] == ["c0"]
+    questions.answer_question(
+        user=user,
+        conversation_id=conversation.pk,
+        tool_call_id="q1",
+        answers=[Answer(labels=["Funghi"])],
+    )
+    conversation.refresh_from_db()
+    assert [r.tool_call_id for r in results(conversation)] == ["c0", "q1", "c2"]
+    assert [r.content for r in results(conversation)] == ["2", "Funghi", "4"]
+    assert conversation.agent_state == AgentState.IDLE
+    assert_history_valid(conversation)
+
+
+def test_sequential_rejection_gives_the_remaining_calls_a_result(
+    conversation, user, model, settings
+):
+    settings.QUESTION_CALL_POLICY = "sequential"
+    model.responses.append(
+        [
+            ToolCallRequest("q1", "question", PIZZA),
+            ToolCallRequest("c2", "calculate", {"expression": "2+2"}),
+        ]
+    )
+    start(conversation, user)
+    questions.reject_question(user=user, conversation_id=conversation.pk, tool_call_id="q1")
+    assert {r.tool_call_id: r.is_error for r in results(conversation)} == {"q1": True, "c2": True}
+    assert_history_valid(conversation)
+
+
+def test_a_malformed_question_is_not_asked_the_user_sees_why_and_the_agent_goes_on(
+    conversation, user, model
+):
+    model.asks(arguments={"question": "Which?", "options": [{"label": "x" * 40}]})
+    start(conversation, user)
+    assert conversation.agent_state == AgentState.IDLE
+    [result] = results(conversation)
+    assert result.is_error
+    assert "at most 30 characters" in result.content
+    [error] = [
+        b
+        for m in conversation.messages.all()
+        for b in parse_blocks(m.blocks)
+        if isinstance(b, ErrorBlock)
+    ]
+    assert error.message == "The agent's question could not be shown:"
+    assert "at most 30 characters" in error.detail
+    assert model.histories[-1][-1].blocks == [result]  # the model was told
+
+
+def test_questions_per_turn_are_bounded(conversation, user, model, settings):
+    settings.QUESTION_MAX_PER_TURN = 1
+    model.responses.append([ToolCallRequest("q1", "question", PIZZA)])
+    model.responses.append([ToolCallRequest("q2", "question", PIZZA)])
+    start(conversation, user)
+    questions.answer_question(
+        user=user,
+        conversation_id=conversation.pk,
+        tool_call_id="q1",
+        answers=[Answer(labels=["Funghi"])],
+    )
+    conversation.refresh_from_db()
+    assert conversation.agent_state == AgentState.IDLE
+    assert results(conversation)[-1].tool_call_id == "q2"
+    assert results(conversation)[-1].is_error
+
+
+def test_sub_agents_are_not_offered_question_tools_and_are_refused(
+    conversation, user, model, settings
+):
+    from asgiref.sync import async_to_sync
+
+    from chat import runtime
+
+    settings.PARLEY_RUN_INLINE = False
+    model.asks()
+    services.post_user_message(user=user, conversation_id=conversation.pk, text="go")
+    async_to_sync(runtime.run_turn)(conversation.pk, is_subagent=True)
+    conversation.refresh_from_db()
+    assert {t.name for t in model.tools[0]} == {"current_time", "calculate"}
+    [result] = results(conversation)
+    assert result.is_error
+    assert "Sub-agents cannot ask" in result.content
+    assert conversation.agent_state == AgentState.IDLE
+
+
+def test_question_tools_follow_the_setting(conversation, user, model, settings):
+    settings.QUESTION_TOOLS = ["confirm_action"]
+    model.asks()
+    start(conversation, user)
+    assert {t.name for t in model.tools[0]} == {"current_time", "calculate", "confirm_action"}
+    assert results(conversation)[0].content.startswith("Unknown tool 'question'")
+
+    settings.QUESTION_TOOLS = []
+    services.post_user_message(user=user, conversation_id=conversation.pk, text="again")
+    assert {t.name for t in model.tools[-1]} == {"current_time", "calculate"}

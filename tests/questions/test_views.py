@@ -1,0 +1,95 @@
+import pytest
+from django.urls import reverse
+
+from chat import services
+from chat.models import AgentState, Role
+from questions.errors import QuestionAlreadyResolved
+
+pytestmark = pytest.mark.django_db(transaction=True)
+
+HTMX = {"HX-Request": "true"}
+
+
+@pytest.fixture
+def asked(client, user, conversation, model):
+    client.force_login(user)
+    model.asks()
+    services.post_user_message(user=user, conversation_id=conversation.pk, text="Lunch?")
+    return conversation
+
+
+def answer_url(conversation, call="q1"):
+    return reverse("questions:answer", args=[conversation.pk, call])
+
+
+def reject_url(conversation, call="q1"):
+    return reverse("questions:reject", args=[conversation.pk, call])
+
+
+def test_the_pending_question_renders_its_controls_escaped(client, asked, model):
+    html = client.get(reverse("chat:conversation_detail", args=[asked.pk])).content.decode()
+    assert 'role="group" aria-label="Pizza"' in html
+    assert 'name="q0" value="Margherita"' in html
+    assert "Tomato, mozzarella" in html
+    assert '<label class="custom-label" for="custom-q1-0">Your answer</label>' in html
+    assert ">Submit</button>" in html
+    assert ">Reject</button>" in html
+    assert "Used the tool question" not in html  # the block replaces the raw tool call
+    assert "Sending a message answers the question." in html
+
+
+def test_answering_over_htmx_is_204_and_a_second_answer_is_409(client, asked):
+    response = client.post(answer_url(asked), {"count": "1", "q0": "Funghi"}, headers=HTMX)
+    assert response.status_code == 204
+    asked.refresh_from_db()
+    assert asked.agent_state == AgentState.IDLE
+    again = client.post(answer_url(asked), {"count": "1", "q0": "Funghi"}, headers=HTMX)
+    assert again.status_code == 409
+    assert again.content.decode() == str(QuestionAlreadyResolved.default_message)
+    assert asked.messages.filter(role=Role.USER).count() == 2
+
+
+def test_an_invalid_answer_is_422_with_a_reason(client, asked):
+    response = client.post(answer_url(asked), {"count": "1", "q0": "Hawaiian"}, headers=HTMX)
+    assert response.status_code == 422
+    assert response.content.decode() == "Pick one of the options shown."
+
+
+def test_typed_answer_and_plain_form_post(client, asked):
+    response = client.post(answer_url(asked), {"count": "1", "q0-custom": "Calzone"})
+    assert response["Location"] == reverse("chat:conversation_detail", args=[asked.pk])
+    html = client.get(response["Location"]).content.decode()
+    assert "Answer:</span> Calzone" in html
+    assert "Thanks: Calzone" in html
+    assert 'name="q0"' not in html  # no inputs left once resolved
+
+
+def test_reject_shows_rejected(client, asked):
+    assert client.post(reject_url(asked), headers=HTMX).status_code == 204
+    html = client.get(reverse("chat:conversation_detail", args=[asked.pk])).content.decode()
+    assert '<p class="question-rejected">Rejected</p>' in html
+
+
+def test_another_user_gets_404_and_changes_nothing(client, asked, other_user):
+    client.force_login(other_user)
+    assert client.post(answer_url(asked), {"count": "1", "q0": "Funghi"}).status_code == 404
+    assert client.post(reject_url(asked)).status_code == 404
+    asked.refresh_from_db()
+    assert asked.agent_state == AgentState.AWAITING_USER
+
+
+def test_tool_provided_text_is_escaped(client, user, conversation, model):
+    client.force_login(user)
+    model.asks(
+        arguments={
+            "header": "<i>x</i>",
+            "question": "<script>alert(1)</script>?",
+            "options": [{"label": "<b>A</b>", "description": "<img src=x>"}],
+        }
+    )
+    services.post_user_message(user=user, conversation_id=conversation.pk, text="go")
+    html = client.get(reverse("chat:conversation_detail", args=[conversation.pk])).content.decode()
+    assert "<script>alert(1)" not in html
+    assert "&lt;script&gt;alert(1)&lt;/script&gt;?" in html
+    assert "&lt;b&gt;A&lt;/b&gt;" in html
+    assert "<img src=x>" not in html
