@@ -6,8 +6,6 @@ import time
 import pytest
 from playwright.sync_api import expect
 
-from tests.live_server import LiveServer
-
 FINAL_MARK = "two tools in one turn."
 
 

@@ -87,8 +87,10 @@ conversation_id, start_at, label = {conversation_id}, {start_at}, {label!r}
 user = User.objects.get(username="demo")
 time.sleep(max(0, start_at - time.time()))
 try:
-    services.answer_question(user=user, conversation_id=conversation_id, tool_call_id="scripted-1-0",
-                             answers=[Answer(labels=[label])])
+    services.answer_question(
+        user=user, conversation_id=conversation_id, tool_call_id="scripted-1-0",
+        answers=[Answer(labels=[label])],
+    )
     print("won")
 except QuestionAlreadyResolved:
     print("already answered")
