@@ -48,6 +48,14 @@ class ActionBlock(_Block):
     status: str
     extra: dict[str, Any] = {}
 
+    @property
+    def display_text(self) -> str:
+        """For an action this version cannot show: its own text, or what it is."""
+        for key in ("text", "questionText", "message"):
+            if isinstance(self.extra.get(key), str) and self.extra[key]:
+                return self.extra[key]
+        return f"{self.action_type} ({self.status})"
+
 
 class ErrorBlock(_Block):
     """Something went wrong that the user should see."""
