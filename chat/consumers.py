@@ -7,10 +7,13 @@ page renders: new messages are appended, changed ones replaced in place. A dropp
 connection, a lost event or a burst of events all end the same way: no gaps, no duplicates.
 """
 
+import asyncio
 import json
+import time
 
 from channels.db import database_sync_to_async
 from channels.generic.websocket import AsyncWebsocketConsumer
+from django.contrib.auth import SESSION_KEY
 from django.http import HttpRequest
 from django.template.loader import render_to_string
 from django.utils import translation
@@ -19,8 +22,18 @@ from chat.errors import ConversationNotFound
 from chat.events import conversation_group
 from chat.selectors import conversation_for_user, transcript_changes
 
-# A close code in the private range: the page does not reconnect after it.
+# Close codes in the private range: the page does not reconnect after them.
 CLOSE_NOT_FOUND = 4404
+CLOSE_SIGNED_OUT = 4401
+# While a turn runs, check again this long after each push, in case its last event was
+# dropped (channel layers drop messages to a full queue).
+RECHECK_SECONDS = 1.5
+# How often the session is read again, so a signed-out user stops receiving updates.
+SESSION_CHECK_SECONDS = 5.0
+
+
+class SignedOut(Exception):
+    pass
 
 
 class ConversationConsumer(AsyncWebsocketConsumer):
@@ -28,6 +41,9 @@ class ConversationConsumer(AsyncWebsocketConsumer):
         self.user = self.scope.get("user")
         self.conversation_id = self.scope["url_route"]["kwargs"]["conversation_id"]
         self.sent_seq: int | None = None  # unknown until the client says what it has
+        self.pushing = asyncio.Lock()  # one push at a time: each reads from the last cursor
+        self.recheck: asyncio.Task | None = None
+        self.session_checked = time.monotonic()
         try:
             await database_sync_to_async(conversation_for_user)(
                 user=self.user, conversation_id=self.conversation_id
@@ -40,6 +56,8 @@ class ConversationConsumer(AsyncWebsocketConsumer):
         await self.accept()
 
     async def disconnect(self, code: int) -> None:
+        if getattr(self, "recheck", None) is not None:
+            self.recheck.cancel()
         if hasattr(self, "group"):
             await self.channel_layer.group_discard(self.group, self.channel_name)
 
@@ -47,7 +65,7 @@ class ConversationConsumer(AsyncWebsocketConsumer):
         try:
             data = json.loads(text_data or "")
             after = int(data["after"]) if data.get("type") == "sync" else None
-        except (ValueError, TypeError, KeyError, AttributeError):
+        except (ValueError, TypeError, KeyError, AttributeError, OverflowError):
             after = None
         if after is None or after < 0:
             return  # the only message a client sends is a sync; anything else is ignored
@@ -59,28 +77,55 @@ class ConversationConsumer(AsyncWebsocketConsumer):
             await self.push_changes()
 
     async def push_changes(self) -> None:
-        try:
-            html, cursor = await database_sync_to_async(self.render_changes)(self.sent_seq)
-        except ConversationNotFound:
-            await self.close(code=CLOSE_NOT_FOUND)
-            return
-        if html:
-            self.sent_seq = cursor
-            await self.send(text_data=html)
+        async with self.pushing:
+            try:
+                html, cursor, running = await database_sync_to_async(self.render_changes)(
+                    self.sent_seq
+                )
+            except ConversationNotFound:
+                await self.close(code=CLOSE_NOT_FOUND)
+                return
+            except SignedOut:
+                await self.close(code=CLOSE_SIGNED_OUT)
+                return
+            if html:
+                self.sent_seq = cursor
+                await self.send(text_data=html)
+        if running:
+            if self.recheck is not None:
+                self.recheck.cancel()
+            self.recheck = asyncio.create_task(self.push_later())
 
-    def render_changes(self, after: int) -> tuple[str, int]:
-        """The OOB fragments for everything changed after `after`, and the new cursor."""
+    async def push_later(self) -> None:
+        await asyncio.sleep(RECHECK_SECONDS)
+        self.recheck = None
+        await self.push_changes()
+
+    def render_changes(self, after: int) -> tuple[str, int, bool]:
+        """The OOB fragments for everything changed after `after`, the new cursor, and
+        whether a turn is running."""
+        self.check_session()
         changes = transcript_changes(
             user=self.user, conversation_id=self.conversation_id, after=after
         )
+        running = changes.conversation.is_running
         if changes.cursor == after:
-            return "", after
+            return "", after, running
         with translation.override(self.language()):
             html = render_to_string(
                 "chat/conversation.html#changes",
                 {"conversation": changes.conversation, "changes": changes, "after": after},
             )
-        return html, changes.cursor
+        return html, changes.cursor, running
+
+    def check_session(self) -> None:
+        """Raise SignedOut once the user's session is gone (they logged out elsewhere)."""
+        session = self.scope.get("session")
+        if session is None or time.monotonic() - self.session_checked < SESSION_CHECK_SECONDS:
+            return
+        self.session_checked = time.monotonic()
+        if session.load().get(SESSION_KEY) != str(self.user.pk):
+            raise SignedOut
 
     def language(self) -> str:
         """The language the page itself was rendered in (LocaleMiddleware's rules)."""

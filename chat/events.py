@@ -17,7 +17,9 @@ def conversation_group(conversation_id: int) -> str:
 
 
 def send_conversation_event_on_commit(conversation_id: int, event: dict) -> None:
-    transaction.on_commit(partial(_send, conversation_id, event))
+    # robust: a push that fails (a Redis blip) is logged, never turned into an error after
+    # the data is already committed; the next change or reconnect catches the page up.
+    transaction.on_commit(partial(_send, conversation_id, event), robust=True)
 
 
 def _send(conversation_id: int, event: dict) -> None:

@@ -26,17 +26,21 @@ logger = logging.getLogger("parley.runner")
 
 _loop: asyncio.AbstractEventLoop | None = None  # the serving process's event loop
 _tasks: dict[int, asyncio.Task] = {}
+_again: set[int] = set()  # dispatched while this process's task was still finishing
 _sweeper: asyncio.Task | None = None
 
 
 def dispatch_on_commit(conversation_id: int) -> None:
-    transaction.on_commit(partial(dispatch, conversation_id))
+    # robust: a dispatch that fails is logged; the sweep dispatches the turn again.
+    transaction.on_commit(partial(dispatch, conversation_id), robust=True)
 
 
 def cancel_local_on_commit(conversation_id: int) -> None:
     """Stop the turn's task at once if it runs in this process (the lease fences it anyway)."""
     if _loop is not None:
-        transaction.on_commit(partial(_loop.call_soon_threadsafe, _cancel, conversation_id))
+        transaction.on_commit(
+            partial(_loop.call_soon_threadsafe, _cancel, conversation_id), robust=True
+        )
 
 
 def dispatch(conversation_id: int) -> None:
@@ -65,6 +69,8 @@ def spawn(conversation_id: int) -> None:
     from chat.runtime import run_turn
 
     if conversation_id in _tasks:
+        # The running task may be past its last check: run once more when it is done.
+        _again.add(conversation_id)
         return
     # A fresh context: the turn must not inherit a request's asgiref executor, which is gone
     # once the response is sent.
@@ -72,7 +78,14 @@ def spawn(conversation_id: int) -> None:
         run_turn(conversation_id), context=contextvars.Context()
     )
     _tasks[conversation_id] = task
-    task.add_done_callback(lambda _: _tasks.pop(conversation_id, None))
+    task.add_done_callback(lambda _: _finished(conversation_id))
+
+
+def _finished(conversation_id: int) -> None:
+    _tasks.pop(conversation_id, None)
+    if conversation_id in _again:
+        _again.discard(conversation_id)
+        spawn(conversation_id)
 
 
 def _cancel(conversation_id: int) -> None:

@@ -4,6 +4,8 @@ Agent state changes go through chat.turns, the turn state machine; transcript wr
 conversation's change cursor under its row lock and push `chat.changed` after commit.
 """
 
+import re
+
 from django.conf import settings
 from django.db import transaction
 
@@ -15,6 +17,9 @@ from chat.selectors import conversation_for_user
 from questions.services import auto_resolve_question
 
 TITLE_MAX_CHARS = Conversation._meta.get_field("title").max_length
+# Control characters other than tab and line breaks: never meaningful in a message, and NUL
+# cannot be stored in PostgreSQL text.
+CONTROL_CHARACTERS = re.compile(r"[\x00-\x08\x0b\x0c\x0e-\x1f\x7f]")
 AUTO_TITLE_CHARS = 60
 
 
@@ -48,7 +53,7 @@ def post_user_message(*, user, conversation_id: int, text: str) -> Message:
 
     Raises EmptyMessage, MessageTooLong, AgentBusy (a turn is running) or ConversationNotFound.
     """
-    text = text.strip()
+    text = CONTROL_CHARACTERS.sub("", text).strip()
     if not text:
         raise EmptyMessage
     if len(text) > settings.PARLEY_MAX_MESSAGE_CHARS:
@@ -85,7 +90,7 @@ def stop_turn(*, user, conversation_id: int) -> None:
 
 
 def _clean_title(title: str) -> str:
-    return " ".join(title.split())[:TITLE_MAX_CHARS]
+    return " ".join(CONTROL_CHARACTERS.sub("", title).split())[:TITLE_MAX_CHARS]
 
 
 def _auto_title(text: str) -> str:

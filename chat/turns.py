@@ -13,6 +13,7 @@ whose lease was taken over (it stalled, or the user pressed Stop) can no longer 
 """
 
 import os
+import re
 import socket
 import uuid
 from dataclasses import dataclass
@@ -44,6 +45,8 @@ STOPPED_RESULT = "The user stopped the agent before this tool ran."
 MISSING_RESULT = "No result was recorded for this tool call."
 DECLINED_RESULT = "Not run: the user declined the question asked before this call."
 
+TOOL_CALL_ID = re.compile(r"[A-Za-z0-9_-]{1,64}")
+
 # This process's name as a lease owner.
 RUNNER_ID = f"{socket.gethostname()}:{os.getpid()}:{uuid.uuid4().hex[:8]}"
 
@@ -74,6 +77,7 @@ def lease_duration() -> timedelta:
 
 def begin_turn(conversation: Conversation) -> None:
     """idle/error -> llm_requesting, and dispatch a runner after commit."""
+    _retire_retry(conversation)
     conversation.agent_state = AgentState.LLM_REQUESTING
     conversation.turn_steps = 0
     conversation.turn_questions = 0
@@ -163,12 +167,13 @@ def stream_text(lease: Lease, text: str) -> None:
 def complete_step(lease: Lease, *, text: str, tool_calls: list[ToolCallBlock]) -> AgentState:
     """Store the model's whole answer; then run its tools, or end the turn."""
     conversation = _held(lease, AgentState.LLM_REQUESTING)
+    tool_calls = _with_unique_ids(conversation, tool_calls)
     blocks = ([TextBlock(text=text)] if text else []) + list(tool_calls)
     draft = _draft(conversation)
-    if draft is not None and blocks:
+    if draft is not None:
+        # Even when empty: open tabs show the draft, so it is kept (and hidden) rather than
+        # deleted, which the catch-up protocol could not express.
         transcript.update_message(conversation, draft, blocks=blocks, is_draft=False)
-    elif draft is not None:
-        draft.delete()
     elif blocks:
         transcript.append_message(conversation, role=Role.ASSISTANT, blocks=blocks)
     if tool_calls:
@@ -203,8 +208,9 @@ def tools_done(lease: Lease) -> None:
 
 @transaction.atomic
 def fail(lease: Lease, message: str = AGENT_FAILED, *, retryable: bool = True) -> None:
-    """End the turn in the error state with an error block; keeps everything written so far."""
-    conversation = _held(lease)
+    """End the turn in the error state with an error block; keeps everything written so far.
+    Only a running turn can fail: one that already paused or ended is left as it is."""
+    conversation = _held(lease, *RUNNING_STATES)
     _finalize_draft(conversation)
     _close_open_tool_calls(conversation, MISSING_RESULT)
     transcript.append_message(
@@ -307,14 +313,41 @@ def _draft(conversation: Conversation) -> Message | None:
 
 def _finalize_draft(conversation: Conversation) -> None:
     draft = _draft(conversation)
-    if draft is None:
-        return
-    if any(isinstance(b, TextBlock) and b.text for b in parse_blocks(draft.blocks)):
-        transcript.update_message(
-            conversation, draft, blocks=parse_blocks(draft.blocks), is_draft=False
-        )
-    else:
-        draft.delete()
+    if draft is not None:
+        blocks = [b for b in parse_blocks(draft.blocks) if not isinstance(b, TextBlock) or b.text]
+        transcript.update_message(conversation, draft, blocks=blocks, is_draft=False)
+
+
+def _retire_retry(conversation: Conversation) -> None:
+    """A new turn makes earlier Retry buttons meaningless: take them off every open tab."""
+    for message in conversation.messages.filter(role=Role.SYSTEM):
+        blocks = parse_blocks(message.blocks)
+        if any(isinstance(b, ErrorBlock) and b.retryable for b in blocks):
+            retired = [
+                b.model_copy(update={"retryable": False}) if isinstance(b, ErrorBlock) else b
+                for b in blocks
+            ]
+            transcript.update_message(conversation, message, blocks=retired, is_draft=False)
+
+
+def _with_unique_ids(conversation: Conversation, calls: list[ToolCallBlock]) -> list[ToolCallBlock]:
+    """Tool-call ids must be unique in the transcript and safe in URLs; providers do not
+    always ensure that (a missing id, one reused across steps), so such ids are replaced."""
+    if not calls:
+        return calls
+    used = {
+        block.id
+        for message in conversation.messages.filter(role=Role.ASSISTANT)
+        for block in parse_blocks(message.blocks)
+        if isinstance(block, ToolCallBlock)
+    }
+    unique = []
+    for call in calls:
+        if not TOOL_CALL_ID.fullmatch(call.id) or call.id in used:
+            call = call.model_copy(update={"id": f"call_{uuid.uuid4().hex[:24]}"})
+        used.add(call.id)
+        unique.append(call)
+    return unique
 
 
 def _message_with_call(conversation: Conversation, call_id: str) -> Message:

@@ -31,6 +31,8 @@
   document.addEventListener("htmx:wsClose", function (event) {
     if (event.detail.event.code === 4404) {
       show("conversation-gone", true);
+    } else if (event.detail.event.code === 4401) {
+      window.location.reload();  // signed out: the page sends them to the login form
     } else {
       show("connection-lost", true);
     }

@@ -2,6 +2,7 @@
 OpenRouter, ...), through the official `openai` SDK, streaming text and tool calls."""
 
 import json
+import uuid
 from collections.abc import AsyncIterator
 
 import openai
@@ -120,7 +121,7 @@ class OpenAIProvider:
             if not slot["name"]:
                 raise ProviderError("The model sent a tool call without a name.", retryable=True)
             yield ToolCallRequest(
-                id=slot["id"] or f"call_{index}",
+                id=slot["id"] or f"call_{uuid.uuid4().hex[:24]}",
                 name=slot["name"],
                 arguments=parse_arguments(slot["args"]),
             )

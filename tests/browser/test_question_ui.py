@@ -147,7 +147,15 @@ def test_a_double_click_sends_one_answer(page, console_errors):
     ("locale", "texts"),
     [
         ("zh-CN", {"answer": "你的回答", "submit": "提交", "reject": "拒绝", "rejected": "已拒绝"}),
-        ("pt-BR", {"answer": "Sua resposta", "submit": "Enviar resposta", "reject": "Recusar", "rejected": "Recusada"}),
+        (
+            "pt-BR",
+            {
+                "answer": "Sua resposta",
+                "submit": "Enviar resposta",
+                "reject": "Recusar",
+                "rejected": "Recusada",
+            },
+        ),
     ],
 )
 def test_the_question_block_in_each_language(browser, parley_server, locale, texts):
@@ -183,7 +191,10 @@ def axe_violations(page) -> list[dict]:
 def test_every_form_pending_and_resolved_passes_axe_and_is_photographed(browser, parley_server):
     # The page's CSP allows no inline script; axe is injected for the scan only.
     context = browser.new_context(
-        base_url=parley_server.url, locale="en-US", bypass_csp=True, viewport={"width": 900, "height": 900}
+        base_url=parley_server.url,
+        locale="en-US",
+        bypass_csp=True,
+        viewport={"width": 900, "height": 900},
     )
     page = context.new_page()
     SCREENSHOTS.mkdir(parents=True, exist_ok=True)

@@ -99,7 +99,17 @@ async def test_a_sync_at_the_latest_cursor_sends_nothing(user, conversation):
     await communicator.disconnect()
 
 
-@pytest.mark.parametrize("payload", ["not json", '{"type": "sync"}', '{"after": "x"}', "[]", "{}"])
+@pytest.mark.parametrize(
+    "payload",
+    [
+        "not json",
+        '{"type": "sync"}',
+        '{"after": "x"}',
+        "[]",
+        "{}",
+        '{"type": "sync", "after": 1e999}',
+    ],
+)
 async def test_garbage_from_the_client_is_ignored(user, conversation, payload):
     await say(conversation.pk, "one")
     communicator, _ = await connect_as(user, conversation.pk)
@@ -180,3 +190,22 @@ async def test_pushes_follow_the_language_cookie(user, conversation):
     html = await communicator.receive_from()
     assert "Tentar de novo" in html
     await communicator.disconnect()
+
+
+async def test_a_signed_out_user_stops_receiving_updates(user, conversation, monkeypatch):
+    from chat import consumers
+
+    monkeypatch.setattr(consumers, "SESSION_CHECK_SECONDS", 0)
+    client = Client()
+    await db(client.force_login)(user)
+    cookie = client.cookies["sessionid"].value
+    headers = [(b"origin", b"http://127.0.0.1:8000"), (b"cookie", f"sessionid={cookie}".encode())]
+    communicator = WebsocketCommunicator(application, ws_path(conversation.pk), headers=headers)
+    assert (await communicator.connect())[0]
+    await say(conversation.pk, "one")
+    await communicator.send_json_to({"type": "sync", "after": 0})
+    assert "sync-cursor" in await communicator.receive_from()
+
+    await db(client.logout)()
+    await say(conversation.pk, "two")
+    assert await communicator.receive_output() == {"type": "websocket.close", "code": 4401}

@@ -276,3 +276,48 @@ async def test_a_turn_abandoned_mid_stream_is_resumed_once_by_another_runner(
     assert [(m.role, m.blocks, m.is_draft) for m in messages] == [
         (Role.ASSISTANT, [{"type": "text", "text": "The whole reply."}], False)
     ]
+
+
+def test_missing_or_reused_tool_call_ids_are_replaced_so_each_call_gets_its_result(
+    conversation, user, monkeypatch
+):
+    provider = use(
+        monkeypatch,
+        FakeProvider(
+            [ToolCallRequest("call_0", "calculate", {"expression": "1+1"})],
+            [ToolCallRequest("call_0", "calculate", {"expression": "2+2"})],
+            [ToolCallRequest("bad/id", "calculate", {"expression": "3+3"})],
+            [TextDelta("Done.")],
+        ),
+    )
+    services.post_user_message(user=user, conversation_id=conversation.pk, text="go")
+    conversation.refresh_from_db()
+    assert conversation.agent_state == AgentState.IDLE
+    calls = [b for _, bs in blocks_of(conversation) for b in bs if isinstance(b, ToolCallBlock)]
+    assert calls[0].id == "call_0"
+    assert len({c.id for c in calls}) == 3
+    assert all(turns.TOOL_CALL_ID.fullmatch(c.id) for c in calls)
+    assert_every_call_has_one_result(conversation)
+    results = [
+        b.content for _, bs in blocks_of(conversation) for b in bs if b.type == "tool_result"
+    ]
+    assert results == ["2", "4", "6"]
+    assert len(provider.histories) == 4
+
+
+def test_a_late_failure_cannot_override_a_paused_or_finished_turn(conversation):
+    lease = running(conversation)
+    turns.complete_step(lease, text="All done.", tool_calls=[])
+    with pytest.raises(turns.LeaseLost):
+        turns.fail(lease)
+    conversation.refresh_from_db()
+    assert conversation.agent_state == AgentState.IDLE
+    assert not any(isinstance(b, ErrorBlock) for _, bs in blocks_of(conversation) for b in bs)
+
+
+def test_a_new_turn_retires_the_old_retry_button(conversation, user, monkeypatch):
+    use(monkeypatch, FakeProvider(ProviderError("401", retryable=False), [TextDelta("Hi.")]))
+    services.post_user_message(user=user, conversation_id=conversation.pk, text="hi")
+    services.post_user_message(user=user, conversation_id=conversation.pk, text="again")
+    errors = [b for _, bs in blocks_of(conversation) for b in bs if isinstance(b, ErrorBlock)]
+    assert [e.retryable for e in errors] == [False]

@@ -233,3 +233,13 @@ def test_security_headers(client_ada):
     response = client_ada.get("/")
     assert "script-src 'self'" in response["Content-Security-Policy"]
     assert response["X-Frame-Options"] == "DENY"
+
+
+def test_control_characters_never_reach_the_database(client_ada, conversation, settings):
+    settings.PARLEY_RUN_INLINE = False
+    url = reverse("chat:post_message", args=[conversation.pk])
+    assert client_ada.post(url, {"text": "a\x00b\x07c"}).status_code == 302
+    assert Message.objects.get().blocks == [{"type": "text", "text": "abc"}]
+    rename = reverse("chat:conversation_rename", args=[conversation.pk])
+    client_ada.post(rename, {"title": "T\x00itle"})
+    assert Conversation.objects.get().title == "Title"
