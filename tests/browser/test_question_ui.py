@@ -121,6 +121,21 @@ def test_several_questions_answered_together(page):
     }
 
 
+def test_several_questions_with_the_keyboard_only(page):
+    log_in(page)
+    new_conversation(page)
+    group = ask(page, "setup")
+    page.keyboard.press("Shift+Tab")
+    expect(group.get_by_role("radio", name="SQLite")).to_be_focused()
+    page.keyboard.press("Space")
+    page.keyboard.press("ArrowDown")
+    expect(group.get_by_role("checkbox", name="Search")).to_be_focused()
+    page.keyboard.press("Space")
+    page.keyboard.press("Control+Enter")
+    expect(last_reply(page)).to_contain_text('"Search"]}}')
+    assert '"Which database should the service use?": "SQLite"' in last_reply(page).inner_text()
+
+
 def test_a_reload_while_pending_shows_the_question_and_it_still_answers(page):
     log_in(page)
     new_conversation(page)
