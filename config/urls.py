@@ -4,12 +4,18 @@ from django.contrib.auth.decorators import login_not_required
 from django.urls import include, path
 from django.views.i18n import set_language
 
+from api import views as api_views
+from api.api import api
+
 urlpatterns = [
     path("login/", auth_views.LoginView.as_view(), name="login"),
     path("logout/", auth_views.LogoutView.as_view(), name="logout"),
     # The language switcher also serves the login page, before anyone is signed in.
     path("i18n/setlang/", login_not_required(set_language), name="set_language"),
     path("admin/", admin.site.urls),
+    path("api/v1/", api.urls),
+    path("settings/tokens/", api_views.tokens, name="api_tokens"),
+    path("settings/tokens/<int:token_id>/revoke/", api_views.revoke, name="api_token_revoke"),
     path("", include("chat.urls")),
     path("", include("questions.urls")),
 ]

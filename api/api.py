@@ -1,0 +1,289 @@
+"""Parley's JSON API (django-ninja): /api/v1/, OpenAPI at /api/v1/openapi.json, docs at
+/api/v1/docs. Every endpoint goes through the same services as the web UI."""
+
+from asgiref.sync import sync_to_async
+from django.http import HttpRequest, StreamingHttpResponse
+from django.utils.translation import gettext as _
+from ninja import Field, NinjaAPI, Schema
+from ninja.errors import AuthenticationError, HttpError, ValidationError
+from ninja.security import HttpBearer, SessionAuth
+
+from api import results
+from api.events import event_stream
+from api.tokens import user_for_token
+from api.waiting import wait_until_settled
+from chat import services
+from chat.errors import NothingToStop, ParleyError
+from chat.models import AgentState
+from chat.selectors import conversation_for_user, conversations_for_user
+from questions import services as questions
+from questions.blocks import Answer, request_of
+from questions.errors import InvalidAnswer, QuestionAlreadyResolved
+
+MAX_WAIT = 120.0
+
+
+class BearerToken(HttpBearer):
+    def authenticate(self, request: HttpRequest, token: str):
+        user = user_for_token(token)
+        if user is not None:
+            request.user = user
+        return user
+
+
+api = NinjaAPI(
+    title="Parley API",
+    version="1",
+    description="Conversations with an agent that can pause and ask structured questions.",
+    auth=[BearerToken(), SessionAuth()],
+    urls_namespace="api",
+)
+
+
+# --- Errors: JSON with a message ---------------------------------------------------------------
+
+
+@api.exception_handler(ParleyError)
+def parley_error(request, error: ParleyError):
+    return api.create_response(request, {"message": str(error.message)}, status=error.status)
+
+
+@api.exception_handler(AuthenticationError)
+def unauthenticated(request, error):
+    message = _("Authentication required: a session or an Authorization: Bearer token.")
+    return api.create_response(request, {"message": message}, status=401)
+
+
+@api.exception_handler(ValidationError)
+def invalid(request, error: ValidationError):
+    return api.create_response(
+        request, {"message": _("The request is not valid."), "errors": error.errors}, status=422
+    )
+
+
+@api.exception_handler(HttpError)
+def http_error(request, error: HttpError):
+    return api.create_response(request, {"message": str(error)}, status=error.status_code)
+
+
+# --- Schemas -----------------------------------------------------------------------------------
+
+
+class Message(Schema):
+    message: str
+
+
+class ConversationIn(Schema):
+    title: str = Field("", max_length=200)
+
+
+class ConversationOut(Schema):
+    id: int
+    title: str
+    state: str
+    seq: int = Field(description="The change cursor: pass it as Last-Event-ID to /events.")
+    createdAt: str
+    updatedAt: str
+
+
+class MessageOut(Schema):
+    id: int
+    role: str
+    order: int
+    text: str
+    blocks: list[dict]
+    isDraft: bool
+    version: int
+    createdAt: str
+
+
+class OptionOut(Schema):
+    label: str
+    description: str = ""
+
+
+class QuestionOut(Schema):
+    question: str
+    header: str
+    details: str
+    options: list[OptionOut]
+    multiSelect: bool
+    custom: bool
+    default: str | None = None
+
+
+class PendingQuestionOut(Schema):
+    conversationId: int
+    toolCallId: str
+    tool: str
+    questions: list[QuestionOut]
+    question: str | None = None
+    options: list[str] | None = None
+
+
+class ConversationDetail(ConversationOut):
+    pendingQuestion: PendingQuestionOut | None = None
+    messages: list[MessageOut]
+
+
+class AgentResult(Schema):
+    status: str = Field(description="complete, needs_input, running, interrupted or error")
+    conversationId: int
+    response: str
+    pendingQuestion: PendingQuestionOut | None = None
+    messages: list[MessageOut]
+
+
+class PostMessage(Schema):
+    content: str = Field(max_length=200_000)
+    wait: float = Field(0, ge=0, le=MAX_WAIT, description="Seconds to wait for the agent.")
+
+
+class Respond(Schema):
+    answers: dict[str, str | list[str]] = Field(
+        description="Question text -> the chosen label, typed text, or a list of labels."
+    )
+    toolCallId: str | None = Field(None, description="Refuse if another question is pending.")
+    wait: float = Field(0, ge=0, le=MAX_WAIT)
+
+
+class Cancel(Schema):
+    wait: float = Field(0, ge=0, le=MAX_WAIT)
+
+
+# --- Endpoints ---------------------------------------------------------------------------------
+
+ERRORS = {401: Message, 404: Message, 409: Message, 413: Message, 422: Message}
+
+
+@api.get("/conversations", response={200: list[ConversationOut], 401: Message})
+def list_conversations(request):
+    return [results.conversation_data(c) for c in conversations_for_user(user=request.user)]
+
+
+@api.post("/conversations", response={201: ConversationOut, **ERRORS})
+def create_conversation(request, body: ConversationIn):
+    conversation = services.create_conversation(owner=request.user, title=body.title)
+    return 201, results.conversation_data(conversation)
+
+
+@api.get("/conversations/{conversation_id}", response={200: ConversationDetail, **ERRORS})
+def get_conversation(request, conversation_id: int):
+    conversation = conversation_for_user(user=request.user, conversation_id=conversation_id)
+    return {
+        **results.conversation_data(conversation),
+        "pendingQuestion": results.pending_question_data(conversation),
+        "messages": [results.message_data(m) for m in conversation.messages.order_by("order")],
+    }
+
+
+@api.post("/conversations/{conversation_id}/messages", response={200: AgentResult, **ERRORS})
+async def post_message(request, conversation_id: int, body: PostMessage):
+    """Send a message. While a question is pending, the message answers it (as in the UI)."""
+    message = await sync_to_async(services.post_user_message)(
+        user=request.user, conversation_id=conversation_id, text=body.content
+    )
+    return await _result(request, conversation_id, body.wait, since_order=message.order)
+
+
+@api.post("/conversations/{conversation_id}/respond", response={200: AgentResult, **ERRORS})
+async def respond(request, conversation_id: int, body: Respond):
+    """Answer the pending question: one entry per question text (seed 001)."""
+    since = await sync_to_async(_respond)(request.user, conversation_id, body)
+    return await _result(request, conversation_id, body.wait, since_order=since)
+
+
+@api.post("/conversations/{conversation_id}/cancel", response={200: AgentResult, **ERRORS})
+async def cancel(request, conversation_id: int, body: Cancel | None = None):
+    """Reject the pending question, or stop the running turn."""
+    since = await sync_to_async(_cancel)(request.user, conversation_id)
+    return await _result(
+        request, conversation_id, body.wait if body else 0, since_order=since, interrupted=True
+    )
+
+
+@api.get("/conversations/{conversation_id}/events", response={200: None, **ERRORS})
+async def events(request, conversation_id: int, after: int | None = None):
+    """Server-sent events: `state_change`, `message` and `text` (streamed text); event ids
+    increase, and a reconnect with Last-Event-ID resumes without gaps."""
+    await sync_to_async(conversation_for_user)(user=request.user, conversation_id=conversation_id)
+    last_id = request.headers.get("Last-Event-ID") or (str(after) if after is not None else "")
+    cursor = int(last_id) if last_id.isdigit() else None
+    response = StreamingHttpResponse(
+        event_stream(request.user, conversation_id, cursor), content_type="text/event-stream"
+    )
+    response["Cache-Control"] = "no-cache"
+    response["X-Accel-Buffering"] = "no"
+    return response
+
+
+@api.get("/questions", response={200: list[PendingQuestionOut], **ERRORS})
+def list_questions(request, status: str = "pending"):
+    """The user's pending questions in every conversation."""
+    if status != "pending":
+        raise HttpError(422, _("Only status=pending is supported."))
+    waiting = conversations_for_user(user=request.user).filter(agent_state=AgentState.AWAITING_USER)
+    return [q for c in waiting if (q := results.pending_question_data(c)) is not None]
+
+
+# --- Helpers -----------------------------------------------------------------------------------
+
+
+async def _result(request, conversation_id: int, wait: float, **options) -> dict:
+    await wait_until_settled(conversation_id, wait)
+    return await sync_to_async(_agent_result)(request.user, conversation_id, **options)
+
+
+def _agent_result(user, conversation_id: int, **options) -> dict:
+    conversation = conversation_for_user(user=user, conversation_id=conversation_id)
+    return results.agent_result(conversation, **options)
+
+
+def _respond(user, conversation_id: int, body: Respond) -> int:
+    conversation = conversation_for_user(user=user, conversation_id=conversation_id)
+    pending = questions.pending_question(conversation)
+    if pending is None:
+        raise QuestionAlreadyResolved
+    _message, _index, block = pending
+    tool_call_id = block.extra["toolCallId"]
+    if body.toolCallId is not None and body.toolCallId != tool_call_id:
+        raise QuestionAlreadyResolved
+    answers = answers_from_json(request_of(block), body.answers)
+    reply = questions.answer_question(
+        user=user, conversation_id=conversation_id, tool_call_id=tool_call_id, answers=answers
+    )
+    return reply.order
+
+
+def answers_from_json(request, given: dict[str, str | list[str]]) -> list[Answer]:
+    """Map {question text: label, typed text or list of labels} onto the questions."""
+    unknown = set(given) - {q.text for q in request.questions}
+    if unknown:
+        raise InvalidAnswer(_("No such question: %(text)s") % {"text": sorted(unknown)[0]})
+    answers = []
+    for question in request.questions:
+        if question.text not in given:
+            raise InvalidAnswer(_("Missing an answer to: %(text)s") % {"text": question.text})
+        value = given[question.text]
+        values = value if isinstance(value, list) else [value]
+        labels = [v for v in values if v in question.labels]
+        typed = [v for v in values if v not in question.labels]
+        answers.append(Answer(labels=labels, custom="\n".join(typed)))
+    return answers
+
+
+def _cancel(user, conversation_id: int) -> int:
+    conversation = conversation_for_user(user=user, conversation_id=conversation_id)
+    since = conversation.messages.count()
+    pending = questions.pending_question(conversation)
+    if pending is not None:
+        questions.reject_question(
+            user=user,
+            conversation_id=conversation_id,
+            tool_call_id=pending[2].extra["toolCallId"],
+        )
+    elif conversation.is_running:
+        services.stop_turn(user=user, conversation_id=conversation_id)
+    else:
+        raise NothingToStop
+    return since

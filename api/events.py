@@ -1,0 +1,95 @@
+"""Server-sent events for one conversation, built on the same change cursor as the websocket.
+
+The stream's event ids are the conversation's change cursor: a client that reconnects with
+Last-Event-ID gets every change after it (no gaps), and a new client starts from now with a
+`state_change` snapshot.
+"""
+
+import asyncio
+import json
+
+from channels.db import database_sync_to_async
+from channels.layers import get_channel_layer
+
+from api import results
+from chat.errors import ConversationNotFound
+from chat.events import conversation_group
+from chat.selectors import conversation_for_user, transcript_changes
+
+KEEPALIVE_SECONDS = 15.0
+
+
+def sse(event: str, data: dict, event_id: int | None = None) -> str:
+    head = f"event: {event}\n"
+    if event_id is not None:
+        head += f"id: {event_id}\n"
+    return head + f"data: {json.dumps(data, ensure_ascii=False)}\n\n"
+
+
+def _batch(user, conversation_id: int, cursor: int | None, state: dict) -> tuple[list[str], int]:
+    """The events for everything after `cursor` (a snapshot when None), and the new cursor."""
+    if cursor is None:
+        conversation = conversation_for_user(user=user, conversation_id=conversation_id)
+        state["last"] = conversation.agent_state
+        return [sse("state_change", _state(conversation), conversation.seq)], conversation.seq
+    changes = transcript_changes(user=user, conversation_id=conversation_id, after=cursor)
+    if changes.cursor == cursor:
+        return [], cursor
+    events = []
+    for message in changes.messages:
+        data = results.message_data(message)
+        events.append(sse("message", data))
+        previous = state["texts"].get(message.pk, "")
+        if message.role == "assistant" and data["text"] != previous:
+            delta = (
+                data["text"][len(previous) :] if data["text"].startswith(previous) else data["text"]
+            )
+            events.append(
+                sse("text", {"messageId": message.pk, "delta": delta, "text": data["text"]})
+            )
+            state["texts"][message.pk] = data["text"]
+    conversation = changes.conversation
+    if conversation.agent_state != state.get("last"):
+        state["last"] = conversation.agent_state
+        events.append(sse("state_change", _state(conversation)))
+    if not events:
+        events.append(sse("conversation", results.conversation_data(conversation)))
+    # The id goes on the batch's last event: a reconnect resumes after the whole batch.
+    events[-1] = events[-1].replace("\ndata: ", f"\nid: {changes.cursor}\ndata: ", 1)
+    return events, changes.cursor
+
+
+def _state(conversation) -> dict:
+    result = results.agent_result(conversation, since_order=conversation.messages.count())
+    return {
+        "state": conversation.agent_state,
+        "status": result["status"],
+        "conversationId": conversation.pk,
+        "pendingQuestion": result["pendingQuestion"],
+    }
+
+
+async def event_stream(user, conversation_id: int, cursor: int | None):
+    layer = get_channel_layer()
+    channel = await layer.new_channel()
+    group = conversation_group(conversation_id)
+    await layer.group_add(group, channel)
+    state: dict = {"texts": {}}
+    try:
+        yield "retry: 2000\n\n"
+        while True:
+            try:
+                events, cursor = await database_sync_to_async(_batch)(
+                    user, conversation_id, cursor, state
+                )
+            except ConversationNotFound:
+                yield sse("gone", {"conversationId": conversation_id})
+                return
+            for event in events:
+                yield event
+            try:
+                await asyncio.wait_for(layer.receive(channel), KEEPALIVE_SECONDS)
+            except TimeoutError:
+                yield ": keepalive\n\n"
+    finally:
+        await layer.group_discard(group, channel)

@@ -1,0 +1,88 @@
+"""What the API returns: messages, pending questions and agent results, as plain dicts."""
+
+from chat.blocks import TextBlock, parse_blocks
+from chat.models import RUNNING_STATES, AgentState, Conversation, Message, Role
+from questions.blocks import request_of
+from questions.services import pending_question
+
+STATUS = {
+    AgentState.AWAITING_USER: "needs_input",
+    AgentState.ERROR: "error",
+    AgentState.IDLE: "complete",
+}
+
+
+def message_data(message: Message) -> dict:
+    blocks = parse_blocks(message.blocks)
+    return {
+        "id": message.pk,
+        "role": message.role,
+        "order": message.order,
+        "text": "\n".join(b.text for b in blocks if isinstance(b, TextBlock)),
+        "blocks": message.blocks,
+        "isDraft": message.is_draft,
+        "version": message.version,
+        "createdAt": message.created_at.isoformat(),
+    }
+
+
+def conversation_data(conversation: Conversation) -> dict:
+    return {
+        "id": conversation.pk,
+        "title": str(conversation),
+        "state": conversation.agent_state,
+        "seq": conversation.seq,
+        "createdAt": conversation.created_at.isoformat(),
+        "updatedAt": conversation.updated_at.isoformat(),
+    }
+
+
+def pending_question_data(conversation: Conversation) -> dict | None:
+    pending = pending_question(conversation)
+    if pending is None:
+        return None
+    _, _, block = pending
+    request = request_of(block)
+    data = {
+        "conversationId": conversation.pk,
+        "toolCallId": block.extra["toolCallId"],
+        "tool": request.tool,
+        "questions": [
+            {
+                "question": q.text,
+                "header": q.header,
+                "details": q.details,
+                "options": [o.model_dump() for o in q.options],
+                "multiSelect": q.multiple,
+                "custom": q.custom,
+                "default": q.default,
+            }
+            for q in request.questions
+        ],
+    }
+    if len(request.questions) == 1:
+        # Seed 002's legacy single-question form.
+        data["question"] = request.questions[0].text
+        data["options"] = request.questions[0].labels
+    return data
+
+
+def agent_result(
+    conversation: Conversation, *, since_order: int = 0, interrupted: bool = False
+) -> dict:
+    """The state of the agent's turn, and the messages written since `since_order`."""
+    messages = list(conversation.messages.filter(order__gte=since_order).order_by("order"))
+    if conversation.agent_state in RUNNING_STATES:
+        status = "running"
+    elif interrupted and conversation.agent_state == AgentState.IDLE:
+        status = "interrupted"
+    else:
+        status = STATUS[AgentState(conversation.agent_state)]
+    replies = [m for m in messages if m.role == Role.ASSISTANT and message_data(m)["text"]]
+    return {
+        "status": status,
+        "conversationId": conversation.pk,
+        "response": message_data(replies[-1])["text"] if replies else "",
+        "pendingQuestion": pending_question_data(conversation),
+        "messages": [message_data(m) for m in messages],
+    }

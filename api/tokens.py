@@ -1,0 +1,47 @@
+"""Personal API tokens: created, checked and revoked here."""
+
+import hashlib
+import secrets
+
+from django.db import transaction
+from django.utils import timezone
+
+from api.models import ApiToken
+
+PREFIX = "parley_"
+
+
+def digest(token: str) -> str:
+    # Tokens are 256 random bits, so a plain hash is enough (no password stretching needed).
+    return hashlib.sha256(token.encode()).hexdigest()
+
+
+def create_token(*, user, name: str) -> tuple[ApiToken, str]:
+    """A new token for `user`: the record, and the token itself (shown once, never stored)."""
+    token = PREFIX + secrets.token_urlsafe(32)
+    record = ApiToken.objects.create(
+        user=user,
+        name=" ".join(name.split())[:100] or "API token",
+        prefix=token[: len(PREFIX) + 6],
+        digest=digest(token),
+    )
+    return record, token
+
+
+def user_for_token(token: str):
+    """The active user a token belongs to, or None."""
+    if not token.startswith(PREFIX):
+        return None
+    record = ApiToken.objects.select_related("user").filter(digest=digest(token)).first()
+    if record is None or not record.user.is_active:
+        return None
+    now = timezone.now()
+    if record.last_used_at is None or (now - record.last_used_at).total_seconds() > 60:
+        ApiToken.objects.filter(pk=record.pk).update(last_used_at=now)
+    return record.user
+
+
+@transaction.atomic
+def revoke_token(*, user, token_id: int) -> bool:
+    deleted, _ = ApiToken.objects.filter(user=user, pk=token_id).delete()
+    return bool(deleted)
