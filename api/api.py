@@ -4,7 +4,7 @@
 from asgiref.sync import sync_to_async
 from django.http import HttpRequest, StreamingHttpResponse
 from django.utils.translation import gettext as _
-from ninja import Field, NinjaAPI, Schema
+from ninja import Field, NinjaAPI, Schema, Status
 from ninja.errors import AuthenticationError, HttpError, ValidationError
 from ninja.security import HttpBearer, SessionAuth
 
@@ -164,7 +164,7 @@ def list_conversations(request):
 @api.post("/conversations", response={201: ConversationOut, **ERRORS})
 def create_conversation(request, body: ConversationIn):
     conversation = services.create_conversation(owner=request.user, title=body.title)
-    return 201, results.conversation_data(conversation)
+    return Status(201, results.conversation_data(conversation))
 
 
 @api.get("/conversations/{conversation_id}", response={200: ConversationDetail, **ERRORS})

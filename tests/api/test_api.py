@@ -1,0 +1,197 @@
+import pytest
+from django.core.management import call_command
+from django.test import Client
+
+from api.models import ApiToken
+from api.tokens import digest
+from chat import services
+from chat.models import AgentState, Conversation
+
+pytestmark = pytest.mark.django_db(transaction=True)
+
+PIZZA = "Which pizza?"
+
+
+def test_every_endpoint_needs_a_session_or_a_token(client, conversation):
+    for path in ["/conversations", f"/conversations/{conversation.pk}", "/questions"]:
+        response = client.get(f"/api/v1{path}")
+        assert response.status_code == 401
+        assert "Bearer" in response.json()["message"]
+    bad = client.get("/api/v1/conversations", headers={"Authorization": "Bearer parley_nope"})
+    assert bad.status_code == 401
+
+
+def test_a_session_also_works(client, user, conversation):
+    client.force_login(user)
+    assert [c["id"] for c in client.get("/api/v1/conversations").json()] == [conversation.pk]
+
+
+def test_create_list_and_get(api):
+    created = api.post("/conversations", {"title": "From the API"})
+    assert created.status_code == 201
+    conversation_id = created.json()["id"]
+    assert [c["title"] for c in api.get("/conversations").json()] == ["From the API"]
+    detail = api.get(f"/conversations/{conversation_id}").json()
+    assert (detail["state"], detail["messages"], detail["pendingQuestion"]) == ("idle", [], None)
+
+
+def test_anything_not_yours_is_404(api, other_user):
+    theirs = services.create_conversation(owner=other_user, title="theirs")
+    assert api.get(f"/conversations/{theirs.pk}").status_code == 404
+    for action in ["messages", "respond", "cancel"]:
+        response = api.post(f"/conversations/{theirs.pk}/{action}", {"content": "x", "answers": {}})
+        assert response.status_code == 404, action
+        assert response.json() == {"message": "That conversation does not exist."}
+    assert theirs.messages.count() == 0
+
+
+def test_message_needs_input_respond_completes(api, conversation, model):
+    model.asks(
+        arguments={"question": PIZZA, "options": [{"label": "Funghi"}, {"label": "Pepperoni"}]}
+    )
+    result = api.post(
+        f"/conversations/{conversation.pk}/messages", {"content": "Lunch?", "wait": 5}
+    ).json()
+    assert result["status"] == "needs_input"
+    pending = result["pendingQuestion"]
+    assert pending["toolCallId"] == "q1"
+    assert pending["questions"][0]["options"] == [
+        {"label": "Funghi", "description": ""},
+        {"label": "Pepperoni", "description": ""},
+    ]
+    assert (pending["question"], pending["options"]) == (PIZZA, ["Funghi", "Pepperoni"])
+    assert [q["toolCallId"] for q in api.get("/questions", status="pending").json()] == ["q1"]
+
+    done = api.post(
+        f"/conversations/{conversation.pk}/respond", {"answers": {PIZZA: "Funghi"}, "wait": 5}
+    )
+    assert done.status_code == 200
+    body = done.json()
+    assert body["status"] == "complete"
+    assert body["response"] == "Thanks: Funghi"
+    assert body["pendingQuestion"] is None
+    assert api.get("/questions").json() == []
+
+    again = api.post(f"/conversations/{conversation.pk}/respond", {"answers": {PIZZA: "Funghi"}})
+    assert again.status_code == 409
+    assert again.json() == {"message": "This question was already answered."}
+
+
+def test_posting_a_message_while_pending_answers_it(api, conversation, model):
+    model.asks()
+    api.post(f"/conversations/{conversation.pk}/messages", {"content": "Lunch?"})
+    result = api.post(
+        f"/conversations/{conversation.pk}/messages", {"content": "Surprise me", "wait": 5}
+    ).json()
+    assert result["status"] == "complete"
+    assert result["response"] == "Thanks: Surprise me"
+
+
+@pytest.mark.parametrize(
+    ("answers", "message"),
+    [
+        ({"Which pizza?": "Hawaiian"}, "not a typed answer"),
+        ({}, "Missing an answer to: Which pizza?"),
+        ({"Which pizza?": "Funghi", "Other?": "x"}, "No such question: Other?"),
+        ({"Which pizza?": ["Funghi", "Pepperoni"]}, "single choice"),
+    ],
+)
+def test_invalid_answers_are_422(api, conversation, model, answers, message):
+    model.asks(
+        arguments={
+            "question": PIZZA,
+            "options": [{"label": "Funghi"}, {"label": "Pepperoni"}],
+            "custom": False,
+        }
+    )
+    api.post(f"/conversations/{conversation.pk}/messages", {"content": "Lunch?"})
+    response = api.post(f"/conversations/{conversation.pk}/respond", {"answers": answers})
+    assert response.status_code == 422
+    assert message in response.json()["message"]
+    conversation.refresh_from_db()
+    assert conversation.agent_state == AgentState.AWAITING_USER
+
+
+def test_a_stale_tool_call_id_is_409(api, conversation, model):
+    model.asks()
+    api.post(f"/conversations/{conversation.pk}/messages", {"content": "Lunch?"})
+    response = api.post(
+        f"/conversations/{conversation.pk}/respond",
+        {"answers": {"Which pizza?": "Funghi"}, "toolCallId": "q0"},
+    )
+    assert response.status_code == 409
+
+
+def test_cancel_rejects_a_pending_question_and_refuses_when_idle(api, conversation, model):
+    model.asks()
+    api.post(f"/conversations/{conversation.pk}/messages", {"content": "Lunch?"})
+    result = api.post(f"/conversations/{conversation.pk}/cancel").json()
+    assert result["status"] == "interrupted"
+    assert api.post(f"/conversations/{conversation.pk}/cancel").status_code == 409
+
+
+def test_multi_question_answers_take_lists(api, conversation, model):
+    model.asks(
+        "ask_user_question",
+        {
+            "questions": [
+                {"question": "DB?", "options": [{"label": "PG"}, {"label": "SQLite"}]},
+                {
+                    "question": "Features?",
+                    "options": [{"label": "A"}, {"label": "B"}],
+                    "multiSelect": True,
+                },
+            ]
+        },
+    )
+    api.post(f"/conversations/{conversation.pk}/messages", {"content": "Set up"})
+    result = api.post(
+        f"/conversations/{conversation.pk}/respond",
+        {"answers": {"DB?": "SQLite", "Features?": ["A", "B", "and C"]}, "wait": 5},
+    ).json()
+    assert (
+        result["response"]
+        == 'Thanks: {"answers": {"DB?": "SQLite", "Features?": ["A", "B", "and C"]}}'
+    )
+
+
+def test_bad_bodies_are_422_not_500(api, conversation):
+    assert api.post(f"/conversations/{conversation.pk}/messages", {"wait": 5}).status_code == 422
+    response = api.post(
+        f"/conversations/{conversation.pk}/messages", {"content": "x", "wait": 9999}
+    )
+    assert response.status_code == 422
+    assert (
+        api.post(f"/conversations/{conversation.pk}/messages", {"content": "  "}).status_code == 400
+    )
+
+
+def test_openapi_document(client):
+    schema = client.get("/api/v1/openapi.json").json()
+    assert schema["info"]["title"] == "Parley API"
+    assert "/api/v1/conversations/{conversation_id}/respond" in schema["paths"]
+    assert client.get("/api/v1/docs").status_code == 200
+
+
+def test_create_api_token_prints_it_once_and_stores_only_a_hash(user, capsys):
+    call_command("create_api_token", "ada")
+    token = capsys.readouterr().out.strip()
+    assert token.startswith("parley_")
+    record = ApiToken.objects.get()
+    assert record.digest == digest(token)
+    assert token not in (record.prefix, record.digest, record.name)
+
+
+def test_the_tokens_page_creates_shows_once_and_revokes(client, user):
+    client.force_login(user)
+    page = client.post("/settings/tokens/", {"name": "laptop"})
+    assert page.status_code == 201
+    token = page.context["new_token"]
+    assert token in page.content.decode()
+    assert token not in client.get("/settings/tokens/").content.decode()
+    record = ApiToken.objects.get()
+    client.post(f"/settings/tokens/{record.pk}/revoke/")
+    assert not ApiToken.objects.exists()
+    headers = {"Authorization": f"Bearer {token}"}
+    assert Client().get("/api/v1/conversations", headers=headers).status_code == 401
+    assert Conversation.objects.count() == 0

@@ -1,0 +1,170 @@
+"""The API against a real daphne server: a curl-style session, server-sent events that
+disconnect and resume, the terminal client in a pseudo-terminal, and schemathesis."""
+
+import json
+import subprocess
+import sys
+
+import httpx
+import pexpect
+import pytest
+
+from tests.live_server import ROOT, LiveServer
+
+pytestmark = pytest.mark.live
+
+PIZZA = "Which pizza should I order for the team?"
+
+
+@pytest.fixture(scope="module")
+def server(tmp_path_factory):
+    server = LiveServer(tmp_path_factory.mktemp("api"), SCRIPTED_AGENT_DELAY="0.02")
+    server.manage("migrate", "--no-input", "-v", "0")
+    server.manage("ensure_demo_user")
+    server.start()
+    yield server
+    server.stop()
+
+
+@pytest.fixture(scope="module")
+def token(server):
+    return server.manage("create_api_token", "demo").strip()
+
+
+@pytest.fixture
+def http(server, token):
+    with httpx.Client(
+        base_url=f"{server.url}/api/v1", headers={"Authorization": f"Bearer {token}"}, timeout=30
+    ) as client:
+        yield client
+
+
+def test_a_whole_question_round_trip_over_plain_http(http):
+    conversation = http.post("/conversations", json={"title": "curl"}).json()
+    asked = http.post(
+        f"/conversations/{conversation['id']}/messages", json={"content": "pizza", "wait": 20}
+    ).json()
+    assert asked["status"] == "needs_input"
+    assert asked["pendingQuestion"]["question"] == PIZZA
+    done = http.post(
+        f"/conversations/{conversation['id']}/respond",
+        json={"answers": {PIZZA: "Funghi"}, "wait": 20},
+    ).json()
+    assert done["status"] == "complete"
+    assert done["response"] == "Great, ordering: **Funghi**."
+
+
+def read_events(lines, until):
+    """Parse SSE lines from an open stream until `until(event, data)` is true."""
+    events, event, event_id = [], None, None
+    for line in lines:
+        if line.startswith("event: "):
+            event = line.removeprefix("event: ")
+        elif line.startswith("id: "):
+            event_id = int(line.removeprefix("id: "))
+        elif line.startswith("data: "):
+            data = json.loads(line.removeprefix("data: "))
+            events.append((event, event_id, data))
+            if until(event, data):
+                return events
+    raise AssertionError(f"the stream ended early: {events}")
+
+
+def test_events_stream_then_resume_with_last_event_id_without_gaps(http):
+    conversation = http.post("/conversations", json={}).json()
+    events_url = f"/conversations/{conversation['id']}/events"
+    with http.stream("GET", events_url) as stream:
+        lines = stream.iter_lines()
+        [(_, first_id, data)] = read_events(lines, lambda e, d: e == "state_change")
+        assert (data["state"], first_id) == ("idle", conversation["seq"])
+        http.post(f"/conversations/{conversation['id']}/messages", json={"content": "pizza"})
+        seen = read_events(
+            lines, lambda e, d: e == "state_change" and d["state"] == "awaiting_user"
+        )
+    waiting = seen[-1][2]
+    assert waiting["status"] == "needs_input"
+    assert waiting["pendingQuestion"]["questions"][0]["question"] == PIZZA
+    assert any(event == "text" for event, _, _ in seen)
+    ids = [event_id for _, event_id, _ in seen if event_id is not None]
+    assert ids == sorted(ids)
+    last_id = ids[-1]
+
+    # While nobody listens, the question is answered and the agent finishes.
+    http.post(
+        f"/conversations/{conversation['id']}/respond",
+        json={"answers": {PIZZA: "Pepperoni"}, "wait": 20},
+    )
+    with http.stream("GET", events_url, headers={"Last-Event-ID": str(last_id)}) as stream:
+        resumed = read_events(
+            stream.iter_lines(), lambda e, d: e == "state_change" and d["state"] == "idle"
+        )
+    messages = {d["id"]: d for e, _, d in seen + resumed if e == "message"}
+    detail = http.get(f"/conversations/{conversation['id']}").json()
+    assert sorted(messages) == [m["id"] for m in detail["messages"]]
+    assert messages[max(messages)]["text"] == "Great, ordering: **Pepperoni**."
+    resumed_ids = [event_id for _, event_id, _ in resumed if event_id is not None]
+    assert resumed_ids and min(resumed_ids) > last_id
+
+
+def test_the_terminal_client_answers_with_arrow_keys(server, token):
+    child = pexpect.spawn(
+        sys.executable,
+        ["manage.py", "chat", "--server", server.url, "--token", token],
+        cwd=str(ROOT),
+        env=server.env,
+        encoding="utf-8",
+        timeout=30,
+        dimensions=(40, 120),
+    )
+    try:
+        child.expect("> ")
+        child.sendline("pizza")
+        child.expect("Which pizza should I order for the team")
+        child.expect("Margherita")
+        child.send("\x1b[B")  # arrow down: Pepperoni
+        child.send("\r")
+        child.expect(r"Great, ordering: \*\*Pepperoni\*\*")
+        child.expect("> ")
+        child.sendline("delete")
+        child.expect(r"Delete 23 unused test files")
+        child.send("y")
+        child.expect('"confirmed": true')
+        child.expect("> ")
+        child.sendeof()
+        child.expect(pexpect.EOF)
+    finally:
+        child.close(force=True)
+    assert child.exitstatus == 0
+
+
+def test_the_terminal_client_without_a_terminal_numbers_the_choices(server, token):
+    result = subprocess.run(
+        [sys.executable, "manage.py", "chat", "--server", server.url, "--token", token],
+        cwd=ROOT,
+        env=server.env,
+        input="toppings\n1,3\n",
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    assert result.returncode == 0, result.stderr
+    assert "  1) Olives" in result.stdout
+    assert "Adding these toppings:\n\nOlives\nPeppers" in result.stdout
+
+
+def test_schemathesis_finds_no_server_error(server, token):
+    result = subprocess.run(
+        [
+            *(sys.executable, "-m", "schemathesis.cli", "run", f"{server.url}/api/v1/openapi.json"),
+            *("--header", f"Authorization: Bearer {token}"),
+            *("--checks", "not_a_server_error"),
+            *("--exclude-path-regex", "/events$"),
+            *("--max-examples", "25"),
+            "--no-color",
+        ],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        timeout=600,
+    )
+    assert result.returncode == 0, result.stdout[-4000:] + result.stderr[-2000:]
