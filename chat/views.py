@@ -91,19 +91,28 @@ def conversation_delete(request: HttpRequest, conversation_id: int) -> HttpRespo
 @require_POST
 @conversation_view
 def retry(request: HttpRequest, conversation_id: int) -> HttpResponse:
-    return _turn_control(request, conversation_id, services.retry_turn)
+    return control_response(
+        request,
+        conversation_id,
+        lambda: services.retry_turn(user=request.user, conversation_id=conversation_id),
+    )
 
 
 @require_POST
 @conversation_view
 def stop(request: HttpRequest, conversation_id: int) -> HttpResponse:
-    return _turn_control(request, conversation_id, services.stop_turn)
+    return control_response(
+        request,
+        conversation_id,
+        lambda: services.stop_turn(user=request.user, conversation_id=conversation_id),
+    )
 
 
-def _turn_control(request: HttpRequest, conversation_id: int, service) -> HttpResponse:
-    """Retry or Stop: the page updates over the websocket, so htmx needs no content back."""
+def control_response(request: HttpRequest, conversation_id: int, action) -> HttpResponse:
+    """Run a button's action (Retry, Stop, answer, Reject). The page updates over the
+    websocket, so htmx needs no content back; a refusal comes back as its message."""
     try:
-        service(user=request.user, conversation_id=conversation_id)
+        action()
     except ConversationNotFound:
         raise
     except ParleyError as error:

@@ -46,26 +46,12 @@ def answer_question(
     and resumes the agent. Raises InvalidAnswer, QuestionAlreadyResolved, ConversationNotFound.
     """
     conversation = conversation_for_user(user=user, conversation_id=conversation_id, lock=True)
-    message, index, block = _pending(conversation, tool_call_id)
-    request = request_of(block)
+    pending = _pending(conversation, tool_call_id)
+    request = request_of(pending[2])
     answers = _validate(request, answers)
     text = answer_text(request, answers)
     reply = transcript.append_message(conversation, role=Role.USER, blocks=[TextBlock(text=text)])
-    _replace_block(
-        conversation,
-        message,
-        index,
-        resolved_block(
-            block, replied=True, answer_text=text, answer_message_id=reply.pk, answers=answers
-        ),
-    )
-    turns.resolve_question(
-        conversation,
-        result=ToolResultBlock(
-            tool_call_id=tool_call_id, content=result_for_model(request, answers)
-        ),
-        answered=True,
-    )
+    _replied(conversation, pending, request, answers, text=text, reply=reply)
     return reply
 
 
@@ -89,25 +75,10 @@ def auto_resolve_question(*, conversation: Conversation, reply: Message) -> None
     pending = pending_question(conversation)
     if pending is None:
         return
-    message, index, block = pending
-    request = request_of(block)
+    request = request_of(pending[2])
     text = "\n".join(b.text for b in parse_blocks(reply.blocks) if isinstance(b, TextBlock))
     answers = [Answer(custom=text) for _ in request.questions]
-    _replace_block(
-        conversation,
-        message,
-        index,
-        resolved_block(
-            block, replied=True, answer_text=text, answer_message_id=reply.pk, answers=answers
-        ),
-    )
-    turns.resolve_question(
-        conversation,
-        result=ToolResultBlock(
-            tool_call_id=block.extra["toolCallId"], content=result_for_model(request, answers)
-        ),
-        answered=True,
-    )
+    _replied(conversation, pending, request, answers, text=text, reply=reply)
 
 
 def pending_question(conversation: Conversation) -> tuple[Message, int, ActionBlock] | None:
@@ -160,6 +131,19 @@ def result_for_model(request: QuestionRequest, answers: list[Answer]) -> str:
         # An ordinary message instead of Yes/No: the model reads it and decides.
         return json.dumps({"confirmed": None, "userReply": answer.custom}, ensure_ascii=False)
     raise ValueError(request.tool)  # pragma: no cover
+
+
+def _replied(conversation, pending, request, answers: list[Answer], *, text: str, reply) -> None:
+    """Mark the question replied by `reply`, store its tool result, resume the agent."""
+    message, index, block = pending
+    resolved = resolved_block(
+        block, replied=True, answer_text=text, answer_message_id=reply.pk, answers=answers
+    )
+    _replace_block(conversation, message, index, resolved)
+    result = ToolResultBlock(
+        tool_call_id=block.extra["toolCallId"], content=result_for_model(request, answers)
+    )
+    turns.resolve_question(conversation, result=result, answered=True)
 
 
 def _pending(conversation: Conversation, tool_call_id: str) -> tuple[Message, int, ActionBlock]:

@@ -2,11 +2,9 @@
 in every open tab, so a successful htmx request needs no content back."""
 
 from django.http import HttpRequest, HttpResponse
-from django.shortcuts import redirect
 from django.views.decorators.http import require_POST
 
-from chat.errors import ConversationNotFound, ParleyError
-from chat.views import conversation_view, render_conversation
+from chat.views import control_response, conversation_view
 from questions import services
 from questions.blocks import Answer
 
@@ -23,7 +21,7 @@ def answers_from_form(data, count: int) -> list[Answer]:
 @conversation_view
 def answer(request: HttpRequest, conversation_id: int, tool_call_id: str) -> HttpResponse:
     count = _count(request.POST.get("count"))
-    return _resolve(
+    return control_response(
         request,
         conversation_id,
         lambda: services.answer_question(
@@ -38,29 +36,13 @@ def answer(request: HttpRequest, conversation_id: int, tool_call_id: str) -> Htt
 @require_POST
 @conversation_view
 def reject(request: HttpRequest, conversation_id: int, tool_call_id: str) -> HttpResponse:
-    return _resolve(
+    return control_response(
         request,
         conversation_id,
         lambda: services.reject_question(
             user=request.user, conversation_id=conversation_id, tool_call_id=tool_call_id
         ),
     )
-
-
-def _resolve(request: HttpRequest, conversation_id: int, action) -> HttpResponse:
-    try:
-        action()
-    except ConversationNotFound:
-        raise
-    except ParleyError as error:
-        if request.htmx:
-            return HttpResponse(error.message, status=error.status)
-        return render_conversation(
-            request, conversation_id, error=error.message, status=error.status
-        )
-    if request.htmx:
-        return HttpResponse(status=204)
-    return redirect("chat:conversation_detail", conversation_id=conversation_id)
 
 
 def _count(raw: str | None) -> int:
