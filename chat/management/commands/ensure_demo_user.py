@@ -15,7 +15,7 @@ class Command(BaseCommand):
             user.set_password(DEMO_PASSWORD)
             user.save(update_fields=["password"])
             self.stdout.write(f"Created the demo user: {DEMO_USERNAME} / {DEMO_PASSWORD}")
+        elif user.check_password(DEMO_PASSWORD):
+            self.stdout.write(f"Demo user: {DEMO_USERNAME} / {DEMO_PASSWORD}")
         else:
-            self.stdout.write(
-                f"Demo user: {DEMO_USERNAME} (password unchanged; new ones get '{DEMO_PASSWORD}')"
-            )
+            self.stdout.write(f"Demo user: {DEMO_USERNAME} (its password was changed)")
