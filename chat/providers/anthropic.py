@@ -12,10 +12,10 @@ from chat.providers.base import (
     ProviderEvent,
     TextDelta,
     ToolCallRequest,
+    retryable_status,
 )
 from chat.tools import ToolSpec
 
-RETRYABLE_STATUS = {408, 409, 429}
 MAX_TOKENS = 4096
 
 
@@ -94,7 +94,7 @@ class AnthropicProvider:
                         yield TextDelta(event.text)
                 final = await stream.get_final_message()
         except anthropic.APIStatusError as error:
-            retryable = error.status_code in RETRYABLE_STATUS or error.status_code >= 500
+            retryable = retryable_status(error.status_code)
             message = f"HTTP {error.status_code}: {error.message}"
             raise ProviderError(message, retryable=retryable) from error
         except anthropic.APIConnectionError as error:  # includes timeouts

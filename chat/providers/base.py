@@ -46,6 +46,11 @@ class ProviderError(Exception):
         self.retryable = retryable
 
 
+def retryable_status(status: int) -> bool:
+    """HTTP statuses worth another try: timeouts, conflicts, rate limits, server errors."""
+    return status in (408, 409, 429) or status >= 500
+
+
 class Provider(Protocol):
     name: str
 

@@ -14,10 +14,9 @@ from chat.providers.base import (
     ProviderEvent,
     TextDelta,
     ToolCallRequest,
+    retryable_status,
 )
 from chat.tools import ToolSpec
-
-RETRYABLE_STATUS = {408, 409, 429}
 
 
 def to_openai_messages(system: str, history: list[HistoryMessage]) -> list[dict]:
@@ -111,7 +110,7 @@ class OpenAIProvider:
             finally:
                 await stream.close()
         except openai.APIStatusError as error:
-            retryable = error.status_code in RETRYABLE_STATUS or error.status_code >= 500
+            retryable = retryable_status(error.status_code)
             message = f"HTTP {error.status_code}: {error.message}"
             raise ProviderError(message, retryable=retryable) from error
         except openai.APIConnectionError as error:  # includes timeouts
