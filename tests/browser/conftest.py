@@ -100,3 +100,18 @@ def start_server(tmp_path):
     yield start
     for server in servers:
         server.stop()
+
+
+@pytest.fixture
+def open_page(browser):
+    """A new tab on `server` in a fresh browser context, closed at the end of the test."""
+    contexts = []
+
+    def open_(server, *, locale="en-US", **options):
+        context = browser.new_context(base_url=server.url, locale=locale, **options)
+        contexts.append(context)
+        return context.new_page()
+
+    yield open_
+    for context in contexts:
+        context.close()

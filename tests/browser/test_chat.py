@@ -111,22 +111,18 @@ def test_wrong_password_is_refused_clearly(page):
     expect(page.get_by_role("alert")).to_contain_text("correct username and password")
 
 
-def test_the_page_follows_the_browser_language_and_the_switcher(browser, parley_server):
-    context = browser.new_context(base_url=parley_server.url, locale="zh-CN")
-    page = context.new_page()
-    try:
-        page.goto("/")
-        expect(page.get_by_role("button", name="登录")).to_be_visible()
-        page.get_by_role("combobox", name="语言").select_option("pt-br")
-        expect(page.get_by_role("button", name="Entrar")).to_be_visible()
-        page.get_by_role("textbox", name="Nome de usuário").fill("demo")
-        page.get_by_role("textbox", name="Senha").fill("demo")
-        page.get_by_role("button", name="Entrar").click()
-        page.get_by_role("button", name="Nova conversa").click()
-        expect(page.get_by_role("textbox", name="Mensagem")).to_be_visible()
-        expect(page.get_by_role("button", name="Enviar")).to_be_visible()
-    finally:
-        context.close()
+def test_the_page_follows_the_browser_language_and_the_switcher(open_page, parley_server):
+    page = open_page(parley_server, locale="zh-CN")
+    page.goto("/")
+    expect(page.get_by_role("button", name="登录")).to_be_visible()
+    page.get_by_role("combobox", name="语言").select_option("pt-br")
+    expect(page.get_by_role("button", name="Entrar")).to_be_visible()
+    page.get_by_role("textbox", name="Nome de usuário").fill("demo")
+    page.get_by_role("textbox", name="Senha").fill("demo")
+    page.get_by_role("button", name="Entrar").click()
+    page.get_by_role("button", name="Nova conversa").click()
+    expect(page.get_by_role("textbox", name="Mensagem")).to_be_visible()
+    expect(page.get_by_role("button", name="Enviar")).to_be_visible()
 
 
 @pytest.fixture
@@ -134,40 +130,36 @@ def own_server(start_server):
     return start_server()
 
 
-def test_after_a_server_restart_the_page_reconnects_and_catches_up(browser, own_server):
-    context = browser.new_context(base_url=own_server.url, locale="en-US")
-    page = context.new_page()
-    try:
-        log_in(page)
-        new_conversation(page)
-        page.get_by_role("textbox", name="Message").fill("Before the restart")
-        page.get_by_role("textbox", name="Message").press("Enter")
-        expect(page.locator(".message-assistant")).to_contain_text(FINAL_MARK)
-        conversation_id = int(re.search(r"/c/(\d+)/", page.url).group(1))
+def test_after_a_server_restart_the_page_reconnects_and_catches_up(open_page, own_server):
+    page = open_page(own_server, locale="en-US")
+    log_in(page)
+    new_conversation(page)
+    page.get_by_role("textbox", name="Message").fill("Before the restart")
+    page.get_by_role("textbox", name="Message").press("Enter")
+    expect(page.locator(".message-assistant")).to_contain_text(FINAL_MARK)
+    conversation_id = int(re.search(r"/c/(\d+)/", page.url).group(1))
 
-        own_server.stop(kill=True)
-        expect(page.get_by_text("Connection lost. Reconnecting…")).to_be_visible()
-        # While the page is cut off, the transcript changes behind its back.
-        own_server.manage(
-            "shell",
-            "-v",
-            "0",
-            "-c",
-            "from tests.factories import add_message; "
-            f"add_message({conversation_id}, 'Written while you were away')",
-        )
-        own_server.start()
+    own_server.stop(kill=True)
+    expect(page.get_by_text("Connection lost. Reconnecting…")).to_be_visible()
+    # While the page is cut off, the transcript changes behind its back.
+    own_server.manage(
+        "shell",
+        "-v",
+        "0",
+        "-c",
+        "from tests.factories import add_message; "
+        f"add_message({conversation_id}, 'Written while you were away')",
+    )
+    own_server.start()
 
-        expect(transcript_items(page).filter(has_text="Written while you were away")).to_have_count(
-            1, timeout=20_000
-        )
-        expect(page.get_by_text("Connection lost. Reconnecting…")).to_be_hidden()
-        # No gap and no duplicate: exactly what a fresh load shows.
-        expect(transcript_items(page)).to_have_count(3)
-        page.reload()
-        expect(transcript_items(page)).to_have_count(3)
-    finally:
-        context.close()
+    expect(transcript_items(page).filter(has_text="Written while you were away")).to_have_count(
+        1, timeout=20_000
+    )
+    expect(page.get_by_text("Connection lost. Reconnecting…")).to_be_hidden()
+    # No gap and no duplicate: exactly what a fresh load shows.
+    expect(transcript_items(page)).to_have_count(3)
+    page.reload()
+    expect(transcript_items(page)).to_have_count(3)
 
 
 def test_a_multi_tool_turn_shows_each_call_its_result_and_the_answer(page):
@@ -183,33 +175,29 @@ def test_a_multi_tool_turn_shows_each_call_its_result_and_the_answer(page):
     expect(page.get_by_role("button", name="Stop")).to_have_count(0)
 
 
-def test_stop_ends_the_reply_and_keeps_its_text(browser, start_server):
+def test_stop_ends_the_reply_and_keeps_its_text(open_page, start_server):
     server = start_server(SCRIPTED_AGENT_DELAY="0.25")
-    context = browser.new_context(base_url=server.url, locale="en-US")
-    page = context.new_page()
-    try:
-        log_in(page)
-        new_conversation(page)
-        page.get_by_role("textbox", name="Message").fill("Tell me everything")
-        page.get_by_role("textbox", name="Message").press("Enter")
-        reply = page.locator(".message-assistant").last
-        expect(reply).to_contain_text("You said:")
-        page.get_by_role("button", name="Stop").click()
-        expect(page.get_by_role("button", name="Stop")).to_have_count(0)
-        kept = reply.inner_text()
-        assert "You said:" in kept
-        assert FINAL_MARK not in kept
-        time.sleep(1)  # nothing more streams in after Stop
-        assert reply.inner_text() == kept
-        # The conversation is usable again at once.
-        page.get_by_role("textbox", name="Message").fill("Hello again")
-        page.get_by_role("textbox", name="Message").press("Enter")
-        expect(page.locator(".message-assistant").last).to_contain_text("scripted", timeout=20_000)
-    finally:
-        context.close()
+    page = open_page(server, locale="en-US")
+    log_in(page)
+    new_conversation(page)
+    page.get_by_role("textbox", name="Message").fill("Tell me everything")
+    page.get_by_role("textbox", name="Message").press("Enter")
+    reply = page.locator(".message-assistant").last
+    expect(reply).to_contain_text("You said:")
+    page.get_by_role("button", name="Stop").click()
+    expect(page.get_by_role("button", name="Stop")).to_have_count(0)
+    kept = reply.inner_text()
+    assert "You said:" in kept
+    assert FINAL_MARK not in kept
+    time.sleep(1)  # nothing more streams in after Stop
+    assert reply.inner_text() == kept
+    # The conversation is usable again at once.
+    page.get_by_role("textbox", name="Message").fill("Hello again")
+    page.get_by_role("textbox", name="Message").press("Enter")
+    expect(page.locator(".message-assistant").last).to_contain_text("scripted", timeout=20_000)
 
 
-def test_an_openai_compatible_endpoint_works_end_to_end(browser, start_server):
+def test_an_openai_compatible_endpoint_works_end_to_end(open_page, start_server):
     from tests.fake_llm import FakeLLM
 
     llm = FakeLLM()
@@ -225,8 +213,7 @@ def test_an_openai_compatible_endpoint_works_end_to_end(browser, start_server):
     server = start_server(
         AGENT_PROVIDER="openai", OPENAI_BASE_URL=f"{llm.url}/v1", OPENAI_API_KEY="sk-test"
     )
-    context = browser.new_context(base_url=server.url, locale="en-US")
-    page = context.new_page()
+    page = open_page(server, locale="en-US")
     try:
         log_in(page)
         new_conversation(page)
@@ -240,5 +227,4 @@ def test_an_openai_compatible_endpoint_works_end_to_end(browser, start_server):
             "content": "437",
         }
     finally:
-        context.close()
         llm.close()

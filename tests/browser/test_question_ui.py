@@ -173,24 +173,20 @@ def test_a_double_click_sends_one_answer(page, console_errors):
         ),
     ],
 )
-def test_the_question_block_in_each_language(browser, parley_server, locale, texts):
-    context = browser.new_context(base_url=parley_server.url, locale=locale)
-    page = context.new_page()
-    try:
-        page.goto("/")
-        page.locator("#id_username").fill("demo")
-        page.locator("#id_password").fill("demo")
-        page.locator("form.stacked-form button").click()
-        page.locator(".list-header button").click()
-        page.locator("#composer-text").fill("toppings")
-        page.locator("#composer-text").press("Enter")
-        group = page.get_by_role("group", name="Toppings")
-        expect(group.get_by_role("textbox", name=texts["answer"])).to_be_visible()
-        expect(group.get_by_role("button", name=texts["submit"])).to_be_visible()
-        group.get_by_role("button", name=texts["reject"]).click()
-        expect(group.get_by_text(texts["rejected"])).to_be_visible()
-    finally:
-        context.close()
+def test_the_question_block_in_each_language(open_page, parley_server, locale, texts):
+    page = open_page(parley_server, locale=locale)
+    page.goto("/")
+    page.locator("#id_username").fill("demo")
+    page.locator("#id_password").fill("demo")
+    page.locator("form.stacked-form button").click()
+    page.locator(".list-header button").click()
+    page.locator("#composer-text").fill("toppings")
+    page.locator("#composer-text").press("Enter")
+    group = page.get_by_role("group", name="Toppings")
+    expect(group.get_by_role("textbox", name=texts["answer"])).to_be_visible()
+    expect(group.get_by_role("button", name=texts["submit"])).to_be_visible()
+    group.get_by_role("button", name=texts["reject"]).click()
+    expect(group.get_by_text(texts["rejected"])).to_be_visible()
 
 
 def axe_violations(page) -> list[dict]:
@@ -203,42 +199,33 @@ def axe_violations(page) -> list[dict]:
     ]
 
 
-def test_every_form_pending_and_resolved_passes_axe_and_is_photographed(browser, parley_server):
+def test_every_form_pending_and_resolved_passes_axe_and_is_photographed(open_page, parley_server):
     # The page's CSP allows no inline script; axe is injected for the scan only.
-    context = browser.new_context(
-        base_url=parley_server.url,
-        locale="en-US",
-        bypass_csp=True,
-        viewport={"width": 900, "height": 900},
-    )
-    page = context.new_page()
+    page = open_page(parley_server, bypass_csp=True, viewport={"width": 900, "height": 900})
     SCREENSHOTS.mkdir(parents=True, exist_ok=True)
-    try:
-        log_in(page)
-        for word, (_, shot) in FORMS.items():
-            new_conversation(page)
-            group = ask(page, word)
-            assert axe_violations(page) == [], word
-            group.screenshot(path=str(SCREENSHOTS / f"{shot}-pending.png"))
-            if word == "setup":
-                group.get_by_role("radio", name="PostgreSQL").check()
-                group.get_by_role("checkbox", name="Search").check()
-                group.get_by_role("button", name="Submit").click()
-            elif word == "name":
-                group.get_by_role("textbox", name="Your answer").fill("Apollo")
-                group.get_by_role("button", name="Submit").click()
-            elif word == "toppings":
-                group.get_by_role("checkbox", name="Olives").check()
-                group.get_by_role("checkbox", name="Onions").check()
-                group.get_by_role("button", name="Submit").click()
-            elif word == "delete":
-                group.get_by_role("button", name="Reject").click()
-            else:
-                group.get_by_role("button", name="Margherita").click()
-            expect(group.get_by_role("button")).to_have_count(0)
-            expect(page.get_by_role("status").filter(has_text="replying")).to_have_count(0)
-            assert axe_violations(page) == [], word
-            group.screenshot(path=str(SCREENSHOTS / f"{shot}-resolved.png"))
-            page.get_by_role("link", name="All conversations").click()
-    finally:
-        context.close()
+    log_in(page)
+    for word, (_, shot) in FORMS.items():
+        new_conversation(page)
+        group = ask(page, word)
+        assert axe_violations(page) == [], word
+        group.screenshot(path=str(SCREENSHOTS / f"{shot}-pending.png"))
+        if word == "setup":
+            group.get_by_role("radio", name="PostgreSQL").check()
+            group.get_by_role("checkbox", name="Search").check()
+            group.get_by_role("button", name="Submit").click()
+        elif word == "name":
+            group.get_by_role("textbox", name="Your answer").fill("Apollo")
+            group.get_by_role("button", name="Submit").click()
+        elif word == "toppings":
+            group.get_by_role("checkbox", name="Olives").check()
+            group.get_by_role("checkbox", name="Onions").check()
+            group.get_by_role("button", name="Submit").click()
+        elif word == "delete":
+            group.get_by_role("button", name="Reject").click()
+        else:
+            group.get_by_role("button", name="Margherita").click()
+        expect(group.get_by_role("button")).to_have_count(0)
+        expect(page.get_by_role("status").filter(has_text="replying")).to_have_count(0)
+        assert axe_violations(page) == [], word
+        group.screenshot(path=str(SCREENSHOTS / f"{shot}-resolved.png"))
+        page.get_by_role("link", name="All conversations").click()

@@ -92,7 +92,7 @@ def test_confirm_action(page, choice):
     expect(page.locator(".message-assistant").last).to_contain_text(f'"confirmed": {confirmed}')
 
 
-def test_a_question_from_an_openai_compatible_endpoint(browser, start_server):
+def test_a_question_from_an_openai_compatible_endpoint(open_page, start_server):
     from tests.fake_llm import FakeLLM
 
     llm = FakeLLM()
@@ -110,8 +110,7 @@ def test_a_question_from_an_openai_compatible_endpoint(browser, start_server):
         {"text": "Deploying to **eu-west**."},
     )
     server = start_server(AGENT_PROVIDER="openai", OPENAI_BASE_URL=f"{llm.url}/v1")
-    context = browser.new_context(base_url=server.url, locale="en-US")
-    page = context.new_page()
+    page = open_page(server, locale="en-US")
     try:
         log_in(page)
         new_conversation(page)
@@ -122,5 +121,4 @@ def test_a_question_from_an_openai_compatible_endpoint(browser, start_server):
         tool_message = llm.requests[1]["body"]["messages"][-1]
         assert tool_message == {"role": "tool", "tool_call_id": "call_q", "content": "eu-west"}
     finally:
-        context.close()
         llm.close()
