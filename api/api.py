@@ -13,12 +13,11 @@ from api.events import event_stream
 from api.tokens import user_for_token
 from api.waiting import wait_until_settled
 from chat import services
-from chat.errors import NothingToStop, ParleyError
-from chat.models import AgentState
+from chat.errors import ParleyError
 from chat.selectors import conversation_for_user, conversations_for_user
 from questions import services as questions
-from questions.blocks import Answer, request_of
-from questions.errors import InvalidAnswer, QuestionAlreadyResolved
+from questions.schemas import Question
+from questions.selectors import pending_question, pending_questions_for_user
 
 MAX_WAIT = 120.0
 
@@ -97,28 +96,13 @@ class MessageOut(Schema):
     createdAt: str
 
 
-class OptionOut(Schema):
-    label: str
-    description: str = ""
-
-
-class QuestionOut(Schema):
-    question: str
-    header: str
-    details: str
-    options: list[OptionOut]
-    multiSelect: bool
-    custom: bool
-    default: str | None = None
-
-
 class PendingQuestionOut(Schema):
     conversationId: int
     toolCallId: str
     tool: str
-    questions: list[QuestionOut]
-    question: str | None = None
-    options: list[str] | None = None
+    questions: list[Question]
+    question: str | None = Field(None, description="The only question's text (one question).")
+    options: list[str] | None = Field(None, description="Its option labels (one question).")
 
 
 class ConversationDetail(ConversationOut):
@@ -156,28 +140,34 @@ class Cancel(Schema):
 ERRORS = {401: Message, 404: Message, 409: Message, 413: Message, 422: Message}
 
 
-@api.get("/conversations", response={200: list[ConversationOut], 401: Message})
+@api.get("/conversations", response={200: list[ConversationOut], 401: Message}, by_alias=True)
 def list_conversations(request):
     return [results.conversation_data(c) for c in conversations_for_user(user=request.user)]
 
 
-@api.post("/conversations", response={201: ConversationOut, **ERRORS})
+@api.post("/conversations", response={201: ConversationOut, **ERRORS}, by_alias=True)
 def create_conversation(request, body: ConversationIn):
     conversation = services.create_conversation(owner=request.user, title=body.title)
     return Status(201, results.conversation_data(conversation))
 
 
-@api.get("/conversations/{conversation_id}", response={200: ConversationDetail, **ERRORS})
+@api.get(
+    "/conversations/{conversation_id}", response={200: ConversationDetail, **ERRORS}, by_alias=True
+)
 def get_conversation(request, conversation_id: int):
     conversation = conversation_for_user(user=request.user, conversation_id=conversation_id)
     return {
         **results.conversation_data(conversation),
-        "pendingQuestion": results.pending_question_data(conversation),
+        "pendingQuestion": results.pending_question_data(pending_question(conversation)),
         "messages": [results.message_data(m) for m in conversation.messages.order_by("order")],
     }
 
 
-@api.post("/conversations/{conversation_id}/messages", response={200: AgentResult, **ERRORS})
+@api.post(
+    "/conversations/{conversation_id}/messages",
+    response={200: AgentResult, **ERRORS},
+    by_alias=True,
+)
 async def post_message(request, conversation_id: int, body: PostMessage):
     """Send a message. While a question is pending, the message answers it (as in the UI)."""
     message = await sync_to_async(services.post_user_message)(
@@ -186,23 +176,33 @@ async def post_message(request, conversation_id: int, body: PostMessage):
     return await _result(request, conversation_id, body.wait, since_order=message.order)
 
 
-@api.post("/conversations/{conversation_id}/respond", response={200: AgentResult, **ERRORS})
+@api.post(
+    "/conversations/{conversation_id}/respond", response={200: AgentResult, **ERRORS}, by_alias=True
+)
 async def respond(request, conversation_id: int, body: Respond):
     """Answer the pending question: one entry per question text (seed 001)."""
-    since = await sync_to_async(_respond)(request.user, conversation_id, body)
-    return await _result(request, conversation_id, body.wait, since_order=since)
+    reply = await sync_to_async(questions.answer_question_by_text)(
+        user=request.user,
+        conversation_id=conversation_id,
+        answers=body.answers,
+        tool_call_id=body.toolCallId,
+    )
+    return await _result(request, conversation_id, body.wait, since_order=reply.order)
 
 
-@api.post("/conversations/{conversation_id}/cancel", response={200: AgentResult, **ERRORS})
+@api.post(
+    "/conversations/{conversation_id}/cancel", response={200: AgentResult, **ERRORS}, by_alias=True
+)
 async def cancel(request, conversation_id: int, body: Cancel | None = None):
     """Reject the pending question, or stop the running turn."""
-    since = await sync_to_async(_cancel)(request.user, conversation_id)
+    since = await sync_to_async(_next_order)(request.user, conversation_id)
+    await sync_to_async(questions.cancel)(user=request.user, conversation_id=conversation_id)
     return await _result(
         request, conversation_id, body.wait if body else 0, since_order=since, interrupted=True
     )
 
 
-@api.get("/conversations/{conversation_id}/events", response={200: None, **ERRORS})
+@api.get("/conversations/{conversation_id}/events", response={200: None, **ERRORS}, by_alias=True)
 async def events(request, conversation_id: int, after: int | None = None):
     """Server-sent events: `state_change`, `message` and `text` (streamed text); event ids
     increase, and a reconnect with Last-Event-ID resumes without gaps."""
@@ -217,13 +217,12 @@ async def events(request, conversation_id: int, after: int | None = None):
     return response
 
 
-@api.get("/questions", response={200: list[PendingQuestionOut], **ERRORS})
+@api.get("/questions", response={200: list[PendingQuestionOut], **ERRORS}, by_alias=True)
 def list_questions(request, status: str = "pending"):
     """The user's pending questions in every conversation."""
     if status != "pending":
         raise HttpError(422, _("Only status=pending is supported."))
-    waiting = conversations_for_user(user=request.user).filter(agent_state=AgentState.AWAITING_USER)
-    return [q for c in waiting if (q := results.pending_question_data(c)) is not None]
+    return [results.pending_question_data(q) for q in pending_questions_for_user(user=request.user)]
 
 
 # --- Helpers -----------------------------------------------------------------------------------
@@ -239,51 +238,6 @@ def _agent_result(user, conversation_id: int, **options) -> dict:
     return results.agent_result(conversation, **options)
 
 
-def _respond(user, conversation_id: int, body: Respond) -> int:
-    conversation = conversation_for_user(user=user, conversation_id=conversation_id)
-    pending = questions.pending_question(conversation)
-    if pending is None:
-        raise QuestionAlreadyResolved
-    _message, _index, block = pending
-    tool_call_id = block.extra["toolCallId"]
-    if body.toolCallId is not None and body.toolCallId != tool_call_id:
-        raise QuestionAlreadyResolved
-    answers = answers_from_json(request_of(block), body.answers)
-    reply = questions.answer_question(
-        user=user, conversation_id=conversation_id, tool_call_id=tool_call_id, answers=answers
-    )
-    return reply.order
-
-
-def answers_from_json(request, given: dict[str, str | list[str]]) -> list[Answer]:
-    """Map {question text: label, typed text or list of labels} onto the questions."""
-    unknown = set(given) - {q.text for q in request.questions}
-    if unknown:
-        raise InvalidAnswer(_("No such question: %(text)s") % {"text": sorted(unknown)[0]})
-    answers = []
-    for question in request.questions:
-        if question.text not in given:
-            raise InvalidAnswer(_("Missing an answer to: %(text)s") % {"text": question.text})
-        value = given[question.text]
-        values = value if isinstance(value, list) else [value]
-        labels = [v for v in values if v in question.labels]
-        typed = [v for v in values if v not in question.labels]
-        answers.append(Answer(labels=labels, custom="\n".join(typed)))
-    return answers
-
-
-def _cancel(user, conversation_id: int) -> int:
-    conversation = conversation_for_user(user=user, conversation_id=conversation_id)
-    since = conversation.messages.count()
-    pending = questions.pending_question(conversation)
-    if pending is not None:
-        questions.reject_question(
-            user=user,
-            conversation_id=conversation_id,
-            tool_call_id=pending[2].extra["toolCallId"],
-        )
-    elif conversation.is_running:
-        services.stop_turn(user=user, conversation_id=conversation_id)
-    else:
-        raise NothingToStop
-    return since
+def _next_order(user, conversation_id: int) -> int:
+    """Where messages written from now on start (the transcript's length)."""
+    return conversation_for_user(user=user, conversation_id=conversation_id).messages.count()

@@ -5,15 +5,13 @@ Last-Event-ID gets every change after it (no gaps), and a new client starts from
 `state_change` snapshot.
 """
 
-import asyncio
 import json
 
 from channels.db import database_sync_to_async
-from channels.layers import get_channel_layer
 
 from api import results
 from chat.errors import ConversationNotFound
-from chat.events import conversation_group
+from chat.events import subscribe
 from chat.selectors import conversation_for_user, transcript_changes
 
 KEEPALIVE_SECONDS = 15.0
@@ -70,12 +68,8 @@ def _state(conversation) -> dict:
 
 
 async def event_stream(user, conversation_id: int, cursor: int | None):
-    layer = get_channel_layer()
-    channel = await layer.new_channel()
-    group = conversation_group(conversation_id)
-    await layer.group_add(group, channel)
     state: dict = {"texts": {}}
-    try:
+    async with subscribe(conversation_id) as changes:
         yield "retry: 2000\n\n"
         while True:
             try:
@@ -87,9 +81,5 @@ async def event_stream(user, conversation_id: int, cursor: int | None):
                 return
             for event in events:
                 yield event
-            try:
-                await asyncio.wait_for(layer.receive(channel), KEEPALIVE_SECONDS)
-            except TimeoutError:
+            if not await changes.wait(KEEPALIVE_SECONDS):
                 yield ": keepalive\n\n"
-    finally:
-        await layer.group_discard(group, channel)

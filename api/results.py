@@ -2,8 +2,7 @@
 
 from chat.blocks import TextBlock, parse_blocks
 from chat.models import RUNNING_STATES, AgentState, Conversation, Message, Role
-from questions.blocks import request_of
-from questions.services import pending_question
+from questions.selectors import PendingQuestion, pending_question
 
 STATUS = {
     AgentState.AWAITING_USER: "needs_input",
@@ -37,33 +36,20 @@ def conversation_data(conversation: Conversation) -> dict:
     }
 
 
-def pending_question_data(conversation: Conversation) -> dict | None:
-    pending = pending_question(conversation)
+def pending_question_data(pending: PendingQuestion | None) -> dict | None:
     if pending is None:
         return None
-    _, _, block = pending
-    request = request_of(block)
+    payload = pending.payload
     data = {
-        "conversationId": conversation.pk,
-        "toolCallId": block.extra["toolCallId"],
-        "tool": request.tool,
-        "questions": [
-            {
-                "question": q.text,
-                "header": q.header,
-                "details": q.details,
-                "options": [o.model_dump() for o in q.options],
-                "multiSelect": q.multiple,
-                "custom": q.custom,
-                "default": q.default,
-            }
-            for q in request.questions
-        ],
+        "conversationId": pending.conversation_id,
+        "toolCallId": payload.tool_call_id,
+        "tool": payload.tool_name,
+        "questions": [question.model_dump(mode="json") for question in payload.questions],
     }
-    if len(request.questions) == 1:
+    if len(payload.questions) == 1:
         # Seed 002's legacy single-question form.
-        data["question"] = request.questions[0].text
-        data["options"] = request.questions[0].labels
+        data["question"] = payload.first.text
+        data["options"] = payload.first.labels
     return data
 
 
@@ -83,6 +69,6 @@ def agent_result(
         "status": status,
         "conversationId": conversation.pk,
         "response": message_data(replies[-1])["text"] if replies else "",
-        "pendingQuestion": pending_question_data(conversation),
+        "pendingQuestion": pending_question_data(pending_question(conversation)),
         "messages": [message_data(m) for m in messages],
     }

@@ -38,10 +38,18 @@ class ToolResultBlock(_Block):
     tool_call_id: str
     content: str
     is_error: bool = False
+    # The user message that was the reply to a pausing call: the model reads that message
+    # once, as this result, so the model's history leaves the message itself out.
+    reply_message_id: int | None = None
+
+    @classmethod
+    def error(cls, tool_call_id: str, content: str) -> "ToolResultBlock":
+        return cls(tool_call_id=tool_call_id, content=content, is_error=True)
 
 
 class ActionBlock(_Block):
-    """An interactive request to the user, such as a question (spec 5.3)."""
+    """An interactive request to the user, such as a question. Its `extra` belongs to the app
+    that registered the action type (chat.pausing), which reads and renders it."""
 
     type: Literal["action"] = "action"
     action_type: str
@@ -51,7 +59,7 @@ class ActionBlock(_Block):
     @property
     def display_text(self) -> str:
         """For an action this version cannot show: its own text, or what it is."""
-        for key in ("text", "questionText", "message"):
+        for key in ("text", "message"):
             if isinstance(self.extra.get(key), str) and self.extra[key]:
                 return self.extra[key]
         return f"{self.action_type} ({self.status})"
@@ -125,16 +133,3 @@ def parse_blocks(raw: Any) -> list[Block]:
 def dump_blocks(blocks: list[Block]) -> list[dict[str, Any]]:
     """The JSON to store for typed blocks."""
     return [block.model_dump(mode="json") for block in blocks]
-
-
-def plain_text(blocks: list[Block]) -> str:
-    """The readable text of a message, for titles, the admin and provider history."""
-    parts = []
-    for block in blocks:
-        if isinstance(block, TextBlock):
-            parts.append(block.text)
-        elif isinstance(block, ErrorBlock):
-            parts.append(block.message)
-        elif isinstance(block, GenericBlock):
-            parts.append(block.display_text)
-    return "\n".join(part for part in parts if part)

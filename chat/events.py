@@ -5,6 +5,9 @@ through the selectors and render the same partials the page uses, so a lost or r
 costs nothing: the next one (or a reconnect) catches up from the client's own cursor.
 """
 
+import asyncio
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
 from functools import partial
 
 from asgiref.sync import async_to_sync
@@ -30,3 +33,33 @@ def _send(conversation_id: int, event: dict) -> None:
 
 def conversation_changed(conversation_id: int, seq: int) -> dict:
     return {"type": "chat.changed", "conversation_id": conversation_id, "seq": seq}
+
+
+class Subscription:
+    """A channel of this process's own in a conversation's group."""
+
+    def __init__(self, layer, channel: str) -> None:
+        self.layer = layer
+        self.channel = channel
+
+    async def wait(self, seconds: float) -> bool:
+        """Wait for the next event: True if one came, False after `seconds`."""
+        try:
+            await asyncio.wait_for(self.layer.receive(self.channel), seconds)
+        except TimeoutError:
+            return False
+        return True
+
+
+@asynccontextmanager
+async def subscribe(conversation_id: int) -> AsyncIterator[Subscription]:
+    """Join the conversation's group for as long as the block runs (the server-side waits:
+    the API's `wait` and its event stream; consumers join through their own channel)."""
+    layer = get_channel_layer()
+    channel = await layer.new_channel()
+    group = conversation_group(conversation_id)
+    await layer.group_add(group, channel)
+    try:
+        yield Subscription(layer, channel)
+    finally:
+        await layer.group_discard(group, channel)

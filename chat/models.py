@@ -46,8 +46,9 @@ class Conversation(models.Model):
     lease_token = models.PositiveBigIntegerField(_("lease token"), default=0)
     # Model requests made in the current turn, bounded by AGENT_MAX_STEPS.
     turn_steps = models.PositiveIntegerField(_("steps this turn"), default=0)
-    # Questions asked in the current turn, bounded by QUESTION_MAX_PER_TURN.
-    turn_questions = models.PositiveIntegerField(_("questions this turn"), default=0)
+    # Times the current turn paused for the user (chat.pausing); each pausing tool sets its
+    # own bound, such as QUESTION_MAX_PER_TURN.
+    turn_pauses = models.PositiveIntegerField(_("pauses this turn"), default=0)
 
     class Meta:
         verbose_name = _("conversation")

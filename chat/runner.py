@@ -45,11 +45,7 @@ def cancel_local_on_commit(conversation_id: int) -> None:
 
 def dispatch(conversation_id: int) -> None:
     """Get a runner for the turn. Called from sync code, after commit."""
-    if getattr(settings, "PARLEY_RUN_INLINE", False):
-        from chat.runtime import run_turn
-
-        async_to_sync(run_turn)(conversation_id)
-    elif settings.REDIS_URL:
+    if settings.REDIS_URL:
         async_to_sync(_send_to_workers)(conversation_id)
     elif _loop is not None:
         _loop.call_soon_threadsafe(spawn, conversation_id)
@@ -120,7 +116,7 @@ async def _sweep_forever() -> None:
 def start_in_this_loop() -> None:
     """Adopt the running loop as this process's runner loop and start sweeping (once)."""
     global _loop
-    if _loop is not None or getattr(settings, "PARLEY_RUN_INLINE", False):
+    if _loop is not None:
         return
     global _sweeper
     _loop = asyncio.get_running_loop()

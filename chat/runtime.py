@@ -14,15 +14,13 @@ import time
 from channels.db import database_sync_to_async
 from django.conf import settings
 
-from chat import selectors, tools, turns
-from chat.blocks import ActionBlock, TextBlock, ToolCallBlock, ToolResultBlock, parse_blocks
+from chat import pausing, selectors, tools, turns
+from chat.blocks import TextBlock, ToolCallBlock, ToolResultBlock, parse_blocks
 from chat.errors import ConversationNotFound
 from chat.models import AgentState
 from chat.providers import get_provider
 from chat.providers.base import HistoryMessage, ProviderError, TextDelta, ToolCallRequest
 from chat.tools import AgentContext
-from questions import asking
-from questions.tools import is_question_call
 
 logger = logging.getLogger("parley.runtime")
 
@@ -35,31 +33,23 @@ RETRY_BASE_SECONDS = 0.5
 RETRY_MAX_SECONDS = 8.0
 
 
-def answer_message_ids(messages) -> set[str]:
-    """User messages that answered a question: the question's tool result carries them."""
-    ids = set()
-    for message in messages:
-        for block in parse_blocks(message.blocks):
-            if isinstance(block, ActionBlock) and "answerMessageId" in block.extra:
-                ids.add(str(block.extra["answerMessageId"]))
-    return ids
-
-
 def build_history(conversation_id: int) -> list[HistoryMessage]:
     """The model's view of the transcript: text and tool calls only (no drafts, errors or
-    question blocks), every tool call followed by exactly one result (a missing one is filled
-    in, a duplicate dropped), and a question's answer only once, as its tool result."""
+    action blocks), every tool call followed by exactly one result (a missing one is filled
+    in, a duplicate dropped), and a user's reply to a pausing call only once, as its result."""
     history: list[HistoryMessage] = []
     results: dict[str, ToolResultBlock] = {}
+    replies: set[int] = set()
     messages = selectors.messages_changed_since(conversation_id=conversation_id, after=-1)
     for message in messages:
         for block in parse_blocks(message.blocks):
             if isinstance(block, ToolResultBlock):
                 results.setdefault(block.tool_call_id, block)
+                if block.reply_message_id is not None:
+                    replies.add(block.reply_message_id)
     placed: set[str] = set()
-    answer_ids = answer_message_ids(messages)
     for message in messages:
-        if message.is_draft or message.role == "system" or str(message.pk) in answer_ids:
+        if message.is_draft or message.role == "system" or message.pk in replies:
             continue
         blocks = [
             b
@@ -73,8 +63,7 @@ def build_history(conversation_id: int) -> list[HistoryMessage]:
         calls = [b for b in blocks if isinstance(b, ToolCallBlock)]
         if calls:
             answered = [
-                results.get(c.id)
-                or ToolResultBlock(tool_call_id=c.id, content=turns.MISSING_RESULT, is_error=True)
+                results.get(c.id) or ToolResultBlock.error(c.id, turns.MISSING_RESULT)
                 for c in calls
                 if c.id not in placed
             ]
@@ -152,21 +141,21 @@ async def advance(lease: turns.Lease, context: AgentContext) -> None:
             await db(turns.complete_step)(lease, text=text, tool_calls=calls)
         elif state.state == AgentState.TOOL_EXECUTING:
             if await run_tools(lease, context):
-                return  # a question was asked: the turn waits for the user
+                return  # a pausing call: the turn waits for the user
             await db(turns.tools_done)(lease)
         else:
             return
 
 
 async def run_tools(lease: turns.Lease, context: AgentContext) -> bool:
-    """Run the open tool calls in order. True if a question paused the turn."""
+    """Run the open tool calls in order. True if a pausing call paused the turn."""
     calls = await db(turns.pending_tool_calls)(lease)
-    if asking.standalone_violation(calls):
-        await asking.refuse_all(lease, calls)
+    if (refusal := pausing.refusal(calls)) is not None:
+        await db(turns.refuse_tool_calls)(lease, calls, result=refusal.result, error=refusal.error)
         return False
     for call in calls:
-        if is_question_call(call.name):
-            if await asking.ask(lease, call, context):
+        if (handler := pausing.handler_for(call.name)) is not None:
+            if await handler.run(lease, call, context):
                 return True
         else:
             result = await asyncio.to_thread(tools.execute, call, context)

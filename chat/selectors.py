@@ -30,10 +30,6 @@ def conversation_for_user(*, user, conversation_id: int, lock: bool = False) -> 
         raise ConversationNotFound from None
 
 
-def transcript(*, conversation: Conversation) -> list[Message]:
-    return list(conversation.messages.order_by("order"))
-
-
 def messages_changed_since(*, conversation_id: int, after: int) -> list[Message]:
     """Messages created or changed after the change cursor `after`, in transcript order."""
     return list(

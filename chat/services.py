@@ -1,25 +1,20 @@
 """Writes people make: conversations and messages. Views, consumers and the API call these.
 
-Agent state changes go through chat.turns, the turn state machine; transcript writes bump the
-conversation's change cursor under its row lock and push `chat.changed` after commit.
+Agent state changes go through chat.turns, the turn state machine; transcript writes advance
+the conversation's change cursor under its row lock and push `chat.changed` after commit.
 """
-
-import re
 
 from django.conf import settings
 from django.db import transaction
 
-from chat import events, transcript, turns
+from chat import events, pausing, transcript, turns
 from chat.blocks import TextBlock
 from chat.errors import AgentBusy, EmptyMessage, MessageTooLong, NothingToRetry, NothingToStop
 from chat.models import AgentState, Conversation, Message, Role
 from chat.selectors import conversation_for_user
-from questions.services import auto_resolve_question
+from chat.text import clean_message, clean_text
 
 TITLE_MAX_CHARS = Conversation._meta.get_field("title").max_length
-# Control characters other than tab and line breaks: never meaningful in a message, and NUL
-# cannot be stored in PostgreSQL text.
-CONTROL_CHARACTERS = re.compile(r"[\x00-\x08\x0b\x0c\x0e-\x1f\x7f]")
 AUTO_TITLE_CHARS = 60
 
 
@@ -31,7 +26,7 @@ def create_conversation(*, owner, title: str = "") -> Conversation:
 def rename_conversation(*, user, conversation_id: int, title: str) -> Conversation:
     conversation = conversation_for_user(user=user, conversation_id=conversation_id, lock=True)
     conversation.title = _clean_title(title)
-    transcript.bump(conversation)
+    transcript.save_conversation(conversation)
     return conversation
 
 
@@ -48,12 +43,12 @@ def delete_conversation(*, user, conversation_id: int) -> None:
 
 @transaction.atomic
 def post_user_message(*, user, conversation_id: int, text: str) -> Message:
-    """Append the user's message and start the agent's turn; while a question is pending,
-    the message answers it instead and the paused turn resumes.
+    """Append the user's message and start the agent's turn; while the turn is paused (a
+    question is pending), the message resolves the pause instead (chat.pausing).
 
     Raises EmptyMessage, MessageTooLong, AgentBusy (a turn is running) or ConversationNotFound.
     """
-    text = CONTROL_CHARACTERS.sub("", text).strip()
+    text = clean_message(text)
     if not text:
         raise EmptyMessage
     if len(text) > settings.PARLEY_MAX_MESSAGE_CHARS:
@@ -65,7 +60,7 @@ def post_user_message(*, user, conversation_id: int, text: str) -> Message:
         conversation.title = _auto_title(text)
     message = transcript.append_message(conversation, role=Role.USER, blocks=[TextBlock(text=text)])
     if conversation.agent_state == AgentState.AWAITING_USER:
-        auto_resolve_question(conversation=conversation, reply=message)
+        pausing.resolve_by_message(conversation, message)
     else:
         turns.begin_turn(conversation)
     return message
@@ -90,7 +85,7 @@ def stop_turn(*, user, conversation_id: int) -> None:
 
 
 def _clean_title(title: str) -> str:
-    return " ".join(CONTROL_CHARACTERS.sub("", title).split())[:TITLE_MAX_CHARS]
+    return clean_text(title)[:TITLE_MAX_CHARS]
 
 
 def _auto_title(text: str) -> str:

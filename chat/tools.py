@@ -15,6 +15,7 @@ from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
+from chat import pausing
 from chat.blocks import ToolCallBlock, ToolResultBlock
 
 MAX_RESULT_CHARS = 20_000
@@ -61,11 +62,9 @@ def register(tool: Tool) -> Tool:
 
 
 def specs(context: AgentContext) -> list[ToolSpec]:
-    """Every tool offered to the model: the registry's and the enabled question tools."""
-    from questions.tools import specs as question_specs
-
+    """Every tool offered to the model: the registry's and the pausing tools' (chat.pausing)."""
     builtin = [ToolSpec(t.name, t.description, t.json_schema()) for t in _registry.values()]
-    return builtin + question_specs(context)
+    return builtin + pausing.specs(context)
 
 
 def execute(call: ToolCallBlock, context: AgentContext) -> ToolResultBlock:
@@ -73,29 +72,27 @@ def execute(call: ToolCallBlock, context: AgentContext) -> ToolResultBlock:
     tool = _registry.get(call.name)
     if tool is None:
         known = ", ".join(sorted(_registry))
-        return _error(call, f"Unknown tool {call.name!r}. Available tools: {known}.")
+        return ToolResultBlock.error(
+            call.id, f"Unknown tool {call.name!r}. Available tools: {known}."
+        )
     try:
         arguments = tool.input_model.model_validate(call.arguments)
     except ValidationError as error:
         details = "; ".join(
             f"{'.'.join(str(p) for p in e['loc']) or 'input'}: {e['msg']}" for e in error.errors()
         )
-        return _error(call, f"Invalid arguments for {call.name}: {details}")
+        return ToolResultBlock.error(call.id, f"Invalid arguments for {call.name}: {details}")
     try:
         content = tool.run(arguments, context)
     except ToolError as error:
-        return _error(call, str(error))
+        return ToolResultBlock.error(call.id, str(error))
     except Exception as error:  # a tool bug must not end the turn; the model is told
-        return _error(call, f"{call.name} failed: {type(error).__name__}")
+        return ToolResultBlock.error(call.id, f"{call.name} failed: {type(error).__name__}")
     return ToolResultBlock(tool_call_id=call.id, content=content[:MAX_RESULT_CHARS])
 
 
 class ToolError(Exception):
     """A failure a tool reports to the model in words."""
-
-
-def _error(call: ToolCallBlock, message: str) -> ToolResultBlock:
-    return ToolResultBlock(tool_call_id=call.id, content=message, is_error=True)
 
 
 # --- Built-in tools ----------------------------------------------------------------------------

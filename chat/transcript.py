@@ -1,7 +1,7 @@
 """Low-level transcript writes shared by the services and the turn state machine.
 
 Every function here expects the caller to hold the conversation's row lock (see `lock`), and
-each change bumps the conversation's change cursor and pushes `chat.changed` after commit.
+each change advances the conversation's change cursor and pushes `chat.changed` after commit.
 """
 
 from django.utils import timezone
@@ -20,8 +20,9 @@ def lock(conversation_id: int) -> Conversation:
         raise ConversationNotFound from None
 
 
-def bump(conversation: Conversation) -> int:
-    """Advance the change cursor, save the conversation and push the change after commit."""
+def save_conversation(conversation: Conversation) -> int:
+    """Save the conversation as a change: advance its change cursor, save it, and push the
+    change after commit. Returns the new cursor."""
     conversation.seq += 1
     conversation.updated_at = timezone.now()
     conversation.save()
@@ -35,7 +36,7 @@ def append_message(
     conversation: Conversation, *, role: Role, blocks: list[Block], is_draft: bool = False
 ) -> Message:
     last = conversation.messages.order_by("-order").values_list("order", flat=True).first()
-    seq = bump(conversation)
+    seq = save_conversation(conversation)
     return Message.objects.create(
         conversation=conversation,
         role=role,
@@ -55,7 +56,7 @@ def update_message(
     message.blocks = dump_blocks(blocks)
     message.is_draft = is_draft
     message.version += 1
-    message.seq = bump(conversation)
+    message.seq = save_conversation(conversation)
     message.updated_at = conversation.updated_at
     message.save(update_fields=["blocks", "is_draft", "version", "seq", "updated_at"])
     return message

@@ -2,8 +2,8 @@
 
     idle/error --begin_turn--> llm_requesting --complete_step--> tool_executing or idle
     tool_executing --tools_done--> llm_requesting
-    tool_executing --ask_question--> awaiting_user --resolve_question--> llm_requesting,
-        tool_executing (calls left after the question) or idle (the user declined)
+    tool_executing --pause--> awaiting_user --resume--> llm_requesting or tool_executing
+        (calls left after the pausing one)      awaiting_user --decline--> idle
     any running state --fail--> error      any running state --stop_turn--> idle
 
 Every transition commits before its effect runs: the step counter before the model request,
@@ -43,7 +43,6 @@ STEP_LIMIT = gettext_noop(
 )
 STOPPED_RESULT = "The user stopped the agent before this tool ran."
 MISSING_RESULT = "No result was recorded for this tool call."
-DECLINED_RESULT = "Not run: the user declined the question asked before this call."
 
 TOOL_CALL_ID = re.compile(r"[A-Za-z0-9_-]{1,64}")
 
@@ -80,10 +79,10 @@ def begin_turn(conversation: Conversation) -> None:
     _retire_retry(conversation)
     conversation.agent_state = AgentState.LLM_REQUESTING
     conversation.turn_steps = 0
-    conversation.turn_questions = 0
+    conversation.turn_pauses = 0
     conversation.lease_owner = ""
     conversation.lease_expires_at = None
-    transcript.bump(conversation)
+    transcript.save_conversation(conversation)
     runner.dispatch_on_commit(conversation.pk)
 
 
@@ -178,7 +177,7 @@ def complete_step(lease: Lease, *, text: str, tool_calls: list[ToolCallBlock]) -
         transcript.append_message(conversation, role=Role.ASSISTANT, blocks=blocks)
     if tool_calls:
         conversation.agent_state = AgentState.TOOL_EXECUTING
-        transcript.bump(conversation)
+        transcript.save_conversation(conversation)
     else:
         _end(conversation, AgentState.IDLE)
     return AgentState(conversation.agent_state)
@@ -203,7 +202,7 @@ def tools_done(lease: Lease) -> None:
     conversation = _held(lease, AgentState.TOOL_EXECUTING)
     _close_open_tool_calls(conversation, MISSING_RESULT)
     conversation.agent_state = AgentState.LLM_REQUESTING
-    transcript.bump(conversation)
+    transcript.save_conversation(conversation)
 
 
 @transaction.atomic
@@ -229,7 +228,7 @@ def refuse_tool_calls(lease: Lease, calls: list[ToolCallBlock], *, result: str, 
             transcript.append_message(
                 conversation,
                 role=Role.TOOL,
-                blocks=[ToolResultBlock(tool_call_id=call.id, content=result, is_error=True)],
+                blocks=[ToolResultBlock.error(call.id, result)],
             )
     transcript.append_message(
         conversation, role=Role.SYSTEM, blocks=[ErrorBlock(message=error, detail=result)]
@@ -237,34 +236,27 @@ def refuse_tool_calls(lease: Lease, calls: list[ToolCallBlock], *, result: str, 
 
 
 @transaction.atomic
-def ask_question(lease: Lease, call: ToolCallBlock, question: ActionBlock) -> bool:
-    """Show the question under the message that asked it and pause: tool_executing ->
-    awaiting_user. Returns False (nothing changes) if the turn's question limit is reached."""
+def pause(lease: Lease, call: ToolCallBlock, action: ActionBlock, *, limit: int) -> bool:
+    """Show `action` under the message that made `call` and wait for the user: tool_executing ->
+    awaiting_user. Returns False (nothing changes) if the turn already paused `limit` times."""
     conversation = _held(lease, AgentState.TOOL_EXECUTING)
-    if conversation.turn_questions >= settings.QUESTION_MAX_PER_TURN:
+    if conversation.turn_pauses >= limit:
         return False
     message = _message_with_call(conversation, call.id)
     transcript.update_message(
-        conversation, message, blocks=[*parse_blocks(message.blocks), question], is_draft=False
+        conversation, message, blocks=[*parse_blocks(message.blocks), action], is_draft=False
     )
-    conversation.turn_questions += 1
+    conversation.turn_pauses += 1
     conversation.agent_state = AgentState.AWAITING_USER
-    transcript.bump(conversation)
+    transcript.save_conversation(conversation)
     return True
 
 
-def resolve_question(
-    conversation: Conversation, *, result: ToolResultBlock, answered: bool
-) -> None:
-    """Store the question's one tool result and leave awaiting_user: an answer resumes the
-    turn (remaining tool calls first, under the sequential policy); a rejection ends it.
-    The caller holds the row lock and has checked the question is still pending."""
+def resume(conversation: Conversation, *, result: ToolResultBlock) -> None:
+    """Store the pausing call's one result and carry on: the calls left after it first, then
+    the model. The caller holds the row lock and has checked the pause is still open."""
     transcript.append_message(conversation, role=Role.TOOL, blocks=[result])
-    if not answered:
-        _close_open_tool_calls(conversation, DECLINED_RESULT)
-        _end(conversation, AgentState.IDLE)
-        return
-    # The user is back in the loop: the step budget starts again (the question budget not).
+    # The user is back in the loop: the step budget starts again (the pause budget not).
     conversation.turn_steps = 0
     conversation.lease_owner = ""
     conversation.lease_expires_at = None
@@ -272,8 +264,16 @@ def resolve_question(
         conversation.agent_state = AgentState.TOOL_EXECUTING
     else:
         conversation.agent_state = AgentState.LLM_REQUESTING
-    transcript.bump(conversation)
+    transcript.save_conversation(conversation)
     runner.dispatch_on_commit(conversation.pk)
+
+
+def decline(conversation: Conversation, *, result: ToolResultBlock, unrun_result: str) -> None:
+    """Store the pausing call's one result and end the turn (idle); calls left after it get
+    `unrun_result`. The caller holds the row lock and has checked the pause is still open."""
+    transcript.append_message(conversation, role=Role.TOOL, blocks=[result])
+    _close_open_tool_calls(conversation, unrun_result)
+    _end(conversation, AgentState.IDLE)
 
 
 def stale_runs() -> list[int]:
@@ -304,7 +304,7 @@ def _held(lease: Lease, *states: AgentState) -> Conversation:
 def _end(conversation: Conversation, state: AgentState) -> None:
     """Leave the running states; the runner sees it, stops, and releases its lease."""
     conversation.agent_state = state
-    transcript.bump(conversation)
+    transcript.save_conversation(conversation)
 
 
 def _draft(conversation: Conversation) -> Message | None:
@@ -377,5 +377,5 @@ def _close_open_tool_calls(conversation: Conversation, content: str) -> None:
         transcript.append_message(
             conversation,
             role=Role.TOOL,
-            blocks=[ToolResultBlock(tool_call_id=call.id, content=content, is_error=True)],
+            blocks=[ToolResultBlock.error(call.id, content)],
         )

@@ -7,3 +7,9 @@ class QuestionsConfig(AppConfig):
 
     name = "questions"
     verbose_name = _("Questions")
+
+    def ready(self) -> None:
+        from chat import pausing
+        from questions.asking import handler
+
+        pausing.register(handler)

@@ -1,98 +1,161 @@
-"""The question_request block (seed 000's contract, spec 5.3) and reading it back."""
+"""The question_request block (seed 000's contract, spec 5.3): one typed payload, stored as the
+action block's `extra` under seed 000's camelCase names, and read back through the same model.
 
-from typing import Any
+Seed 000's flat fields (`questionHeader`, `questionText`, …) mirror the first question, and
+`needsUserAction` mirrors the resolution: both are derived when written and ignored when read,
+so they can never disagree with `questions` and `questionResolution`.
+"""
 
-from pydantic import BaseModel, ConfigDict
+from typing import Any, Literal
+
+from pydantic import BaseModel, ConfigDict, computed_field, model_validator
+from pydantic.alias_generators import to_camel
 
 from chat.blocks import ActionBlock
-from questions.schemas import Option, Question, QuestionRequest
+from questions.schemas import Option, Question, QuestionRequest, ToolName
 
 ACTION_TYPE = "question_request"
 
-# status -> resolution, as seed 000 maps them.
+# Block status, and the resolution it shows (seed 000's mapping).
 PENDING, SUCCESS, DENIED = "pending", "success", "denied"
 ASKED, REPLIED, REJECTED = "asked", "replied", "rejected"
+STATUS = {ASKED: PENDING, REPLIED: SUCCESS, REJECTED: DENIED}
+
+Resolution = Literal["asked", "replied", "rejected"]
+
+# Seed 000's single-question fields, derived from the first question.
+_MIRRORED = {
+    "questionHeader": "header",
+    "questionText": "question",
+    "questionDetails": "details",
+    "questionOptions": "options",
+    "questionMultiple": "multiSelect",
+    "questionCustom": "custom",
+    "questionDefault": "default",
+}
+_DERIVED = {*_MIRRORED, "needsUserAction"}
 
 
 class Answer(BaseModel):
     """One question's answer: the chosen labels, and typed text if any."""
 
-    model_config = ConfigDict(frozen=True)
+    model_config = ConfigDict(frozen=True, extra="forbid")
 
     labels: list[str] = []
     custom: str = ""
 
 
-def question_block(*, tool_call_id: str, request: QuestionRequest) -> ActionBlock:
-    first = request.questions[0]
-    extra: dict[str, Any] = {
-        "toolCallId": tool_call_id,
-        "toolName": request.tool,
-        "questionHeader": first.header,
-        "questionText": first.text,
-        "questionDetails": first.details,
-        "questionOptions": [o.model_dump() for o in first.options],
-        "questionMultiple": first.multiple,
-        "questionCustom": first.custom,
-        "questionDefault": first.default,
-        "questions": [
-            {
-                "header": q.header,
-                "question": q.text,
-                "details": q.details,
-                "options": [o.model_dump() for o in q.options],
-                "multiSelect": q.multiple,
-                "custom": q.custom,
-                "default": q.default,
-            }
-            for q in request.questions
-        ],
-        "questionResolution": ASKED,
-        "needsUserAction": True,
-    }
-    return ActionBlock(action_type=ACTION_TYPE, status=PENDING, extra=extra)
+class QuestionPayload(BaseModel):
+    """Everything a question block holds: what was asked and how it was resolved."""
 
-
-def resolved_block(
-    block: ActionBlock,
-    *,
-    replied: bool,
-    answer_text: str = "",
-    answer_message_id: int | None = None,
-    answers: list[Answer] | None = None,
-) -> ActionBlock:
-    extra = {**block.extra, "needsUserAction": False}
-    if replied:
-        extra.update(
-            questionResolution=REPLIED,
-            answerText=answer_text,
-            answers=[a.model_dump() for a in answers or []],
-        )
-        if answer_message_id is not None:
-            extra["answerMessageId"] = str(answer_message_id)
-    else:
-        extra["questionResolution"] = REJECTED
-    return ActionBlock(action_type=ACTION_TYPE, status=SUCCESS if replied else DENIED, extra=extra)
-
-
-def is_question_block(block) -> bool:
-    return isinstance(block, ActionBlock) and block.action_type == ACTION_TYPE
-
-
-def request_of(block: ActionBlock) -> QuestionRequest:
-    """The request stored in a question block."""
-    return QuestionRequest(
-        tool=block.extra["toolName"],
-        questions=[
-            Question(
-                header=q.get("header", ""),
-                text=q["question"],
-                details=q.get("details", ""),
-                options=[Option(**o) for o in q.get("options", [])],
-                multiple=q.get("multiSelect", False),
-                custom=q.get("custom", True),
-                default=q.get("default"),
-            )
-            for q in block.extra["questions"]
-        ],
+    model_config = ConfigDict(
+        frozen=True,
+        extra="forbid",
+        alias_generator=to_camel,
+        validate_by_name=True,
+        serialize_by_alias=True,
     )
+
+    tool_call_id: str
+    tool_name: ToolName
+    questions: list[Question]
+    question_resolution: Resolution = ASKED
+    # When replied: the inserted (or auto-resolving) user message, and one answer per question.
+    answer_text: str | None = None
+    answer_message_id: str | None = None
+    answers: list[Answer] | None = None
+
+    @model_validator(mode="before")
+    @classmethod
+    def _read_tolerantly(cls, data: Any) -> Any:
+        if not isinstance(data, dict):
+            return data
+        if "questions" not in data and "questionText" in data:
+            # A block in seed 000's original shape: one question, in the flat fields only.
+            data = {**data, "questions": [{v: data[k] for k, v in _MIRRORED.items() if k in data}]}
+        return {key: value for key, value in data.items() if key not in _DERIVED}
+
+    @property
+    def first(self) -> Question:
+        return self.questions[0]
+
+    @property
+    def request(self) -> QuestionRequest:
+        return QuestionRequest(tool=self.tool_name, questions=self.questions)
+
+    @property
+    def status(self) -> str:
+        return STATUS[self.question_resolution]
+
+    @computed_field
+    def needs_user_action(self) -> bool:
+        return self.question_resolution == ASKED
+
+    @computed_field
+    def question_header(self) -> str:
+        return self.first.header
+
+    @computed_field
+    def question_text(self) -> str:
+        return self.first.text
+
+    @computed_field
+    def question_details(self) -> str:
+        return self.first.details
+
+    @computed_field
+    def question_options(self) -> list[Option]:
+        return self.first.options
+
+    @computed_field
+    def question_multiple(self) -> bool:
+        return self.first.multiple
+
+    @computed_field
+    def question_custom(self) -> bool:
+        return self.first.custom
+
+    @computed_field
+    def question_default(self) -> str | None:
+        return self.first.default
+
+
+def question_block(payload: QuestionPayload) -> ActionBlock:
+    return ActionBlock(
+        action_type=ACTION_TYPE,
+        status=payload.status,
+        extra=payload.model_dump(mode="json", exclude_none=True),
+    )
+
+
+def asked(*, tool_call_id: str, request: QuestionRequest) -> QuestionPayload:
+    return QuestionPayload(
+        tool_call_id=tool_call_id, tool_name=request.tool, questions=request.questions
+    )
+
+
+def replied(
+    payload: QuestionPayload, *, answer_text: str, answer_message_id: int, answers: list[Answer]
+) -> QuestionPayload:
+    return payload.model_copy(
+        update={
+            "question_resolution": REPLIED,
+            "answer_text": answer_text,
+            "answer_message_id": str(answer_message_id),
+            "answers": answers,
+        }
+    )
+
+
+def rejected(payload: QuestionPayload) -> QuestionPayload:
+    return payload.model_copy(update={"question_resolution": REJECTED})
+
+
+def payload_of(block: Any) -> QuestionPayload | None:
+    """The payload of a question block; None for any other block, or one that cannot be read."""
+    if not isinstance(block, ActionBlock) or block.action_type != ACTION_TYPE:
+        return None
+    try:
+        return QuestionPayload.model_validate(block.extra)
+    except ValueError:
+        return None

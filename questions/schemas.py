@@ -1,12 +1,11 @@
 """The three question tools' inputs, validated at the boundary, and the one request they all
 normalise into.
 
-Tool-provided strings are plain text: they are cleaned of invisible characters (Unicode tag
-characters, bidi overrides, zero-width and other format or control characters) and always
-shown escaped, never as HTML or markdown.
+Tool-provided strings are plain text: they are cleaned of invisible characters (chat.text) and
+always shown escaped, never as HTML or markdown. The normalised `Question` is also what the
+question block stores and the API returns, under seed 000's and 001's wire names.
 """
 
-import unicodedata
 from typing import Annotated, Literal
 
 from pydantic import (
@@ -18,6 +17,8 @@ from pydantic import (
     model_validator,
 )
 
+from chat.text import clean_text
+
 TOOL_QUESTION = "question"
 TOOL_ASK_USER_QUESTION = "ask_user_question"
 TOOL_CONFIRM_ACTION = "confirm_action"
@@ -25,25 +26,6 @@ QUESTION_TOOL_NAMES = (TOOL_QUESTION, TOOL_ASK_USER_QUESTION, TOOL_CONFIRM_ACTIO
 
 YES = "Yes"
 NO = "No"
-
-
-def clean_text(value: str, *, multiline: bool = False) -> str:
-    """Drop invisible and control characters (keeping line breaks where allowed)."""
-    kept = []
-    for char in value:
-        if multiline and char == "\n":
-            kept.append(char)
-            continue
-        category = unicodedata.category(char)
-        if category in ("Cc", "Cf", "Co", "Cs", "Cn") or 0xE0000 <= ord(char) <= 0xE007F:
-            if char in "\t\r" or (char == "\n" and not multiline):
-                kept.append(" ")
-            continue
-        kept.append(char)
-    text = "".join(kept)
-    if multiline:
-        return "\n".join(" ".join(line.split()) for line in text.strip().splitlines()).strip()
-    return " ".join(text.split())
 
 
 def _line(value: str) -> str:
@@ -163,21 +145,25 @@ class ConfirmActionInput(_Input):
 # --- The one internal request -----------------------------------------------------------------
 
 
-class Option(BaseModel):
-    model_config = ConfigDict(frozen=True)
+class _Stored(BaseModel):
+    """Read and written under the wire names (aliases); built in Python by field name."""
 
+    model_config = ConfigDict(
+        frozen=True, extra="forbid", validate_by_name=True, serialize_by_alias=True
+    )
+
+
+class Option(_Stored):
     label: str
     description: str = ""
 
 
-class Question(BaseModel):
-    model_config = ConfigDict(frozen=True)
-
+class Question(_Stored):
     header: str = ""
-    text: str
+    text: str = Field(alias="question")
     details: str = ""
     options: list[Option] = []
-    multiple: bool = False
+    multiple: bool = Field(default=False, alias="multiSelect")
     custom: bool = True
     default: str | None = None
 
@@ -186,11 +172,12 @@ class Question(BaseModel):
         return [option.label for option in self.options]
 
 
-class QuestionRequest(BaseModel):
-    model_config = ConfigDict(frozen=True)
+ToolName = Literal["question", "ask_user_question", "confirm_action"]
 
-    tool: Literal["question", "ask_user_question", "confirm_action"]
-    questions: list[Question]
+
+class QuestionRequest(_Stored):
+    tool: ToolName
+    questions: list[Question] = Field(min_length=1)
 
 
 def normalise(tool: str, arguments: object) -> QuestionRequest:

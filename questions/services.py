@@ -3,7 +3,8 @@
 Each service locks the conversation (after checking the user may act on it) and finds the
 question by its tool-call id; only a question still pending can be resolved, so a second
 answer, a double click, a stale id or the loser of a race between tabs or processes changes
-nothing and gets QuestionAlreadyResolved.
+nothing and gets QuestionAlreadyResolved. The web views, the API and (through the API) the
+terminal client all resolve questions here.
 """
 
 import json
@@ -13,10 +14,13 @@ from django.db import transaction
 from django.utils.translation import gettext_lazy as _
 
 from chat import transcript, turns
-from chat.blocks import ActionBlock, TextBlock, ToolResultBlock, parse_blocks
-from chat.models import AgentState, Conversation, Message, Role
+from chat.blocks import TextBlock, ToolResultBlock, parse_blocks
+from chat.errors import NothingToStop
+from chat.models import Conversation, Message, Role
 from chat.selectors import conversation_for_user
-from questions.blocks import PENDING, Answer, is_question_block, request_of, resolved_block
+from chat.text import clean_text
+from questions import blocks
+from questions.blocks import Answer
 from questions.errors import InvalidAnswer, QuestionAlreadyResolved
 from questions.schemas import (
     TOOL_ASK_USER_QUESTION,
@@ -24,35 +28,55 @@ from questions.schemas import (
     TOOL_QUESTION,
     YES,
     QuestionRequest,
-    clean_text,
 )
+from questions.selectors import PendingQuestion, pending_question
 
+# What the model reads when the user rejects its question, and for calls it made after it.
 DECLINED = "The user declined to answer this question."
+NOT_RUN_AFTER_DECLINE = "Not run: the user declined the question asked before this call."
 
 NOT_AN_OPTION = _("Pick one of the options shown.")
 ONE_CHOICE = _("This question takes a single choice.")
 OPTIONS_ONLY = _("This question takes one of its options, not a typed answer.")
 TOO_LONG = _("That answer is too long.")
 EMPTY = _("Choose an option or type an answer first.")
+TOO_MANY_ANSWERS = _("There are more answers than questions.")
+NO_SUCH_QUESTION = _("No such question: %(text)s")
+MISSING_ANSWER = _("Missing an answer to: %(text)s")
 
 
 @transaction.atomic
 def answer_question(
     *, user, conversation_id: int, tool_call_id: str, answers: list[Answer]
 ) -> Message:
-    """Answer a pending question: one answer per question, in order.
+    """Answer a pending question: one answer per question, in order (a question left out at
+    the end counts as unanswered).
 
     Inserts the answer as a new user message (chosen labels one per line, typed text last)
     and resumes the agent. Raises InvalidAnswer, QuestionAlreadyResolved, ConversationNotFound.
     """
     conversation = conversation_for_user(user=user, conversation_id=conversation_id, lock=True)
     pending = _pending(conversation, tool_call_id)
-    request = request_of(pending[2])
-    answers = _validate(request, answers)
-    text = answer_text(request, answers)
-    reply = transcript.append_message(conversation, role=Role.USER, blocks=[TextBlock(text=text)])
-    _replied(conversation, pending, request, answers, text=text, reply=reply)
-    return reply
+    return _answer(conversation, pending, answers)
+
+
+@transaction.atomic
+def answer_question_by_text(
+    *,
+    user,
+    conversation_id: int,
+    answers: dict[str, str | list[str]],
+    tool_call_id: str | None = None,
+) -> Message:
+    """Answer the pending question with {question text: label, typed text, or a list of
+    labels} (seed 001). With `tool_call_id`, refuse if another question is the pending one."""
+    conversation = conversation_for_user(user=user, conversation_id=conversation_id, lock=True)
+    pending = pending_question(conversation)
+    if pending is None or tool_call_id not in (None, pending.tool_call_id):
+        raise QuestionAlreadyResolved
+    return _answer(
+        conversation, pending, answers_by_question_text(pending.payload.request, answers)
+    )
 
 
 @transaction.atomic
@@ -60,36 +84,54 @@ def reject_question(*, user, conversation_id: int, tool_call_id: str) -> None:
     """Decline a pending question: no message is inserted and the agent stops (idle); the
     model later reads that the user declined."""
     conversation = conversation_for_user(user=user, conversation_id=conversation_id, lock=True)
-    message, index, block = _pending(conversation, tool_call_id)
-    _replace_block(conversation, message, index, resolved_block(block, replied=False))
-    turns.resolve_question(
-        conversation,
-        result=ToolResultBlock(tool_call_id=tool_call_id, content=DECLINED, is_error=True),
-        answered=False,
-    )
+    _reject(conversation, _pending(conversation, tool_call_id))
 
 
-def auto_resolve_question(*, conversation: Conversation, reply: Message) -> None:
+@transaction.atomic
+def cancel(*, user, conversation_id: int) -> None:
+    """Reject the pending question, or else stop the running turn (the API's `cancel`).
+    Raises NothingToStop when there is neither."""
+    conversation = conversation_for_user(user=user, conversation_id=conversation_id, lock=True)
+    pending = pending_question(conversation)
+    if pending is not None:
+        _reject(conversation, pending)
+    elif conversation.is_running:
+        turns.stop_turn(conversation)
+    else:
+        raise NothingToStop
+
+
+def auto_resolve_question(*, conversation: Conversation, reply: Message) -> bool:
     """The user sent an ordinary message while a question was pending: that message is the
-    answer (nothing else is inserted) and the agent resumes. The caller holds the row lock."""
+    answer (nothing else is inserted) and the agent resumes. The caller holds the row lock.
+    True if a question was resolved."""
     pending = pending_question(conversation)
     if pending is None:
-        return
-    request = request_of(pending[2])
+        return False
     text = "\n".join(b.text for b in parse_blocks(reply.blocks) if isinstance(b, TextBlock))
-    answers = [Answer(custom=text) for _ in request.questions]
-    _replied(conversation, pending, request, answers, text=text, reply=reply)
+    answers = [Answer(custom=text) for _ in pending.payload.questions]
+    _replied(conversation, pending, answers, text=text, reply=reply)
+    return True
 
 
-def pending_question(conversation: Conversation) -> tuple[Message, int, ActionBlock] | None:
-    """The conversation's pending question: its message, block index and block."""
-    if conversation.agent_state != AgentState.AWAITING_USER:
-        return None
-    for message in conversation.messages.filter(role=Role.ASSISTANT).order_by("-order"):
-        for index, block in enumerate(parse_blocks(message.blocks)):
-            if is_question_block(block) and block.status == PENDING:
-                return message, index, block
-    return None
+def answers_by_question_text(
+    request: QuestionRequest, given: dict[str, str | list[str]]
+) -> list[Answer]:
+    """Map {question text: label, typed text or list of labels} onto the questions, in order;
+    a value that is not one of the question's labels is typed text."""
+    unknown = set(given) - {q.text for q in request.questions}
+    if unknown:
+        raise InvalidAnswer(NO_SUCH_QUESTION % {"text": sorted(unknown)[0]})
+    answers = []
+    for question in request.questions:
+        if question.text not in given:
+            raise InvalidAnswer(MISSING_ANSWER % {"text": question.text})
+        value = given[question.text]
+        values = value if isinstance(value, list) else [value]
+        labels = [v for v in values if v in question.labels]
+        typed = [v for v in values if v not in question.labels]
+        answers.append(Answer(labels=labels, custom="\n".join(typed)))
+    return answers
 
 
 def answer_text(request: QuestionRequest, answers: list[Answer]) -> str:
@@ -133,29 +175,57 @@ def result_for_model(request: QuestionRequest, answers: list[Answer]) -> str:
     raise ValueError(request.tool)  # pragma: no cover
 
 
-def _replied(conversation, pending, request, answers: list[Answer], *, text: str, reply) -> None:
+def _answer(conversation: Conversation, pending: PendingQuestion, answers: list[Answer]) -> Message:
+    answers = _validate(pending.payload.request, answers)
+    text = answer_text(pending.payload.request, answers)
+    reply = transcript.append_message(conversation, role=Role.USER, blocks=[TextBlock(text=text)])
+    _replied(conversation, pending, answers, text=text, reply=reply)
+    return reply
+
+
+def _replied(
+    conversation: Conversation,
+    pending: PendingQuestion,
+    answers: list[Answer],
+    *,
+    text: str,
+    reply: Message,
+) -> None:
     """Mark the question replied by `reply`, store its tool result, resume the agent."""
-    message, index, block = pending
-    resolved = resolved_block(
-        block, replied=True, answer_text=text, answer_message_id=reply.pk, answers=answers
+    payload = blocks.replied(
+        pending.payload, answer_text=text, answer_message_id=reply.pk, answers=answers
     )
-    _replace_block(conversation, message, index, resolved)
+    _store(conversation, pending, payload)
     result = ToolResultBlock(
-        tool_call_id=block.extra["toolCallId"], content=result_for_model(request, answers)
+        tool_call_id=pending.tool_call_id,
+        content=result_for_model(payload.request, answers),
+        reply_message_id=reply.pk,
     )
-    turns.resolve_question(conversation, result=result, answered=True)
+    turns.resume(conversation, result=result)
 
 
-def _pending(conversation: Conversation, tool_call_id: str) -> tuple[Message, int, ActionBlock]:
+def _reject(conversation: Conversation, pending: PendingQuestion) -> None:
+    """No message is inserted and the agent stops (idle); the model later reads that the
+    user declined."""
+    _store(conversation, pending, blocks.rejected(pending.payload))
+    turns.decline(
+        conversation,
+        result=ToolResultBlock.error(pending.tool_call_id, DECLINED),
+        unrun_result=NOT_RUN_AFTER_DECLINE,
+    )
+
+
+def _pending(conversation: Conversation, tool_call_id: str) -> PendingQuestion:
     pending = pending_question(conversation)
-    if pending is None or pending[2].extra.get("toolCallId") != tool_call_id:
+    if pending is None or pending.tool_call_id != tool_call_id:
         raise QuestionAlreadyResolved
     return pending
 
 
 def _validate(request: QuestionRequest, answers: list[Answer]) -> list[Answer]:
-    if len(answers) != len(request.questions):
-        raise InvalidAnswer
+    if len(answers) > len(request.questions):
+        raise InvalidAnswer(TOO_MANY_ANSWERS)
+    answers = [*answers, *[Answer()] * (len(request.questions) - len(answers))]
     cleaned = []
     for question, answer in zip(request.questions, answers, strict=True):
         custom = clean_text(answer.custom, multiline=True)
@@ -174,7 +244,9 @@ def _validate(request: QuestionRequest, answers: list[Answer]) -> list[Answer]:
     return cleaned
 
 
-def _replace_block(conversation, message: Message, index: int, block: ActionBlock) -> None:
-    blocks = parse_blocks(message.blocks)
-    blocks[index] = block
-    transcript.update_message(conversation, message, blocks=blocks, is_draft=False)
+def _store(
+    conversation: Conversation, pending: PendingQuestion, payload: blocks.QuestionPayload
+) -> None:
+    stored = parse_blocks(pending.message.blocks)
+    stored[pending.block_index] = blocks.question_block(payload)
+    transcript.update_message(conversation, pending.message, blocks=stored, is_draft=False)

@@ -1,26 +1,32 @@
 """Answer or reject a question from the page. The block itself updates over the websocket,
 in every open tab, so a successful htmx request needs no content back."""
 
-from django.http import HttpRequest, HttpResponse
+import re
+
+from django.http import HttpRequest, HttpResponse, QueryDict
 from django.views.decorators.http import require_POST
 
 from chat.views import control_response, conversation_view
 from questions import services
 from questions.blocks import Answer
 
+FIELD = re.compile(r"q(\d)(-custom)?")
 
-def answers_from_form(data, count: int) -> list[Answer]:
-    """Form fields: q<i> (chosen labels, repeated for multi-select) and q<i>-custom."""
+
+def answers_from_form(data: QueryDict) -> list[Answer]:
+    """Form fields: q<i> (chosen labels, repeated for multi-select) and q<i>-custom, for the
+    i-th question. The service knows how many questions there are; one with no field at all
+    is sent as unanswered."""
+    indexes = [int(m[1]) for key in data if (m := FIELD.fullmatch(key))]
     return [
         Answer(labels=data.getlist(f"q{i}"), custom=data.get(f"q{i}-custom", ""))
-        for i in range(count)
+        for i in range(max(indexes, default=0) + 1)
     ]
 
 
 @require_POST
 @conversation_view
 def answer(request: HttpRequest, conversation_id: int, tool_call_id: str) -> HttpResponse:
-    count = _count(request.POST.get("count"))
     return control_response(
         request,
         conversation_id,
@@ -28,7 +34,7 @@ def answer(request: HttpRequest, conversation_id: int, tool_call_id: str) -> Htt
             user=request.user,
             conversation_id=conversation_id,
             tool_call_id=tool_call_id,
-            answers=answers_from_form(request.POST, count),
+            answers=answers_from_form(request.POST),
         ),
     )
 
@@ -43,10 +49,3 @@ def reject(request: HttpRequest, conversation_id: int, tool_call_id: str) -> Htt
             user=request.user, conversation_id=conversation_id, tool_call_id=tool_call_id
         ),
     )
-
-
-def _count(raw: str | None) -> int:
-    try:
-        return max(1, min(int(raw or 1), 4))
-    except ValueError:
-        return 1

@@ -1,13 +1,28 @@
 import pytest
+from asgiref.sync import async_to_sync
 
-from chat import services
+from chat import runner, runtime, services
 
 
 @pytest.fixture(autouse=True)
-def _fast_inline_agent(settings):
-    """Service tests run each agent turn to its end inside the commit hook, without delays."""
-    settings.PARLEY_RUN_INLINE = True
+def turns_run_inline(monkeypatch, settings):
+    """In-process tests run each agent turn to its end inside the commit hook that dispatches
+    it, without delays, and start no runner loop or sweep of their own."""
     settings.SCRIPTED_AGENT_DELAY = 0
+    monkeypatch.setattr(runner, "dispatch", run_now)
+    monkeypatch.setattr(runner, "start_in_this_loop", lambda: None)
+
+
+def run_now(conversation_id: int) -> None:
+    async_to_sync(runtime.run_turn)(conversation_id)
+
+
+@pytest.fixture
+def dispatched(monkeypatch) -> list[int]:
+    """Turns are dispatched but not run: the ids of the conversations dispatched, in order."""
+    ids: list[int] = []
+    monkeypatch.setattr(runner, "dispatch", ids.append)
+    return ids
 
 
 @pytest.fixture

@@ -25,7 +25,7 @@ def set_state(conversation_id: int, state: AgentState) -> None:
     with transaction.atomic():
         conversation = transcript.lock(conversation_id)
         conversation.agent_state = state
-        transcript.bump(conversation)
+        transcript.save_conversation(conversation)
 
 
 def fail_turn(conversation_id: int, message: str = turns.AGENT_FAILED) -> None:

@@ -3,6 +3,7 @@ import json
 from django import template
 from django.utils.translation import gettext
 
+from chat import pausing
 from chat.markdown import render_markdown
 
 register = template.Library()
@@ -16,7 +17,7 @@ def markdown(text: str) -> str:
 
 @register.filter
 def translate_stored(msgid: str) -> str:
-    """Translate a message stored as its English msgid (see chat.services)."""
+    """Translate a message stored as its English msgid (see chat.turns)."""
     return gettext(msgid)
 
 
@@ -26,7 +27,12 @@ def pretty_json(value) -> str:
 
 
 @register.filter
-def is_question_tool(name: str) -> bool:
-    from questions.schemas import QUESTION_TOOL_NAMES
+def is_pausing_tool(name: str) -> bool:
+    """A pausing tool's call is shown by its action block, not as a tool call."""
+    return pausing.handler_for(name) is not None
 
-    return name in QUESTION_TOOL_NAMES
+
+@register.filter
+def action_template(action_type: str) -> str:
+    """The template that renders an action block of this type ("" if none is registered)."""
+    return pausing.template_for_action(action_type) or ""

@@ -3,9 +3,9 @@ from chat.blocks import (
     GenericBlock,
     TextBlock,
     ToolCallBlock,
+    ToolResultBlock,
     dump_blocks,
     parse_blocks,
-    plain_text,
 )
 
 
@@ -36,6 +36,8 @@ def test_stored_non_list_is_read_as_one_block():
     assert block == TextBlock(text="alone")
 
 
-def test_plain_text_joins_readable_blocks():
-    blocks = [TextBlock(text="one"), ToolCallBlock(id="1", name="t", arguments={})]
-    assert plain_text([*blocks, ErrorBlock(message="two")]) == "one\ntwo"
+def test_a_tool_result_of_the_previous_shape_still_loads():
+    # Stored before results named the message that replied to them.
+    [block] = parse_blocks([{"type": "tool_result", "tool_call_id": "c1", "content": "ok"}])
+    assert block == ToolResultBlock(tool_call_id="c1", content="ok")
+    assert block.reply_message_id is None

@@ -1,6 +1,6 @@
 import pytest
 
-from chat import services
+from chat import events, services
 from chat.blocks import TextBlock, parse_blocks
 from chat.errors import (
     AgentBusy,
@@ -93,17 +93,25 @@ def test_posting_while_the_agent_replies_is_refused(conversation, user):
 
 @pytest.mark.django_db
 def test_each_change_advances_the_cursor_and_pushes_after_commit(
-    conversation, user, django_capture_on_commit_callbacks, settings
+    conversation, user, django_capture_on_commit_callbacks, dispatched, monkeypatch
 ):
-    settings.PARLEY_RUN_INLINE = False
+    pushed = []
+    monkeypatch.setattr(events, "_send", lambda conversation_id, event: pushed.append(event))
     with django_capture_on_commit_callbacks() as callbacks:
         message = services.post_user_message(user=user, conversation_id=conversation.pk, text="hi")
+    # Nothing left before the commit.
+    assert (pushed, dispatched) == ([], [])
     conversation.refresh_from_db()
     # The message and the state change each took one step of the cursor.
     assert (message.created_seq, message.seq, conversation.seq) == (1, 1, 2)
     assert conversation.agent_state == AgentState.LLM_REQUESTING
-    # Two pushes and the start of the turn, none of which ran before the commit.
-    assert len(callbacks) == 3
+    for callback in callbacks:
+        callback()
+    assert pushed == [
+        events.conversation_changed(conversation.pk, 1),
+        events.conversation_changed(conversation.pk, 2),
+    ]
+    assert dispatched == [conversation.pk]
 
 
 @pytest.mark.django_db

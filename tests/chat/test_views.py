@@ -109,8 +109,7 @@ def test_oversized_request_body_is_a_clear_400_not_a_crash(client_ada, conversat
     assert not Message.objects.exists()
 
 
-def test_htmx_send_returns_a_fresh_composer(client_ada, conversation, settings):
-    settings.PARLEY_RUN_INLINE = False  # the turn itself is not under test here
+def test_htmx_send_returns_a_fresh_composer(client_ada, conversation, dispatched):
     url = reverse("chat:post_message", args=[conversation.pk])
     response = client_ada.post(url, {"text": "hello"}, headers={"HX-Request": "true"})
     assert response.status_code == 200
@@ -120,8 +119,7 @@ def test_htmx_send_returns_a_fresh_composer(client_ada, conversation, settings):
     assert Message.objects.get().role == Role.USER
 
 
-def test_plain_post_redirects_back_to_the_conversation(client_ada, conversation, settings):
-    settings.PARLEY_RUN_INLINE = False
+def test_plain_post_redirects_back_to_the_conversation(client_ada, conversation, dispatched):
     response = client_ada.post(reverse("chat:post_message", args=[conversation.pk]), {"text": "x"})
     assert response["Location"] == detail_url(conversation)
 
@@ -235,8 +233,7 @@ def test_security_headers(client_ada):
     assert response["X-Frame-Options"] == "DENY"
 
 
-def test_control_characters_never_reach_the_database(client_ada, conversation, settings):
-    settings.PARLEY_RUN_INLINE = False
+def test_control_characters_never_reach_the_database(client_ada, conversation, dispatched):
     url = reverse("chat:post_message", args=[conversation.pk])
     assert client_ada.post(url, {"text": "a\x00b\x07c"}).status_code == 302
     assert Message.objects.get().blocks == [{"type": "text", "text": "abc"}]

@@ -9,7 +9,7 @@ from chat.models import AgentState, Message, Role
 from chat.providers.base import ToolCallRequest
 from chat.runtime import build_history
 from questions import services as questions
-from questions.blocks import Answer
+from questions.blocks import Answer, payload_of
 from questions.errors import InvalidAnswer, QuestionAlreadyResolved
 from tests.questions.conftest import PIZZA
 
@@ -55,7 +55,9 @@ def test_asking_pauses_with_a_pending_block_under_the_asking_message(conversatio
     message, block = question_block(conversation)
     assert [b.type for b in parse_blocks(message.blocks)] == ["tool_call", "action"]
     assert (block.action_type, block.status) == ("question_request", "pending")
+    # The stored JSON is seed 000's contract: its field names, as they are on the wire.
     extra = block.extra
+    assert extra["toolCallId"] == "q1"
     assert extra["questionHeader"] == "Pizza"
     assert extra["questionText"] == "Which pizza?"
     assert extra["questionOptions"][0] == {
@@ -82,11 +84,14 @@ def test_picking_an_option_inserts_the_label_and_resumes(conversation, user, mod
     assert parse_blocks(reply.blocks) == [TextBlock(text="Pepperoni")]
     _, block = question_block(conversation)
     assert block.status == "success"
-    assert block.extra["questionResolution"] == "replied"
-    assert block.extra["needsUserAction"] is False
-    assert block.extra["answerText"] == "Pepperoni"
-    assert block.extra["answerMessageId"] == str(reply.pk)
-    assert results(conversation) == [ToolResultBlock(tool_call_id="q1", content="Pepperoni")]
+    question = payload_of(block)
+    assert (question.question_resolution, question.needs_user_action) == ("replied", False)
+    assert (question.answer_text, question.answer_message_id) == ("Pepperoni", str(reply.pk))
+    assert question.answers == [Answer(labels=["Pepperoni"])]
+    # The result names the inserted message, so the model reads the answer once.
+    assert results(conversation) == [
+        ToolResultBlock(tool_call_id="q1", content="Pepperoni", reply_message_id=reply.pk)
+    ]
     assert conversation.agent_state == AgentState.IDLE
     last = conversation.messages.order_by("order").last()
     assert parse_blocks(last.blocks) == [TextBlock(text="Thanks: Pepperoni")]
@@ -131,11 +136,13 @@ def test_an_ordinary_message_answers_the_pending_question(conversation, user, mo
     conversation.refresh_from_db()
     _, block = question_block(conversation)
     assert block.status == "success"
-    assert block.extra["answerText"] == "Surprise me"
-    assert block.extra["answerMessageId"] == str(message.pk)
+    question = payload_of(block)
+    assert (question.answer_text, question.answer_message_id) == ("Surprise me", str(message.pk))
     user_messages = conversation.messages.filter(role=Role.USER)
     assert [parse_blocks(m.blocks)[0].text for m in user_messages] == ["Order lunch", "Surprise me"]
-    assert results(conversation) == [ToolResultBlock(tool_call_id="q1", content="Surprise me")]
+    assert results(conversation) == [
+        ToolResultBlock(tool_call_id="q1", content="Surprise me", reply_message_id=message.pk)
+    ]
     assert conversation.agent_state == AgentState.IDLE
     assert_history_valid(conversation)
 
@@ -146,8 +153,9 @@ def test_rejecting_inserts_nothing_stops_and_the_model_later_learns_it(conversat
     questions.reject_question(user=user, conversation_id=conversation.pk, tool_call_id="q1")
     conversation.refresh_from_db()
     _, block = question_block(conversation)
-    assert (block.status, block.extra["questionResolution"]) == ("denied", "rejected")
-    assert block.extra["needsUserAction"] is False
+    question = payload_of(block)
+    assert (block.status, question.question_resolution) == ("denied", "rejected")
+    assert question.needs_user_action is False
     assert conversation.agent_state == AgentState.IDLE
     assert conversation.messages.filter(role=Role.USER).count() == 1
     [result] = results(conversation)
@@ -384,13 +392,12 @@ def test_questions_per_turn_are_bounded(conversation, user, model, settings):
 
 
 def test_sub_agents_are_not_offered_question_tools_and_are_refused(
-    conversation, user, model, settings
+    conversation, user, model, dispatched
 ):
     from asgiref.sync import async_to_sync
 
     from chat import runtime
 
-    settings.PARLEY_RUN_INLINE = False
     model.asks()
     services.post_user_message(user=user, conversation_id=conversation.pk, text="go")
     async_to_sync(runtime.run_turn)(conversation.pk, is_subagent=True)
