@@ -2,6 +2,7 @@ import pytest
 from asgiref.sync import async_to_sync
 
 from chat import runner, runtime, services
+from tests.fakes import AskingModel
 
 
 @pytest.fixture(autouse=True)
@@ -38,3 +39,12 @@ def other_user(django_user_model):
 @pytest.fixture
 def conversation(user):
     return services.create_conversation(owner=user, title="First chat")
+
+
+@pytest.fixture
+def model(monkeypatch) -> AskingModel:
+    """A fake model in place of the provider: `model.asks(tool, arguments)` makes its next
+    turn ask that question, then reply "Thanks: <tool result>" once answered."""
+    fake = AskingModel()
+    monkeypatch.setattr(runtime, "get_provider", lambda: fake)
+    return fake

@@ -123,3 +123,24 @@ def postgres_database(admin_url: str):
     finally:
         with psycopg.connect(admin_url, autocommit=True) as connection:
             connection.execute(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
+
+
+# A turn with two tool calls, started from `manage.py shell`; prints the conversation id.
+START = """
+from django.contrib.auth.models import User
+from chat import services
+conversation = services.create_conversation(owner=User.objects.get(username="demo"))
+services.post_user_message(user=conversation.owner, conversation_id=conversation.pk,
+                           text="What time is it?")
+print(conversation.pk)
+"""
+
+
+def wait_for(predicate, timeout: float, what: str):
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        value = predicate()
+        if value:
+            return value
+        time.sleep(0.02)
+    raise AssertionError(f"timed out waiting for {what}")

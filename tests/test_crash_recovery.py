@@ -3,34 +3,14 @@ exactly once: one reply per step, each tool call stored once with exactly one re
 
 import json
 import os
-import time
 
 import pytest
 
-from tests.live_server import LiveServer, postgres_database
+from tests.live_server import START, LiveServer, postgres_database, wait_for
 
 pytestmark = pytest.mark.live
 
 POSTGRES_URL = os.environ.get("TEST_POSTGRES_URL", "postgres://postgres@127.0.0.1:5432/test")
-
-START = """
-from django.contrib.auth.models import User
-from chat import services
-conversation = services.create_conversation(owner=User.objects.get(username="demo"))
-services.post_user_message(user=conversation.owner, conversation_id=conversation.pk,
-                           text="What time is it?")
-print(conversation.pk)
-"""
-
-
-def wait_for(predicate, timeout: float, what: str):
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        value = predicate()
-        if value:
-            return value
-        time.sleep(0.02)
-    raise AssertionError(f"timed out waiting for {what}")
 
 
 @pytest.fixture(params=["sqlite", "postgres"])

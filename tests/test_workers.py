@@ -8,8 +8,7 @@ import signal
 
 import pytest
 
-from tests.live_server import LiveServer
-from tests.test_crash_recovery import START, wait_for
+from tests.live_server import START, LiveServer, wait_for
 
 pytestmark = pytest.mark.live
 

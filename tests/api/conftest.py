@@ -1,7 +1,6 @@
 import pytest
 
 from api.tokens import create_token
-from tests.questions.conftest import model  # noqa: F401 - the fake model fixture
 
 
 @pytest.fixture

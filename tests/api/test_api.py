@@ -6,6 +6,8 @@ from api.models import ApiToken
 from api.tokens import digest
 from chat import services
 from chat.models import AgentState, Conversation
+from questions import services as questions
+from questions.errors import QuestionAlreadyResolved
 
 pytestmark = pytest.mark.django_db(transaction=True)
 
@@ -74,7 +76,7 @@ def test_message_needs_input_respond_completes(api, conversation, model):
 
     again = api.post(f"/conversations/{conversation.pk}/respond", {"answers": {PIZZA: "Funghi"}})
     assert again.status_code == 409
-    assert again.json() == {"message": "This question was already answered."}
+    assert again.json() == {"message": str(QuestionAlreadyResolved.default_message)}
 
 
 def test_posting_a_message_while_pending_answers_it(api, conversation, model):
@@ -90,10 +92,13 @@ def test_posting_a_message_while_pending_answers_it(api, conversation, model):
 @pytest.mark.parametrize(
     ("answers", "message"),
     [
-        ({"Which pizza?": "Hawaiian"}, "not a typed answer"),
-        ({}, "Missing an answer to: Which pizza?"),
-        ({"Which pizza?": "Funghi", "Other?": "x"}, "No such question: Other?"),
-        ({"Which pizza?": ["Funghi", "Pepperoni"]}, "single choice"),
+        ({"Which pizza?": "Hawaiian"}, questions.OPTIONS_ONLY),
+        ({}, questions.MISSING_ANSWER % {"text": "Which pizza?"}),
+        (
+            {"Which pizza?": "Funghi", "Other?": "x"},
+            questions.NO_SUCH_QUESTION % {"text": "Other?"},
+        ),
+        ({"Which pizza?": ["Funghi", "Pepperoni"]}, questions.ONE_CHOICE),
     ],
 )
 def test_invalid_answers_are_422(api, conversation, model, answers, message):
@@ -107,7 +112,7 @@ def test_invalid_answers_are_422(api, conversation, model, answers, message):
     api.post(f"/conversations/{conversation.pk}/messages", {"content": "Lunch?"})
     response = api.post(f"/conversations/{conversation.pk}/respond", {"answers": answers})
     assert response.status_code == 422
-    assert message in response.json()["message"]
+    assert response.json()["message"] == str(message)
     conversation.refresh_from_db()
     assert conversation.agent_state == AgentState.AWAITING_USER
 

@@ -3,7 +3,7 @@
 import pytest
 from playwright.sync_api import expect
 
-from tests.browser.test_chat import log_in, new_conversation, transcript_items
+from tests.browser.pages import log_in, new_conversation, transcript_items
 
 
 def ask(page, text="Order a pizza"):

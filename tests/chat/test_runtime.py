@@ -9,26 +9,9 @@ from chat.models import AgentState, Conversation, Message, Role
 from chat.providers.base import ProviderError, TextDelta, ToolCallRequest
 from chat.providers.scripted import ScriptedProvider
 from tests.factories import set_state
+from tests.fakes import FakeProvider
 
 pytestmark = pytest.mark.django_db(transaction=True)
-
-
-class FakeProvider:
-    """Plays canned responses: each a list of events, or an exception to raise."""
-
-    name = "fake"
-
-    def __init__(self, *responses):
-        self.responses = list(responses)
-        self.histories = []
-
-    async def stream(self, *, history, tools):
-        self.histories.append(history)
-        response = self.responses.pop(0)
-        if isinstance(response, Exception):
-            raise response
-        for event in response:
-            yield event
 
 
 @pytest.fixture

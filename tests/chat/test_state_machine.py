@@ -167,8 +167,13 @@ class TurnMachine(RuleBasedStateMachine):
             assert self.refresh().agent_state != AgentState.ERROR
 
     @invariant()
-    def state_is_valid(self):
-        assert self.refresh().agent_state in AgentState.values
+    def the_sweep_finds_only_running_turns_nobody_holds(self):
+        conversation = self.refresh()
+        swept = conversation.pk in turns.stale_runs()
+        unheld = conversation.lease_expires_at is None or conversation.lease_expires_at < (
+            timezone.now()
+        )
+        assert swept == (conversation.agent_state in RUNNING_STATES and unheld)
 
     @invariant()
     def cursor_only_moves_forward(self):

@@ -2,9 +2,8 @@ import pytest
 from django.urls import reverse
 
 from chat import services
-from chat.blocks import TextBlock, dump_blocks
 from chat.models import AgentState, Conversation, Message, Role
-from tests.factories import fail_turn
+from tests.factories import add_message, fail_turn
 
 pytestmark = pytest.mark.django_db
 
@@ -125,24 +124,8 @@ def test_plain_post_redirects_back_to_the_conversation(client_ada, conversation,
 
 
 def test_user_text_is_escaped_and_assistant_markdown_sanitised(client_ada, conversation):
-    Message.objects.create(
-        conversation=conversation,
-        role=Role.USER,
-        order=0,
-        blocks=dump_blocks([TextBlock(text="<b>bold?</b> <script>alert(1)</script>")]),
-        created_seq=1,
-        seq=1,
-    )
-    Message.objects.create(
-        conversation=conversation,
-        role=Role.ASSISTANT,
-        order=1,
-        blocks=dump_blocks(
-            [TextBlock(text="**strong** <img src=x onerror=alert(2)> [x](javascript:alert(3))")]
-        ),
-        created_seq=2,
-        seq=2,
-    )
+    add_message(conversation.pk, "<b>bold?</b> <script>alert(1)</script>", role=Role.USER)
+    add_message(conversation.pk, "**strong** <img src=x onerror=alert(2)> [x](javascript:alert(3))")
     html = client_ada.get(detail_url(conversation)).content.decode()
     assert "&lt;b&gt;bold?&lt;/b&gt; &lt;script&gt;alert(1)&lt;/script&gt;" in html
     assert "<strong>strong</strong>" in html
@@ -152,6 +135,7 @@ def test_user_text_is_escaped_and_assistant_markdown_sanitised(client_ada, conve
 
 
 def test_unknown_block_renders_as_a_generic_block(client_ada, conversation):
+    # Stored by a later version: written as raw JSON, as that version would have.
     Message.objects.create(
         conversation=conversation,
         role=Role.ASSISTANT,
@@ -211,14 +195,7 @@ def test_pages_follow_the_browsers_language(client_ada):
 
 
 def test_admin_shows_a_read_only_escaped_transcript(admin_client, conversation):
-    Message.objects.create(
-        conversation=conversation,
-        role=Role.USER,
-        order=0,
-        blocks=dump_blocks([TextBlock(text="<script>steal()</script>")]),
-        created_seq=1,
-        seq=1,
-    )
+    add_message(conversation.pk, "<script>steal()</script>", role=Role.USER)
     url = reverse("admin:chat_conversation_change", args=[conversation.pk])
     html = admin_client.get(url).content.decode()
     assert "&lt;script&gt;steal()&lt;/script&gt;" in html

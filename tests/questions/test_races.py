@@ -15,7 +15,7 @@ from chat.blocks import ToolResultBlock, parse_blocks
 from chat.errors import AgentBusy
 from chat.models import Role
 from questions import services as questions
-from questions.blocks import Answer
+from questions.blocks import Answer, payload_of
 from questions.errors import QuestionAlreadyResolved
 from tests.live_server import ROOT, LiveServer, postgres_database
 
@@ -26,9 +26,9 @@ def test_two_threads_resolving_at_once_one_wins(conversation, user, model, secon
     model.asks()
     services.post_user_message(user=user, conversation_id=conversation.pk, text="Lunch?")
     barrier = threading.Barrier(2)
-    outcomes = []
+    outcomes: dict[str, str] = {}
 
-    def resolve(kind):
+    def resolve(slot, kind):
         try:
             barrier.wait()
             if kind == "answer":
@@ -44,30 +44,45 @@ def test_two_threads_resolving_at_once_one_wins(conversation, user, model, secon
                 )
             else:
                 services.post_user_message(
-                    user=user, conversation_id=conversation.pk, text="Funghi"
+                    user=user, conversation_id=conversation.pk, text="Funghi, please"
                 )
-            outcomes.append("won")
+            outcomes[slot] = "won"
         except QuestionAlreadyResolved:
-            outcomes.append("already answered")
+            outcomes[slot] = "already answered"
         except AgentBusy:
-            outcomes.append("busy")
+            outcomes[slot] = "busy"
         except Exception as error:  # pragma: no cover - shown if it ever happens
-            outcomes.append(repr(error))
+            outcomes[slot] = repr(error)
         finally:
             connection.close()
 
-    threads = [threading.Thread(target=resolve, args=(kind,)) for kind in ("answer", second)]
+    threads = [
+        threading.Thread(target=resolve, args=slot)
+        for slot in (("answer", "answer"), ("other", second))
+    ]
     for thread in threads:
         thread.start()
     for thread in threads:
         thread.join(30)
 
-    if second == "message":
-        # An ordinary message that loses the race is refused while the resumed agent runs
-        # (or, once it is done, starts a new turn); either way one thing answered the question.
-        assert sorted(outcomes) in (["already answered", "won"], ["busy", "won"], ["won", "won"])
+    [question] = [
+        q
+        for m in conversation.messages.filter(role=Role.ASSISTANT)
+        for b in parse_blocks(m.blocks)
+        if (q := payload_of(b)) is not None
+    ]
+    if second == "message" and outcomes["answer"] == "won":
+        # The message lost: refused while the resumed agent ran, or, once it was done, a new
+        # turn of its own; either way it is not the question's answer.
+        assert outcomes["other"] in ("busy", "won")
+        assert question.answer_text == "Funghi"
+    elif second == "message":
+        assert outcomes == {"other": "won", "answer": "already answered"}
+        assert question.answer_text == "Funghi, please"
     else:
-        assert sorted(outcomes) == ["already answered", "won"]
+        assert sorted(outcomes.values()) == ["already answered", "won"]
+        rejected = second == "reject" and outcomes["other"] == "won"
+        assert question.question_resolution == ("rejected" if rejected else "replied")
     tool_results = [
         b
         for m in conversation.messages.all()
@@ -81,7 +96,7 @@ RESOLVE = """
 import time
 from django.contrib.auth.models import User
 from questions import services
-from questions.blocks import Answer
+from questions.blocks import Answer, payload_of
 from questions.errors import QuestionAlreadyResolved
 conversation_id, start_at, label = {conversation_id}, {start_at}, {label!r}
 user = User.objects.get(username="demo")

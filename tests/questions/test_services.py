@@ -1,4 +1,5 @@
 import json
+import re
 
 import pytest
 
@@ -8,10 +9,11 @@ from chat.errors import ConversationNotFound
 from chat.models import AgentState, Message, Role
 from chat.providers.base import ToolCallRequest
 from chat.runtime import build_history
+from questions import asking
 from questions import services as questions
 from questions.blocks import Answer, payload_of
 from questions.errors import InvalidAnswer, QuestionAlreadyResolved
-from tests.questions.conftest import PIZZA
+from tests.fakes import PIZZA
 
 pytestmark = pytest.mark.django_db(transaction=True)
 
@@ -210,10 +212,10 @@ def test_a_stale_or_unknown_tool_call_id_changes_nothing(conversation, user, mod
 @pytest.mark.parametrize(
     ("arguments", "answer", "message"),
     [
-        (PIZZA, Answer(labels=["Hawaiian"]), "Pick one of the options shown."),
-        (PIZZA, Answer(labels=["Funghi", "Pepperoni"]), "This question takes a single choice."),
-        ({**PIZZA, "custom": False}, Answer(custom="Hawaiian"), "not a typed answer"),
-        (PIZZA, Answer(custom="   "), "Choose an option or type an answer first."),
+        (PIZZA, Answer(labels=["Hawaiian"]), questions.NOT_AN_OPTION),
+        (PIZZA, Answer(labels=["Funghi", "Pepperoni"]), questions.ONE_CHOICE),
+        ({**PIZZA, "custom": False}, Answer(custom="Hawaiian"), questions.OPTIONS_ONLY),
+        (PIZZA, Answer(custom="   "), questions.EMPTY),
     ],
 )
 def test_invalid_answers_are_refused_and_the_question_stays_open(
@@ -221,7 +223,7 @@ def test_invalid_answers_are_refused_and_the_question_stays_open(
 ):
     model.asks(arguments=arguments)
     start(conversation, user)
-    with pytest.raises(InvalidAnswer, match=message):
+    with pytest.raises(InvalidAnswer, match=re.escape(str(message))):
         questions.answer_question(
             user=user, conversation_id=conversation.pk, tool_call_id="q1", answers=[answer]
         )
@@ -369,7 +371,7 @@ def test_a_malformed_question_is_not_asked_the_user_sees_why_and_the_agent_goes_
         for b in parse_blocks(m.blocks)
         if isinstance(b, ErrorBlock)
     ]
-    assert error.message == "The agent's question could not be shown:"
+    assert error.message == asking.INVALID_QUESTION
     assert "at most 30 characters" in error.detail
     assert model.histories[-1][-1].blocks == [result]  # the model was told
 
@@ -405,7 +407,7 @@ def test_sub_agents_are_not_offered_question_tools_and_are_refused(
     assert {t.name for t in model.tools[0]} == {"current_time", "calculate"}
     [result] = results(conversation)
     assert result.is_error
-    assert "Sub-agents cannot ask" in result.content
+    assert result.content == asking.SUBAGENT_RESULT
     assert conversation.agent_state == AgentState.IDLE
 
 

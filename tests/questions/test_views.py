@@ -3,7 +3,10 @@ from django.urls import reverse
 
 from chat import services
 from chat.models import AgentState, Role
+from questions.blocks import payload_of
 from questions.errors import QuestionAlreadyResolved
+from questions.selectors import pending_question
+from questions.services import NOT_AN_OPTION, TOO_MANY_ANSWERS
 
 pytestmark = pytest.mark.django_db(transaction=True)
 
@@ -39,24 +42,24 @@ def test_the_pending_question_renders_its_controls_escaped(client, asked, model)
 
 
 def test_answering_over_htmx_is_204_and_a_second_answer_is_409(client, asked):
-    response = client.post(answer_url(asked), {"count": "1", "q0": "Funghi"}, headers=HTMX)
+    response = client.post(answer_url(asked), {"q0": "Funghi"}, headers=HTMX)
     assert response.status_code == 204
     asked.refresh_from_db()
     assert asked.agent_state == AgentState.IDLE
-    again = client.post(answer_url(asked), {"count": "1", "q0": "Funghi"}, headers=HTMX)
+    again = client.post(answer_url(asked), {"q0": "Funghi"}, headers=HTMX)
     assert again.status_code == 409
     assert again.content.decode() == str(QuestionAlreadyResolved.default_message)
     assert asked.messages.filter(role=Role.USER).count() == 2
 
 
 def test_an_invalid_answer_is_422_with_a_reason(client, asked):
-    response = client.post(answer_url(asked), {"count": "1", "q0": "Hawaiian"}, headers=HTMX)
+    response = client.post(answer_url(asked), {"q0": "Hawaiian"}, headers=HTMX)
     assert response.status_code == 422
-    assert response.content.decode() == "Pick one of the options shown."
+    assert response.content.decode() == str(NOT_AN_OPTION)
 
 
 def test_typed_answer_and_plain_form_post(client, asked):
-    response = client.post(answer_url(asked), {"count": "1", "q0-custom": "Calzone"})
+    response = client.post(answer_url(asked), {"q0-custom": "Calzone"})
     assert response["Location"] == reverse("chat:conversation_detail", args=[asked.pk])
     html = client.get(response["Location"]).content.decode()
     assert "Answer:</span> Calzone" in html
@@ -72,7 +75,7 @@ def test_reject_shows_rejected(client, asked):
 
 def test_another_user_gets_404_and_changes_nothing(client, asked, other_user):
     client.force_login(other_user)
-    assert client.post(answer_url(asked), {"count": "1", "q0": "Funghi"}).status_code == 404
+    assert client.post(answer_url(asked), {"q0": "Funghi"}).status_code == 404
     assert client.post(reject_url(asked)).status_code == 404
     asked.refresh_from_db()
     assert asked.agent_state == AgentState.AWAITING_USER
@@ -93,3 +96,52 @@ def test_tool_provided_text_is_escaped(client, user, conversation, model):
     assert "&lt;script&gt;alert(1)&lt;/script&gt;?" in html
     assert "&lt;b&gt;A&lt;/b&gt;" in html
     assert "<img src=x>" not in html
+
+
+TWO_QUESTIONS = {
+    "questions": [
+        {"question": "Base?", "header": "Base", "options": [{"label": "Thin"}, {"label": "Deep"}]},
+        {
+            "question": "Extras?",
+            "header": "Extras",
+            "options": [{"label": "Olives"}, {"label": "Basil"}],
+            "multiSelect": True,
+        },
+    ]
+}
+
+
+def test_a_form_answers_several_questions_without_saying_how_many(
+    client, user, conversation, model
+):
+    client.force_login(user)
+    model.asks("ask_user_question", TWO_QUESTIONS)
+    services.post_user_message(user=user, conversation_id=conversation.pk, text="Lunch?")
+    fields = {"q0": "Deep", "q1": ["Olives", "Basil"], "q1-custom": "extra cheese"}
+    response = client.post(answer_url(conversation), fields, headers=HTMX)
+    assert response.status_code == 204
+    [message] = conversation.messages.filter(role=Role.USER, order__gt=0)
+    answered = next(
+        p for b in conversation.messages.get(order=1).parsed_blocks if (p := payload_of(b))
+    )
+    assert [a.model_dump() for a in answered.answers] == [
+        {"labels": ["Deep"], "custom": ""},
+        {"labels": ["Olives", "Basil"], "custom": "extra cheese"},
+    ]
+    assert message.parsed_blocks[0].text == "Base: Deep\nExtras: Olives, Basil, extra cheese"
+
+
+def test_a_question_left_unanswered_or_an_answer_too_many_is_refused(
+    client, user, conversation, model
+):
+    client.force_login(user)
+    model.asks("ask_user_question", TWO_QUESTIONS)
+    services.post_user_message(user=user, conversation_id=conversation.pk, text="Lunch?")
+    only_first = client.post(answer_url(conversation), {"q0": "Deep"}, headers=HTMX)
+    assert only_first.status_code == 422
+    too_many = client.post(
+        answer_url(conversation), {"q0": "Deep", "q1": "Basil", "q2": "x"}, headers=HTMX
+    )
+    assert (too_many.status_code, too_many.content.decode()) == (422, str(TOO_MANY_ANSWERS))
+    conversation.refresh_from_db()
+    assert pending_question(conversation) is not None
