@@ -29,7 +29,6 @@ run: messages
 test: test-sqlite test-postgres
 
 test-sqlite: export SECRET_KEY ?= parley-test-only
-test-sqlite: export CONN_MAX_AGE ?= 0
 test-sqlite: messages
 	@$(PYTHON) -m ruff check .
 	@$(PYTHON) -m ruff format --check .
@@ -37,7 +36,6 @@ test-sqlite: messages
 	$(PYTHON) -m pytest
 
 test-postgres: export SECRET_KEY ?= parley-test-only
-test-postgres: export CONN_MAX_AGE ?= 0
 test-postgres: messages
 	DATABASE_URL=$(TEST_POSTGRES_URL) $(PYTHON) -m pytest -m "not live"
 

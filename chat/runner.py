@@ -28,6 +28,7 @@ _loop: asyncio.AbstractEventLoop | None = None  # the serving process's event lo
 _tasks: dict[int, asyncio.Task] = {}
 _again: set[int] = set()  # dispatched while this process's task was still finishing
 _sweeper: asyncio.Task | None = None
+_stopping = False  # shutting down: no new turns start here
 
 
 def dispatch_on_commit(conversation_id: int) -> None:
@@ -64,6 +65,8 @@ def spawn(conversation_id: int) -> None:
     """Start the turn as a task on this loop, unless this process already runs it."""
     from chat.runtime import run_turn
 
+    if _stopping:
+        return  # the sweep of another process (or a worker after this one) will take it
     if conversation_id in _tasks:
         # The running task may be past its last check: run once more when it is done.
         _again.add(conversation_id)
@@ -123,11 +126,37 @@ def start_in_this_loop() -> None:
     _sweeper = _loop.create_task(_sweep_forever(), context=contextvars.Context())
 
 
+async def shutdown(grace: float = 5.0) -> None:
+    """Stop running turns here at once and hand them over: each cancelled turn gives its
+    lease back as it ends (chat.runtime.run_turn), so the sweep of any other process, or
+    with Redis any other worker (sent the turn again here), takes it over without waiting
+    for the lease to lapse. Called when the process is asked to stop (SIGTERM)."""
+    global _stopping
+    _stopping = True
+    if _sweeper is not None:
+        _sweeper.cancel()
+    running = dict(_tasks)
+    for task in running.values():
+        task.cancel()
+    if running:
+        await asyncio.wait(running.values(), timeout=grace)
+        logger.info("handed back %s running turn(s) on shutdown", len(running))
+    if settings.REDIS_URL:
+        for conversation_id in running:
+            try:
+                await _send_to_workers(conversation_id)
+            except Exception:
+                logger.exception(
+                    "could not hand conversation %s to another worker", conversation_id
+                )
+
+
 class RunnerLifecycle:
     """ASGI middleware: the first event a process serves starts its runner loop and sweep.
 
-    daphne implements no ASGI lifespan, so the first connection (or the first message to a
-    worker) is the earliest moment there is a running loop to adopt.
+    `python -m config.serve` and `manage.py worker` start both at startup; this is the
+    fallback for a plain `daphne config.asgi:application` (daphne implements no ASGI
+    lifespan), where the first connection is the earliest moment there is a loop to adopt.
     """
 
     def __init__(self, application) -> None:

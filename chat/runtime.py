@@ -126,25 +126,25 @@ async def request_model(
     raise AssertionError("unreachable")  # pragma: no cover
 
 
-async def advance(lease: turns.Lease, context: AgentContext) -> None:
-    """Run the turn's steps until it ends, pauses or fails."""
+async def advance(lease: turns.Lease, context: AgentContext) -> AgentState:
+    """Run the turn's steps until it ends, pauses or fails; returns the state it left."""
     provider = get_provider()
     while True:
         state = await db(turns.current)(lease)
         if state.state == AgentState.LLM_REQUESTING:
             if state.steps >= settings.AGENT_MAX_STEPS:
                 await db(turns.fail)(lease, turns.STEP_LIMIT, retryable=False)
-                return
+                return AgentState.ERROR
             history = await db(build_history)(lease.conversation_id)
             await db(turns.begin_step)(lease)
             text, calls = await request_model(lease, provider, history, context)
             await db(turns.complete_step)(lease, text=text, tool_calls=calls)
         elif state.state == AgentState.TOOL_EXECUTING:
             if await run_tools(lease, context):
-                return  # a pausing call: the turn waits for the user
+                return AgentState.AWAITING_USER  # a pausing call: the turn waits for the user
             await db(turns.tools_done)(lease)
         else:
-            return
+            return state.state
 
 
 async def run_tools(lease: turns.Lease, context: AgentContext) -> bool:
@@ -178,20 +178,40 @@ async def _heartbeat(lease: turns.Lease, task: asyncio.Task) -> None:
 
 
 async def run_turn(conversation_id: int, *, is_subagent: bool = False) -> None:
-    """Claim the conversation's running turn, if nobody holds it, and drive it to its end."""
-    lease = await db(turns.claim)(conversation_id)
-    if lease is None:
+    """Claim the conversation's running turn, if nobody holds it, and drive it to its end.
+
+    Logs one line when the turn is claimed (or taken over from a runner that stopped renewing)
+    and one when this runner lets go of it: paused, finished, failed, stopped or handed back.
+    """
+    claim = await db(turns.claim)(conversation_id)
+    if claim is None:
         return
+    lease = claim.lease
+    log = {"conversation": conversation_id, "runner": lease.owner}
+    if claim.taken_from:
+        logger.info(
+            "turn of conversation %s taken over from %s",
+            conversation_id,
+            claim.taken_from,
+            extra={**log, "event": "taken_over", "previous_runner": claim.taken_from},
+        )
+    else:
+        logger.info(
+            "turn of conversation %s claimed", conversation_id, extra={**log, "event": "claimed"}
+        )
     context = AgentContext(conversation_id=conversation_id, is_subagent=is_subagent)
     work = asyncio.current_task()
     heartbeat = asyncio.create_task(_heartbeat(lease, work))
+    started = time.monotonic()
+    outcome = "handed_back"
     try:
-        await advance(lease, context)
+        outcome = OUTCOMES[await advance(lease, context)]
     except (turns.LeaseLost, ConversationNotFound):
-        logger.info("turn of conversation %s was stopped or taken over", conversation_id)
+        outcome = "stopped_or_taken_over"
     except asyncio.CancelledError:
-        logger.info("turn of conversation %s was cancelled", conversation_id)
+        outcome = "handed_back"  # this process is shutting down (or the user pressed Stop)
     except Exception as error:
+        outcome = "failed"
         if isinstance(error, ProviderError):
             logger.warning("turn of conversation %s failed: %s", conversation_id, error)
         else:
@@ -202,3 +222,21 @@ async def run_turn(conversation_id: int, *, is_subagent: bool = False) -> None:
         heartbeat.cancel()
         with contextlib.suppress(ConversationNotFound):
             await db(turns.release)(lease)
+        seconds = round(time.monotonic() - started, 3)
+        logger.info(
+            "turn of conversation %s %s after %.3fs",
+            conversation_id,
+            outcome.replace("_", " "),
+            seconds,
+            extra={**log, "event": outcome, "duration": seconds},
+        )
+
+
+# How a turn left this runner, by the state it left the conversation in.
+OUTCOMES = {
+    AgentState.AWAITING_USER: "paused",
+    AgentState.IDLE: "finished",
+    AgentState.ERROR: "failed",
+    AgentState.LLM_REQUESTING: "handed_back",
+    AgentState.TOOL_EXECUTING: "handed_back",
+}

@@ -62,6 +62,13 @@ class Lease:
 
 
 @dataclass(frozen=True)
+class Claim:
+    lease: Lease
+    # The runner whose lease had lapsed when this one claimed the turn ("" if none held it).
+    taken_from: str
+
+
+@dataclass(frozen=True)
 class TurnState:
     state: AgentState
     steps: int
@@ -99,7 +106,7 @@ def stop_turn(conversation: Conversation) -> None:
 
 
 @transaction.atomic
-def claim(conversation_id: int) -> Lease | None:
+def claim(conversation_id: int) -> Claim | None:
     """Take the lease of a running turn that nobody holds (or whose holder stopped renewing)."""
     now = timezone.now()
     claimable = Conversation.objects.filter(
@@ -110,11 +117,12 @@ def claim(conversation_id: int) -> Lease | None:
     conversation = claimable.first()
     if conversation is None:
         return None
+    taken_from = conversation.lease_owner
     conversation.lease_owner = RUNNER_ID
     conversation.lease_expires_at = now + lease_duration()
     conversation.lease_token += 1
     conversation.save(update_fields=["lease_owner", "lease_expires_at", "lease_token"])
-    return Lease(conversation_id, conversation.lease_token)
+    return Claim(Lease(conversation_id, conversation.lease_token), taken_from)
 
 
 @transaction.atomic

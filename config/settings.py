@@ -4,6 +4,7 @@ import os
 from pathlib import Path
 
 import dj_database_url
+import psycopg_pool
 from django.core.exceptions import ImproperlyConfigured
 from django.utils.csp import CSP
 from django.utils.translation import gettext_lazy as _
@@ -93,14 +94,31 @@ TEMPLATES = [
 # Database: SQLite by default, tuned for concurrent writers; PostgreSQL via DATABASE_URL.
 DATABASES = {
     "default": dj_database_url.parse(
-        os.environ.get("DATABASE_URL", f"sqlite:///{BASE_DIR / 'db.sqlite3'}"),
-        # Persistent connections: the runtime makes many short transactions per turn, and a new
-        # PostgreSQL connection per transaction would cost more than the work itself.
-        conn_max_age=int(os.environ.get("CONN_MAX_AGE", "600")),
-        conn_health_checks=True,
+        os.environ.get("DATABASE_URL", f"sqlite:///{BASE_DIR / 'db.sqlite3'}")
     )
 }
-if DATABASES["default"]["ENGINE"] == "django.db.backends.sqlite3":
+if DATABASES["default"]["ENGINE"] == "django.db.backends.postgresql":
+    # A bounded pool per process (psycopg_pool) instead of one persistent connection per
+    # thread: daphne's and the runtime's threads borrow a connection for each request or
+    # step and give it back, so a process never holds more than DB_POOL_SIZE connections
+    # whatever its thread count, and a burst waits for a free one instead of failing.
+    DATABASES["default"]["CONN_MAX_AGE"] = 0
+    DATABASES["default"]["OPTIONS"] = {
+        "pool": {
+            "min_size": 1,
+            "max_size": int(os.environ.get("DB_POOL_SIZE", "8")),
+            # How long a request waits for a free connection before failing.
+            "timeout": float(os.environ.get("DB_POOL_TIMEOUT", "20")),
+            # Connections idle this long are closed (down to min_size).
+            "max_idle": 300,
+            "check": psycopg_pool.ConnectionPool.check_connection,
+        }
+    }
+else:
+    # SQLite: persistent connections are safe (a file, no server-side limit; at most one per
+    # thread of the process's bounded pools) and spare re-running the PRAGMAs per step.
+    DATABASES["default"]["CONN_MAX_AGE"] = int(os.environ.get("CONN_MAX_AGE", "600"))
+    DATABASES["default"]["CONN_HEALTH_CHECKS"] = True
     DATABASES["default"]["OPTIONS"] = {
         # IMMEDIATE takes the write lock at BEGIN, so two writers queue on the busy timeout
         # instead of failing with "database is locked" when a reader upgrades to a writer.
@@ -209,10 +227,12 @@ AGENT_RETRIES = int(os.environ.get("AGENT_RETRIES", "3"))
 # The scripted agent: its script (TOML) and the seconds between its streamed words.
 SCRIPTED_AGENT_SCRIPT = os.environ.get("SCRIPTED_AGENT_SCRIPT", "")
 SCRIPTED_AGENT_DELAY = float(os.environ.get("SCRIPTED_AGENT_DELAY", "0.04"))
-# A runner's lease on a turn lasts this long unless renewed; every process sweeps for turns
-# whose lease has lapsed (a crashed runner) this often.
-PARLEY_LEASE_SECONDS = float(os.environ.get("PARLEY_LEASE_SECONDS", "30"))
-PARLEY_SWEEP_SECONDS = float(os.environ.get("PARLEY_SWEEP_SECONDS", "5"))
+# A runner's lease on a turn lasts this long unless renewed (its heartbeat renews it every
+# third of that); every process sweeps for turns whose lease has lapsed this often. So a
+# runner killed with -9 is replaced within lease + sweep (8 s); one stopped with SIGTERM gives
+# its leases back at once and is replaced within a sweep.
+PARLEY_LEASE_SECONDS = float(os.environ.get("PARLEY_LEASE_SECONDS", "6"))
+PARLEY_SWEEP_SECONDS = float(os.environ.get("PARLEY_SWEEP_SECONDS", "2"))
 # The question tools offered to the model (empty: the agent cannot ask), how question calls
 # may share a turn with other tool calls, and how many questions one turn may ask.
 QUESTION_TOOLS = env_list("QUESTION_TOOLS", ["question", "ask_user_question", "confirm_action"])

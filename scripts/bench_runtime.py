@@ -114,7 +114,7 @@ async def bench(turn_count: int) -> None:
     # One streamed-text write, as the unit of comparison.
     conversation = await db(services.create_conversation)(owner=user)
     await db(set_state)(conversation.pk, AgentState.LLM_REQUESTING)
-    lease = await db(turns.claim)(conversation.pk)
+    lease = (await db(turns.claim)(conversation.pk)).lease
     writes = []
     for index in range(200):
         started = time.perf_counter()

@@ -31,4 +31,4 @@ def set_state(conversation_id: int, state: AgentState) -> None:
 def fail_turn(conversation_id: int, message: str = turns.AGENT_FAILED) -> None:
     """Put the conversation through a failed turn: error state and a retryable error block."""
     set_state(conversation_id, AgentState.LLM_REQUESTING)
-    turns.fail(turns.claim(conversation_id), message)
+    turns.fail(turns.claim(conversation_id).lease, message)

@@ -1,4 +1,5 @@
-"""A real Parley server for end-to-end tests: daphne in a subprocess, on its own SQLite file."""
+"""A real Parley server for end-to-end tests: daphne (through `config.serve`, as deployed) in a
+subprocess, on its own SQLite file or PostgreSQL database, and `manage.py worker` processes."""
 
 import os
 import socket
@@ -14,7 +15,7 @@ from pathlib import Path
 import psycopg
 
 ROOT = Path(__file__).resolve().parent.parent
-DAPHNE = [sys.executable, "-m", "daphne"]
+SERVE = [sys.executable, "-m", "config.serve"]
 
 
 def free_port() -> int:
@@ -54,10 +55,12 @@ class LiveServer:
         )
         return result.stdout
 
-    def start(self) -> None:
+    def start(self, *, probe_http: bool = True) -> None:
+        """Start the server and wait until it serves a page (or, without `probe_http`, only
+        accepts TCP connections: no request reaches the application)."""
         log = self.log_path.open("a")
         self.process = subprocess.Popen(
-            [*DAPHNE, "-b", "127.0.0.1", "-p", str(self.port), "config.asgi:application"],
+            [*SERVE, "-b", "127.0.0.1", "-p", str(self.port)],
             cwd=ROOT,
             env=self.env,
             stdout=log,
@@ -68,6 +71,9 @@ class LiveServer:
             if self.process.poll() is not None:
                 raise RuntimeError(f"daphne exited early:\n{self.log()}")
             try:
+                if not probe_http:
+                    socket.create_connection(("127.0.0.1", self.port), timeout=2).close()
+                    return
                 with urllib.request.urlopen(f"{self.url}/login/", timeout=2) as response:  # noqa: S310
                     if response.status == 200:
                         return
@@ -76,10 +82,10 @@ class LiveServer:
         raise RuntimeError(f"daphne did not start in time:\n{self.log()}")
 
     def start_worker(self) -> subprocess.Popen:
-        """A `manage.py runworker` process serving the turn channel (needs REDIS_URL)."""
+        """A `manage.py worker` process serving the turn channel (needs REDIS_URL)."""
         log = (self.log_path.parent / f"worker-{time.monotonic_ns()}.log").open("a")
         return subprocess.Popen(
-            [sys.executable, "manage.py", "runworker", "parley-runs"],
+            [sys.executable, "manage.py", "worker"],
             cwd=ROOT,
             env=self.env,
             stdout=log,

@@ -1,4 +1,4 @@
-"""With REDIS_URL, turns run in `manage.py runworker` processes; killing the worker that runs
+"""With REDIS_URL, turns run in `manage.py worker` processes; killing the worker that runs
 a turn hands the turn to another worker, and it still completes exactly once."""
 
 import json

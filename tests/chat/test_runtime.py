@@ -174,7 +174,7 @@ def test_the_step_limit_ends_a_looping_turn(conversation, user, monkeypatch, set
 
 def running(conversation):
     set_state(conversation.pk, AgentState.LLM_REQUESTING)
-    return turns.claim(conversation.pk)
+    return turns.claim(conversation.pk).lease
 
 
 def test_a_lease_is_exclusive_until_it_lapses_and_then_fences_the_old_runner(conversation):
@@ -185,7 +185,10 @@ def test_a_lease_is_exclusive_until_it_lapses_and_then_fences_the_old_runner(con
         lease_expires_at=timezone.now() - timedelta(seconds=1)
     )
     assert turns.stale_runs() == [conversation.pk]
-    second = turns.claim(conversation.pk)
+    takeover = turns.claim(conversation.pk)
+    # The new runner knows whose lease lapsed (this process: both claims are its own).
+    assert takeover.taken_from == first.owner
+    second = takeover.lease
     assert second.token > first.token
     with pytest.raises(turns.LeaseLost):
         turns.stream_text(first, "stale runner")
@@ -243,7 +246,7 @@ async def test_a_turn_abandoned_mid_stream_is_resumed_once_by_another_runner(
     from channels.db import database_sync_to_async as db
 
     await db(set_state)(conversation.pk, AgentState.LLM_REQUESTING)
-    crashed = await db(turns.claim)(conversation.pk)
+    crashed = (await db(turns.claim)(conversation.pk)).lease
     await db(turns.begin_step)(crashed)
     await db(turns.stream_text)(crashed, "Partial reply from a runner that then di")
     # The runner dies here. Its lease lapses.

@@ -66,7 +66,8 @@ class TurnMachine(RuleBasedStateMachine):
 
     @rule()
     def claim(self):
-        lease = turns.claim(self.conversation.pk)
+        claim = turns.claim(self.conversation.pk)
+        lease = claim.lease if claim is not None else None
         if lease is not None:
             if self.lease is not None:
                 self.stale.append(self.lease)
