@@ -81,5 +81,10 @@ async def event_stream(user, conversation_id: int, cursor: int | None):
                 return
             for event in events:
                 yield event
-            if not await changes.wait(KEEPALIVE_SECONDS):
+            if changes.closed:
+                # The server is restarting: the client reconnects (to another process behind
+                # the proxy) with Last-Event-ID and misses nothing.
+                yield sse("closing", {"conversationId": conversation_id})
+                return
+            if not await changes.wait(KEEPALIVE_SECONDS) and not changes.closed:
                 yield ": keepalive\n\n"

@@ -17,7 +17,8 @@ def _state(conversation_id: int) -> str | None:
 
 
 async def wait_until_settled(conversation_id: int, seconds: float) -> None:
-    """Return when the turn is no longer running, or after `seconds`."""
+    """Return when the turn is no longer running, after `seconds`, or when this process
+    begins to shut down (the caller then answers with the turn still running)."""
     if seconds <= 0:
         return
     deadline = time.monotonic() + seconds
@@ -25,7 +26,7 @@ async def wait_until_settled(conversation_id: int, seconds: float) -> None:
         while True:
             state = await database_sync_to_async(_state)(conversation_id)
             remaining = deadline - time.monotonic()
-            if state is None or state not in RUNNING_STATES or remaining <= 0:
+            if state is None or state not in RUNNING_STATES or remaining <= 0 or changes.closed:
                 return
             # Any change to the conversation wakes us; re-check at least every second.
             await changes.wait(min(remaining, 1.0))

@@ -35,6 +35,16 @@ def conversation_changed(conversation_id: int, seq: int) -> dict:
     return {"type": "chat.changed", "conversation_id": conversation_id, "seq": seq}
 
 
+# Set when this process begins to shut down: every subscription stops waiting, so event
+# streams and `wait` calls end with a response instead of being cut off.
+_closing = asyncio.Event()
+
+
+def close_subscriptions() -> None:
+    """Called on the event loop when the process is asked to stop (config.serve)."""
+    _closing.set()
+
+
 class Subscription:
     """A channel of this process's own in a conversation's group."""
 
@@ -42,13 +52,27 @@ class Subscription:
         self.layer = layer
         self.channel = channel
 
+    @property
+    def closed(self) -> bool:
+        """The process is shutting down: stop waiting and answer now."""
+        return _closing.is_set()
+
     async def wait(self, seconds: float) -> bool:
-        """Wait for the next event: True if one came, False after `seconds`."""
+        """Wait for the next event: True if one came, False after `seconds` (or at once when
+        the process is shutting down)."""
+        receive = asyncio.ensure_future(self.layer.receive(self.channel))
+        closing = asyncio.ensure_future(_closing.wait())
         try:
-            await asyncio.wait_for(self.layer.receive(self.channel), seconds)
-        except TimeoutError:
-            return False
-        return True
+            done, _ = await asyncio.wait(
+                {receive, closing}, timeout=seconds, return_when=asyncio.FIRST_COMPLETED
+            )
+        finally:
+            receive.cancel()
+            closing.cancel()
+        if receive in done:
+            receive.result()  # a failing layer fails the wait, as before
+            return True
+        return False
 
 
 @asynccontextmanager

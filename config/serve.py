@@ -19,6 +19,8 @@ from daphne.server import Server
 APPLICATION = "config.asgi:application"
 # How long a shutdown may take to hand turns back before the process exits anyway.
 HANDOVER_SECONDS = 5.0
+# How long open requests get to answer by themselves before they are cancelled.
+DRAIN_SECONDS = 1.0
 
 
 class ParleyServer(Server):
@@ -35,9 +37,33 @@ class ParleyServer(Server):
                 asyncio.ensure_future(runner.shutdown(grace=HANDOVER_SECONDS))
             )
 
-        reactor.callWhenRunning(start)
+        # Startup triggers fire before the asyncio loop under the reactor runs: start on its
+        # first turn instead.
+        reactor.callWhenRunning(reactor.callLater, 0, start)
         reactor.addSystemEventTrigger("before", "shutdown", stop)
         super().run()
+
+    def kill_all_applications(self):
+        """Let event streams and `wait` calls answer before daphne cancels what is left
+        (websockets, which the page reconnects by itself)."""
+        from twisted.internet import defer
+
+        from chat import events
+
+        events.close_subscriptions()
+
+        async def drain():
+            open_ = [
+                details["application_instance"]
+                for details in self.connections.values()
+                if not details["application_instance"].done()
+            ]
+            if open_:
+                await asyncio.wait(open_, timeout=DRAIN_SECONDS)
+
+        drained = defer.Deferred.fromFuture(asyncio.ensure_future(drain()))
+        drained.addBoth(lambda _: super(ParleyServer, self).kill_all_applications())
+        return drained
 
 
 class ParleyCommandLine(CommandLineInterface):

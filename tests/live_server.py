@@ -1,9 +1,11 @@
 """A real Parley server for end-to-end tests: daphne (through `config.serve`, as deployed) in a
 subprocess, on its own SQLite file or PostgreSQL database, and `manage.py worker` processes."""
 
+import json
 import os
 import socket
 import sqlite3
+import string
 import subprocess
 import sys
 import time
@@ -150,3 +152,104 @@ def wait_for(predicate, timeout: float, what: str):
             return value
         time.sleep(0.02)
     raise AssertionError(f"timed out waiting for {what}")
+
+
+def holder(server, conversation_id: int) -> tuple[int, int] | None:
+    """(pid of the runner holding the turn, lease token) once it made its first request."""
+    [(owner, steps, token)] = server.query(
+        "SELECT lease_owner, turn_steps, lease_token FROM chat_conversation WHERE id = %s",
+        conversation_id,
+    )
+    return (int(owner.split(":")[1]), token) if owner and steps >= 1 else None
+
+
+def assert_completed_once(server, conversation_id: int) -> None:
+    wait_for(
+        lambda: (
+            server.query(
+                "SELECT agent_state, lease_owner FROM chat_conversation WHERE id = %s",
+                conversation_id,
+            )
+            == [("idle", "")]
+        ),
+        60,
+        "the turn to finish",
+    )
+    rows = server.query(
+        'SELECT role, blocks FROM chat_message WHERE conversation_id = %s ORDER BY "order"',
+        conversation_id,
+    )
+    assert [role for role, _ in rows] == ["user", "assistant", "tool", "tool", "assistant"]
+    blocks = rows[-1][1]  # a list from PostgreSQL's jsonb, a string from SQLite
+    blocks = json.loads(blocks) if isinstance(blocks, str) else blocks
+    assert "6 × 7 = **42**" in blocks[0]["text"]
+
+
+NGINX_MAIN = """
+daemon off;
+user root;
+worker_processes 1;
+pid {tmp}/nginx.pid;
+error_log {tmp}/error.log warn;
+events {{ worker_connections 1024; }}
+http {{
+    include /etc/nginx/mime.types;
+    access_log {tmp}/access.log;
+    client_body_temp_path {tmp}/body;
+    proxy_temp_path {tmp}/proxy;
+    fastcgi_temp_path {tmp}/fastcgi;
+    uwsgi_temp_path {tmp}/uwsgi;
+    scgi_temp_path {tmp}/scgi;
+    include {tmp}/parley.conf;
+}}
+"""
+
+
+class Nginx:
+    """Debian's nginx in the foreground on a loopback port, with deploy/'s configuration for
+    Parley rendered as the README says (envsubst: only the PARLEY_ placeholders)."""
+
+    def __init__(self, workdir: Path, *, web: list[str], static_root: Path) -> None:
+        self.dir = workdir
+        self.dir.mkdir(parents=True, exist_ok=True)
+        self.port = free_port()
+        self.url = f"http://127.0.0.1:{self.port}"
+        template = (ROOT / "deploy" / "nginx" / "parley.conf.template").read_text()
+        values = {
+            "PARLEY_LISTEN": f"127.0.0.1:{self.port}",
+            "PARLEY_SERVER_NAME": "127.0.0.1",
+            "PARLEY_WEB_1": web[0],
+            "PARLEY_WEB_2": web[1],
+            "PARLEY_STATIC_ROOT": str(static_root),
+        }
+        (self.dir / "parley.conf").write_text(string.Template(template).safe_substitute(values))
+        (self.dir / "nginx.conf").write_text(NGINX_MAIN.format(tmp=self.dir))
+        self.process: subprocess.Popen | None = None
+
+    def start(self) -> None:
+        log = (self.dir / "nginx.out").open("a")
+        self.process = subprocess.Popen(
+            ["/usr/sbin/nginx", "-p", str(self.dir), "-c", str(self.dir / "nginx.conf")],
+            stdout=log,
+            stderr=subprocess.STDOUT,
+        )
+        wait_for(self._accepting, 15, "nginx to listen")
+
+    def _accepting(self) -> bool:
+        if self.process.poll() is not None:
+            raise RuntimeError((self.dir / "nginx.out").read_text() + self.error_log())
+        try:
+            socket.create_connection(("127.0.0.1", self.port), timeout=1).close()
+        except OSError:
+            return False
+        return True
+
+    def error_log(self) -> str:
+        path = self.dir / "error.log"
+        return path.read_text(errors="replace") if path.exists() else ""
+
+    def stop(self) -> None:
+        if self.process is not None:
+            self.process.terminate()
+            self.process.wait(timeout=10)
+            self.process = None

@@ -3,7 +3,6 @@ Redis as a team runs Parley: a stopped worker hands its turn over at once, a kil
 replaced within ten seconds, a web process sweeps from startup without waiting for a request,
 and a stopped web process ends its event streams and `wait` calls and exits."""
 
-import json
 import os
 import random
 import signal
@@ -14,7 +13,14 @@ import time
 import httpx
 import pytest
 
-from tests.live_server import START, LiveServer, postgres_database, wait_for
+from tests.live_server import (
+    START,
+    LiveServer,
+    assert_completed_once,
+    holder,
+    postgres_database,
+    wait_for,
+)
 
 pytestmark = pytest.mark.live
 
@@ -45,35 +51,6 @@ def server(tmp_path):
                     worker.kill()
                     worker.wait()
             server.stop(kill=True)
-
-
-def holder(server, conversation_id: int) -> tuple[int, int] | None:
-    """(pid of the runner holding the turn, lease token) once it made its first request."""
-    [(owner, steps, token)] = server.query(
-        "SELECT lease_owner, turn_steps, lease_token FROM chat_conversation WHERE id = %s",
-        conversation_id,
-    )
-    return (int(owner.split(":")[1]), token) if owner and steps >= 1 else None
-
-
-def assert_completed_once(server, conversation_id: int) -> None:
-    wait_for(
-        lambda: (
-            server.query(
-                "SELECT agent_state, lease_owner FROM chat_conversation WHERE id = %s",
-                conversation_id,
-            )
-            == [("idle", "")]
-        ),
-        60,
-        "the turn to finish",
-    )
-    rows = server.query(
-        'SELECT role, blocks FROM chat_message WHERE conversation_id = %s ORDER BY "order"',
-        conversation_id,
-    )
-    assert [role for role, _ in rows] == ["user", "assistant", "tool", "tool", "assistant"]
-    assert "6 × 7 = **42**" in json.loads(rows[-1][1])[0]["text"]
 
 
 @pytest.mark.parametrize("how", ["SIGTERM", "SIGKILL"])
@@ -163,7 +140,46 @@ def test_a_stopped_web_process_ends_streams_and_waits_and_exits(server):
         thread.join(10)
     assert time.monotonic() - stopped_at < 10
     assert not any(thread.is_alive() for thread in threads), outcomes
-    assert "stream" in outcomes and "wait" in outcomes
+    # Both answered before the process left: the stream ended, the wait said "running".
+    assert outcomes == {"stream": "ended", "wait": 200}
     server.process = None
     # The turn ran on the worker, which carries on; nothing was lost with the web process.
     assert_completed_once(server, conversation["id"])
+
+
+def test_a_stopped_web_process_hands_its_turn_to_another_at_once(tmp_path):
+    with postgres_database(POSTGRES_URL) as database_url:
+        # No Redis: each web process runs turns itself, and sweeps up the others' orphans.
+        web = []
+        for name in ("a", "b"):
+            (tmp_path / name).mkdir()
+            web.append(
+                LiveServer(
+                    tmp_path / name, database_url=database_url, SCRIPTED_AGENT_DELAY=SLOW_AGENT
+                )
+            )
+        web[0].manage("migrate", "--no-input", "-v", "0")
+        web[0].manage("ensure_demo_user")
+        try:
+            web[0].start()
+            # The turn is swept up by the only process running.
+            conversation_id = int(web[0].manage("shell", "-v", "0", "-c", START).strip())
+            pid, token = wait_for(lambda: holder(web[0], conversation_id), 30, "a runner")
+            assert pid == web[0].process.pid
+            web[1].start()
+            stopped_at = time.monotonic()
+            web[0].process.send_signal(signal.SIGTERM)
+
+            def taken_over():
+                now = holder(web[1], conversation_id)
+                return now is not None and now[0] == web[1].process.pid and now[1] > token
+
+            wait_for(taken_over, 15, "the other web process to take the turn")
+            assert time.monotonic() - stopped_at < 3
+            web[0].process.wait(timeout=10)
+            assert web[0].process.returncode == 0
+            web[0].process = None
+            assert_completed_once(web[1], conversation_id)
+        finally:
+            for server in web:
+                server.stop(kill=True)
