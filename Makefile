@@ -24,7 +24,7 @@ run: messages
 	@$(PYTHON) manage.py migrate --no-input -v 0
 	@$(PYTHON) manage.py ensure_demo_user
 	@echo "Parley: http://$(HOST):$(PORT)/  (log in as demo / demo)"
-	@$(PYTHON) -m daphne -b $(HOST) -p $(PORT) config.asgi:application
+	@$(PYTHON) -m config.serve -b $(HOST) -p $(PORT)
 
 test: test-sqlite test-postgres
 
