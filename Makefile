@@ -1,6 +1,9 @@
 # Parley: `make run` serves the app, `make test` runs the whole suite. Both bootstrap first.
 SHELL := /bin/bash
 PYTHON := .venv/bin/python
+# The pinned uv that scripts/bootstrap.sh installs; Python comes from .venv, never a download.
+UV := .tools/uv/bin/uv
+export UV_PYTHON_DOWNLOADS := never
 HOST ?= 127.0.0.1
 PORT ?= 8000
 PO := $(wildcard locale/*/LC_MESSAGES/django.po)
@@ -9,7 +12,8 @@ MO := $(PO:.po=.mo)
 # the `test` database on 127.0.0.1 is there on our machines and in CI.
 TEST_POSTGRES_URL ?= postgres://postgres@127.0.0.1:5432/test
 
-.PHONY: run test test-sqlite test-postgres bench bootstrap messages makemessages lint format
+.PHONY: run test test-sqlite test-postgres lock-check lock upgrade bench bootstrap messages \
+	makemessages lint format
 
 bootstrap:
 	@scripts/bootstrap.sh
@@ -28,15 +32,31 @@ run: messages
 
 test: test-sqlite test-postgres
 
+# uv.lock must hold what pyproject.toml asks for. Offline first: a lock that still matches
+# needs no index; only a mismatch goes on to ask the index, whose answer names the problem.
+lock-check: bootstrap
+	@$(UV) lock --check --offline --quiet 2>/dev/null || $(UV) lock --check --quiet || \
+	    { echo "make: uv.lock does not match pyproject.toml: run 'make lock' and commit uv.lock" >&2; exit 1; }
+
+# After editing pyproject.toml: resolve again (other locked versions stay), then install.
+lock: bootstrap
+	$(UV) lock
+	@scripts/bootstrap.sh
+
+# One dependency to its newest release that fits the others (a pin in pyproject.toml moves too).
+upgrade: bootstrap
+	@$(PYTHON) scripts/upgrade.py "$(PACKAGE)"
+	@scripts/bootstrap.sh
+
 test-sqlite: export SECRET_KEY ?= parley-test-only
-test-sqlite: messages
+test-sqlite: lock-check messages
 	@$(PYTHON) -m ruff check .
 	@$(PYTHON) -m ruff format --check .
 	@$(PYTHON) manage.py makemigrations --check --dry-run -v 0
 	$(PYTHON) -m pytest
 
 test-postgres: export SECRET_KEY ?= parley-test-only
-test-postgres: messages
+test-postgres: lock-check messages
 	DATABASE_URL=$(TEST_POSTGRES_URL) $(PYTHON) -m pytest -m "not live"
 
 bench: export SECRET_KEY ?= parley-bench-only

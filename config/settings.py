@@ -1,6 +1,7 @@
 """Parley settings: everything configurable comes from environment variables (README)."""
 
 import os
+import socket
 from pathlib import Path
 
 import dj_database_url
@@ -139,10 +140,28 @@ DEFAULT_AUTO_FIELD = "django.db.models.BigAutoField"
 # Channel layer: in-process by default; Redis when REDIS_URL is set (several processes).
 REDIS_URL = os.environ.get("REDIS_URL", "")
 if REDIS_URL:
+    # channels-redis waits for messages with a blocking BZPOPMIN that Redis answers after
+    # RedisChannelLayer.brpop_timeout (5 s) even when nothing came, so the read timeout must be
+    # longer than that: redis-py 8's 5 s default failed every idle receive (runworker exited,
+    # websockets closed with 1011). 15 s still ends the wait on a Redis that stopped answering,
+    # and connecting gives up after 5 s rather than the OS's minutes.
+    redis_host = {"address": REDIS_URL, "socket_timeout": 15, "socket_connect_timeout": 5}
+    if not REDIS_URL.startswith("unix:"):  # redis-py takes no keepalive for a Unix socket
+        # Pooled connections no command is waiting on: probes after 30 s of silence find a
+        # peer that vanished, and keep NAT and firewall entries from expiring.
+        keepalive = {"TCP_KEEPIDLE": 30, "TCP_KEEPINTVL": 5, "TCP_KEEPCNT": 3}
+        redis_host |= {
+            "socket_keepalive": True,
+            "socket_keepalive_options": {
+                getattr(socket, name): value
+                for name, value in keepalive.items()
+                if hasattr(socket, name)  # not every platform lets these be tuned
+            },
+        }
     CHANNEL_LAYERS = {
         "default": {
             "BACKEND": "channels_redis.core.RedisChannelLayer",
-            "CONFIG": {"hosts": [REDIS_URL], "capacity": 1000},
+            "CONFIG": {"hosts": [redis_host], "capacity": 1000},
         }
     }
 else:

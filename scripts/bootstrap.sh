@@ -1,11 +1,18 @@
 #!/usr/bin/env bash
-# Creates .venv with Python >= 3.12 and installs the pinned dependencies of pyproject.toml.
-# Re-running is cheap: nothing is installed again while pyproject.toml is unchanged.
+# Creates .venv with Python >= 3.12 and installs exactly the versions in uv.lock (every
+# transitive dependency, with hashes), using the uv version that pyproject.toml requires.
+# Re-running is cheap: nothing is installed again while pyproject.toml and uv.lock are unchanged.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
 VENV=.venv
 STAMP="$VENV/.parley-deps"
+# uv lives in a small venv of its own: `uv sync` makes .venv match uv.lock exactly, which
+# would remove a uv installed there.
+UV_VENV=.tools/uv
+UV="$UV_VENV/bin/uv"
+# Python comes from this script (below), never from a download of uv's.
+export UV_PYTHON_DOWNLOADS=never
 
 python_ok() {
     "$1" -c 'import sys; sys.exit(0 if sys.version_info >= (3, 12) else 1)' >/dev/null 2>&1
@@ -42,17 +49,27 @@ if [ ! -x "$VENV/bin/python" ] || ! python_ok "$VENV/bin/python"; then
     "$PY" -m venv "$VENV"
 fi
 
-want=$(sha256sum pyproject.toml | cut -d' ' -f1)
-if [ "$(cat "$STAMP" 2>/dev/null)" != "$want" ]; then
-    echo "bootstrap: installing dependencies from pyproject.toml"
-    "$VENV/bin/python" -m pip install --quiet --disable-pip-version-check --upgrade pip
-    "$VENV/bin/python" - <<'PY' > "$VENV/requirements.txt"
+uv_version=$("$VENV/bin/python" - <<'PY'
 import tomllib
-project = tomllib.load(open("pyproject.toml", "rb"))["project"]
-for requirement in project["dependencies"] + project["optional-dependencies"]["dev"]:
-    print(requirement)
+
+required = tomllib.load(open("pyproject.toml", "rb"))["tool"]["uv"]["required-version"]
+print(required.removeprefix("=="))
 PY
-    "$VENV/bin/python" -m pip install --quiet --disable-pip-version-check -r "$VENV/requirements.txt"
+)
+# `uv --version` prints "uv 0.13.9 (x86_64-unknown-linux-gnu)".
+if [ "$("$UV" --version 2>/dev/null | cut -d' ' -f2)" != "$uv_version" ]; then
+    echo "bootstrap: installing uv $uv_version into $UV_VENV"
+    rm -rf "$UV_VENV"
+    "$VENV/bin/python" -m venv "$UV_VENV"
+    "$UV_VENV/bin/python" -m pip install --quiet --disable-pip-version-check "uv==$uv_version"
+fi
+
+want=$(cat pyproject.toml uv.lock | sha256sum | cut -d' ' -f1)
+if [ "$(cat "$STAMP" 2>/dev/null)" != "$want" ]; then
+    echo "bootstrap: installing the dependencies locked in uv.lock"
+    # --frozen: install uv.lock as it is, without resolving again (`make test` checks that it
+    # still matches pyproject.toml). Packages the lock does not list are removed.
+    "$UV" sync --quiet --frozen --extra dev --python "$VENV/bin/python"
     echo "$want" > "$STAMP"
 fi
 
