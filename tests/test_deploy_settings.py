@@ -1,5 +1,6 @@
-"""The README's production set passes `manage.py check --deploy` and serves https only (but
-/healthz); the development defaults (`make run`) still serve plain http. Settings are read
+"""The README's production set passes `manage.py check --deploy`, serves https only (but
+/healthz) and collected static files with hashed names, gzip and a far-future max-age; the
+development defaults (`make run`) still serve plain http from the finders. Settings are read
 from the environment at import, so each configuration runs in a process of its own."""
 
 import json
@@ -33,6 +34,30 @@ for name, headers in [("http", {}), ("https", {"x-forwarded-proto": "https"})]:
         "healthz": client.get("/healthz", headers=headers).status_code,
     }
 print(json.dumps(seen))
+"""
+
+# The page's static URLs, and how one of them is served to a browser that accepts gzip.
+STATIC_PROBE = """
+import gzip
+import json
+import re
+import django
+from django.test import Client
+
+django.setup()
+client = Client(headers={"host": "127.0.0.1"})
+page = client.get("/login/").content.decode()
+urls = re.findall(r'(?:href|src)="(/static/[^"]+)"', page)
+script = next(url for url in urls if "htmx.min" in url)
+response = client.get(script, headers={"accept-encoding": "gzip"})
+body = b"".join(response.streaming_content)
+print(json.dumps({
+    "urls": urls,
+    "status": response.status_code,
+    "encoding": response.get("Content-Encoding"),
+    "cache_control": response.get("Cache-Control"),
+    "text": gzip.decompress(body).decode() if response.get("Content-Encoding") else "",
+}))
 """
 
 
@@ -69,7 +94,11 @@ def run(args: list[str], env: dict[str, str], tmp_path: Path) -> subprocess.Comp
 
 
 def probe(env: dict[str, str], host: str, tmp_path: Path) -> dict:
-    result = run(["-c", f"HOST = {host!r}\n{PROBE}"], env, tmp_path)
+    return run_script(f"HOST = {host!r}\n{PROBE}", env, tmp_path)
+
+
+def run_script(script: str, env: dict[str, str], tmp_path: Path) -> dict:
+    result = run(["-c", script], env, tmp_path)
     assert result.returncode == 0, result.stderr
     return json.loads(result.stdout.splitlines()[-1])
 
@@ -97,7 +126,7 @@ def test_the_development_defaults_fail_the_deployment_checks(tmp_path):
 
 def test_the_production_set_serves_https_only_but_healthz(tmp_path):
     env = production_set()
-    del env["STATIC_ROOT"]  # nothing collected there (tests/test_static_files.py collects)
+    del env["STATIC_ROOT"]  # nothing collected there (the static files test collects)
     seen = probe(env, "chat.example.com", tmp_path)
 
     assert seen["http"]["login"] == 301
@@ -119,3 +148,27 @@ def test_the_development_defaults_serve_plain_http(tmp_path):
     assert seen["http"]["healthz"] == 200
     # A client cannot claim https: no proxy is trusted by default.
     assert seen["https"]["hsts"] is None
+
+
+def test_collected_static_files_have_hashed_names_gzip_and_a_far_future_max_age(tmp_path):
+    env = {"DEBUG": "false", "SECRET_KEY": "x", "STATIC_ROOT": str(tmp_path / "static")}
+    collected = run(["manage.py", "collectstatic", "--no-input", "-v", "0"], env, tmp_path)
+    assert collected.returncode == 0, collected.stderr
+
+    seen = run_script(STATIC_PROBE, env, tmp_path)
+
+    assert "/static/parley.css" not in seen["urls"]
+    assert any(re.fullmatch(r"/static/parley\.[0-9a-f]{12}\.css", url) for url in seen["urls"])
+    assert seen["status"] == 200
+    assert seen["encoding"] == "gzip"
+    max_age = int(re.search(r"max-age=(\d+)", seen["cache_control"]).group(1))
+    assert max_age >= 365 * 24 * 60 * 60
+    assert "immutable" in seen["cache_control"]
+    assert seen["text"] == (ROOT / "static/vendor/htmx/htmx.min.js").read_text()
+
+
+def test_without_collectstatic_the_development_server_serves_from_the_finders(tmp_path):
+    seen = run_script(STATIC_PROBE, {"DEBUG": "true"}, tmp_path)
+
+    assert "/static/parley.css" in seen["urls"]
+    assert seen["status"] == 200
