@@ -60,7 +60,7 @@ async def answers(part: str, probe) -> bool:
         logger.warning("health check: the %s did not answer within %ss", part, PROBE_TIMEOUT)
         return False
     except Exception as error:
-        logger.warning("health check: the %s failed: %r", part, error)
+        logger.warning("health check: the %s failed: %s: %s", part, type(error).__name__, error)
         return False
     return True
 
