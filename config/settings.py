@@ -226,7 +226,11 @@ LOGGING = {
         }
     },
     "root": {"handlers": ["console"], "level": "WARNING"},
-    "loggers": {"parley": {"level": os.environ.get("LOG_LEVEL", "INFO")}},
+    "loggers": {
+        "parley": {"level": os.environ.get("LOG_LEVEL", "INFO")},
+        # Django's own handlers would write its lines a second time, unformatted, under DEBUG.
+        "django": {"handlers": []},
+    },
 }
 
 # --- Parley ---------------------------------------------------------------------------------

@@ -112,13 +112,16 @@ def test_the_json_format_writes_one_object_per_line_with_the_extra_fields():
 
 
 def test_log_format_json_makes_every_line_a_json_object(tmp_path):
-    result = manage(["shell", "-c", SAY_HELLO], tmp_path, LOG_FORMAT="json")
+    result = manage(["shell", "-c", SAY_HELLO], tmp_path, LOG_FORMAT="json", DEBUG="true")
 
     assert result.returncode == 0, result.stderr
     entries = [json.loads(line) for line in result.stderr.splitlines()]
-    assert [(entry["message"], entry["request_id"], entry["answer"]) for entry in entries] == [
-        ("hi there", "-", 42)
+    assert [(entry["message"], entry["request_id"]) for entry in entries] == [
+        ("hi there", "-"),
+        ("Not Found: /no-such-page/", "req-json"),  # once, though DEBUG is on
     ]
+    assert entries[0]["answer"] == 42
+    assert entries[1]["status_code"] == 404
 
 
 def test_an_unknown_log_format_stops_the_process(tmp_path):
@@ -128,9 +131,13 @@ def test_an_unknown_log_format_stops_the_process(tmp_path):
     assert "LOG_FORMAT must be text or json, not 'xml'" in result.stderr
 
 
-SAY_HELLO = (
-    "import logging; logging.getLogger('parley.x').info('hi %s', 'there', extra={'answer': 42})"
-)
+SAY_HELLO = """
+import logging
+from django.test import Client
+
+logging.getLogger("parley.x").info("hi %s", "there", extra={"answer": 42})
+Client().get("/no-such-page/", headers={"host": "127.0.0.1", "x-request-id": "req-json"})
+"""
 
 
 def manage(args: list[str], tmp_path: Path, **env: str) -> subprocess.CompletedProcess:
