@@ -4,6 +4,7 @@ does not, within about a second, without login, session or cookie."""
 import os
 import threading
 import time
+from concurrent.futures import ThreadPoolExecutor
 
 import pytest
 from channels.layers import channel_layers
@@ -19,12 +20,16 @@ OK = {"status": "ok", "database": "ok", "channelLayer": "ok"}
 
 
 @pytest.fixture(autouse=True)
-def probe_thread_closes_its_connection():
-    """The probe thread keeps its database connection between polls; close it after each test
-    so that nothing holds the test database open when it is dropped. (One thread: this runs
-    after any probe still in flight.)"""
-    yield
-    health.database_thread.submit(connections.close_all).result(timeout=15)
+def probe_thread(monkeypatch):
+    """A probe thread for this test alone. It keeps its database connection between polls:
+    closed at the end, so that nothing holds the test database open when it is dropped, and
+    the thread ends, so that later tests run (and fork) in a process without it."""
+    thread = ThreadPoolExecutor(max_workers=1, thread_name_prefix="parley-healthz-test")
+    monkeypatch.setattr(health, "database_thread", thread)
+    monkeypatch.setattr(health, "_database_probe", None)
+    yield thread
+    thread.submit(connections.close_all).result(timeout=15)  # after any probe in flight
+    thread.shutdown()
 
 
 @pytest.fixture
@@ -79,7 +84,9 @@ def test_healthz_is_unavailable_when_the_database_fails(client, monkeypatch):
     assert response["Cache-Control"] == "no-store"
 
 
-def test_healthz_answers_in_time_while_the_database_hangs_and_probes_it_once(client, monkeypatch):
+def test_healthz_answers_in_time_while_the_database_hangs_and_probes_it_once(
+    client, monkeypatch, probe_thread
+):
     release = threading.Event()
     calls = []
 
@@ -96,7 +103,7 @@ def test_healthz_answers_in_time_while_the_database_hangs_and_probes_it_once(cli
     second = client.get("/healthz")
     elapsed = time.monotonic() - started
     release.set()
-    health.database_thread.submit(lambda: None).result(timeout=15)  # every probe queued ran
+    probe_thread.submit(lambda: None).result(timeout=15)  # every probe queued has run
 
     assert first.status_code == second.status_code == 503
     assert second.json()["database"] == "unavailable"

@@ -11,8 +11,8 @@ from pathlib import Path
 
 import pytest
 from django.db import OperationalError
-from django.db.backends.base.base import BaseDatabaseWrapper
 
+from config import health
 from config.logging import JsonFormatter, current_request_id
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -57,10 +57,10 @@ def test_log_lines_written_while_handling_a_request_carry_its_id(client, console
 
 
 def test_the_views_lines_and_djangos_response_line_carry_the_id(client, console, monkeypatch):
-    def refuse(self):
+    async def refused():
         raise OperationalError("connection refused")
 
-    monkeypatch.setattr(BaseDatabaseWrapper, "ensure_connection", refuse)
+    monkeypatch.setattr(health, "database_answers", refused)
 
     response = client.get("/healthz", headers={"x-request-id": "req-503"})
 
