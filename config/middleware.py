@@ -1,4 +1,15 @@
+import re
+import uuid
+
+from asgiref.sync import iscoroutinefunction, markcoroutinefunction
 from django.contrib.auth.middleware import LoginRequiredMiddleware
+
+from config.logging import current_request_id
+
+REQUEST_ID_HEADER = "X-Request-ID"
+# What a proxy's id looks like (a UUID, nginx's $request_id, a trace id); anything else (too
+# long, spaces, control characters that could forge log lines) is replaced.
+WELL_FORMED_REQUEST_ID = re.compile(r"[A-Za-z0-9][A-Za-z0-9._:=+/@-]{0,127}", re.ASCII)
 
 
 class LoginRequiredExceptApiMiddleware(LoginRequiredMiddleware):
@@ -9,3 +20,50 @@ class LoginRequiredExceptApiMiddleware(LoginRequiredMiddleware):
         if request.path_info.startswith("/api/"):
             return None
         return super().process_view(request, view_func, view_args, view_kwargs)
+
+
+class RequestIdMiddleware:
+    """Give each request an id: the proxy's `X-Request-ID` when well-formed, else a new one.
+
+    The id is `request.request_id`, the response's `X-Request-ID`, and the `request_id` of
+    every log record emitted while the request is handled (config.logging). Goes first in
+    MIDDLEWARE, so that redirects and refusals by other middleware carry it too.
+    """
+
+    sync_capable = True
+    async_capable = True
+
+    def __init__(self, get_response):
+        self.get_response = get_response
+        self.is_async = iscoroutinefunction(get_response)
+        if self.is_async:
+            markcoroutinefunction(self)
+
+    def __call__(self, request):
+        if self.is_async:
+            return self.__acall__(request)
+        token = current_request_id.set(assign_request_id(request))
+        try:
+            response = self.get_response(request)
+        finally:
+            current_request_id.reset(token)
+        response[REQUEST_ID_HEADER] = request.request_id
+        return response
+
+    async def __acall__(self, request):
+        token = current_request_id.set(assign_request_id(request))
+        try:
+            response = await self.get_response(request)
+        finally:
+            current_request_id.reset(token)
+        response[REQUEST_ID_HEADER] = request.request_id
+        return response
+
+
+def assign_request_id(request) -> str:
+    proposed = request.headers.get(REQUEST_ID_HEADER, "")
+    if WELL_FORMED_REQUEST_ID.fullmatch(proposed):
+        request.request_id = proposed
+    else:
+        request.request_id = uuid.uuid4().hex
+    return request.request_id

@@ -40,6 +40,20 @@ ALLOWED_HOSTS = env_list(
 )
 CSRF_TRUSTED_ORIGINS = env_list("CSRF_TRUSTED_ORIGINS", [])
 
+# Behind HTTPS (README, "Production settings"). Every default suits `make run` on plain http.
+SECURE_SSL_REDIRECT = env_bool("SECURE_SSL_REDIRECT")
+# Load balancers probe /healthz over plain HTTP.
+SECURE_REDIRECT_EXEMPT = [r"^healthz$"]
+SESSION_COOKIE_SECURE = env_bool("SESSION_COOKIE_SECURE")
+CSRF_COOKIE_SECURE = env_bool("CSRF_COOKIE_SECURE")
+SECURE_HSTS_SECONDS = int(os.environ.get("SECURE_HSTS_SECONDS") or 0)
+SECURE_HSTS_INCLUDE_SUBDOMAINS = env_bool("SECURE_HSTS_INCLUDE_SUBDOMAINS")
+SECURE_HSTS_PRELOAD = env_bool("SECURE_HSTS_PRELOAD")
+# Only behind a proxy that sets X-Forwarded-Proto itself: a client could claim https otherwise.
+if env_bool("TRUST_X_FORWARDED_PROTO"):
+    SECURE_PROXY_SSL_HEADER = ("HTTP_X_FORWARDED_PROTO", "https")
+USE_X_FORWARDED_HOST = env_bool("USE_X_FORWARDED_HOST")
+
 INSTALLED_APPS = [
     "daphne",
     "django.contrib.admin",
@@ -58,6 +72,7 @@ INSTALLED_APPS = [
 ]
 
 MIDDLEWARE = [
+    "config.middleware.RequestIdMiddleware",
     "django.middleware.security.SecurityMiddleware",
     "whitenoise.middleware.WhiteNoiseMiddleware",
     "django.contrib.sessions.middleware.SessionMiddleware",
@@ -194,8 +209,17 @@ STATIC_URL = "static/"
 STATICFILES_DIRS = [BASE_DIR / "static"]
 # Only for deployments that run collectstatic; `make run` serves from the finders.
 STATIC_ROOT = os.environ.get("STATIC_ROOT") or None
-# Serve straight from the finders: no collectstatic step for `make run`.
-WHITENOISE_USE_FINDERS = True
+if STATIC_ROOT and not DEBUG:
+    # Collected files get content-hashed names (cached for good by browsers: WhiteNoise sends
+    # `immutable`) and gzip copies; pages refer to the hashed names.
+    STORAGES = {
+        "default": {"BACKEND": "django.core.files.storage.FileSystemStorage"},
+        "staticfiles": {"BACKEND": "whitenoise.storage.CompressedManifestStaticFilesStorage"},
+    }
+    WHITENOISE_USE_FINDERS = False
+else:
+    # Serve straight from the finders: no collectstatic step for `make run`.
+    WHITENOISE_USE_FINDERS = True
 WHITENOISE_AUTOREFRESH = DEBUG
 
 SESSION_COOKIE_HTTPONLY = True
@@ -219,12 +243,31 @@ SECURE_CSP = {
 # A form post larger than this is refused before it is parsed (HTTP 400), not read into memory.
 DATA_UPLOAD_MAX_MEMORY_SIZE = 256 * 1024
 
+# `text` for people, `json` (one object per line) for log collectors; both carry the request id.
+LOG_FORMAT = os.environ.get("LOG_FORMAT", "text").strip().lower()
+if LOG_FORMAT not in {"text", "json"}:
+    raise ImproperlyConfigured(f"LOG_FORMAT must be text or json, not {LOG_FORMAT!r}.")
 LOGGING = {
     "version": 1,
     "disable_existing_loggers": False,
-    "handlers": {"console": {"class": "logging.StreamHandler"}},
+    "filters": {"request_id": {"()": "config.logging.RequestIdFilter"}},
+    "formatters": {
+        "text": {"format": "%(asctime)s %(levelname)s %(name)s [%(request_id)s] %(message)s"},
+        "json": {"()": "config.logging.JsonFormatter"},
+    },
+    "handlers": {
+        "console": {
+            "class": "logging.StreamHandler",
+            "filters": ["request_id"],
+            "formatter": LOG_FORMAT,
+        }
+    },
     "root": {"handlers": ["console"], "level": "WARNING"},
-    "loggers": {"parley": {"level": os.environ.get("LOG_LEVEL", "INFO")}},
+    "loggers": {
+        "parley": {"level": os.environ.get("LOG_LEVEL", "INFO")},
+        # Django's own handlers would write its lines a second time, unformatted, under DEBUG.
+        "django": {"handlers": []},
+    },
 }
 
 # --- Parley ---------------------------------------------------------------------------------

@@ -1,0 +1,174 @@
+"""The README's production set passes `manage.py check --deploy`, serves https only (but
+/healthz) and collected static files with hashed names, gzip and a far-future max-age; the
+development defaults (`make run`) still serve plain http from the finders. Settings are read
+from the environment at import, so each configuration runs in a process of its own."""
+
+import json
+import os
+import re
+import secrets
+import subprocess
+import sys
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+MARKER = "<!-- production-set:"
+
+# What a browser, and a load balancer, see; printed as JSON.
+PROBE = """
+import json
+import django
+from django.test import Client
+
+django.setup()
+client = Client(headers={"host": HOST})
+seen = {}
+for name, headers in [("http", {}), ("https", {"x-forwarded-proto": "https"})]:
+    login = client.get("/login/", headers=headers)
+    seen[name] = {
+        "login": login.status_code,
+        "location": login.get("Location"),
+        "hsts": login.get("Strict-Transport-Security"),
+        "csrf_cookie_secure": bool(login.cookies["csrftoken"]["secure"])
+        if "csrftoken" in login.cookies else None,
+        "healthz": client.get("/healthz", headers=headers).status_code,
+    }
+print(json.dumps(seen))
+"""
+
+# The page's static URLs, and how one of them is served to a browser that accepts gzip.
+STATIC_PROBE = """
+import gzip
+import json
+import re
+import django
+from django.test import Client
+
+django.setup()
+client = Client(headers={"host": "127.0.0.1"})
+page = client.get("/login/").content.decode()
+urls = re.findall(r'(?:href|src)="(/static/[^"]+)"', page)
+script = next(url for url in urls if "htmx.min" in url)
+response = client.get(script, headers={"accept-encoding": "gzip"})
+body = b"".join(response.streaming_content)
+print(json.dumps({
+    "urls": urls,
+    "status": response.status_code,
+    "encoding": response.get("Content-Encoding"),
+    "cache_control": response.get("Cache-Control"),
+    "text": gzip.decompress(body).decode() if response.get("Content-Encoding") else "",
+}))
+"""
+
+
+def production_set() -> dict[str, str]:
+    """The variables of the README's production set, with a real secret key."""
+    readme = (ROOT / "README.md").read_text()
+    assert MARKER in readme, "the README lost its production set"
+    block = re.search(r"```sh\n(.*?)```", readme[readme.index(MARKER) :], re.DOTALL)
+    variables = {}
+    for line in block.group(1).splitlines():
+        assignment = line.split("#", 1)[0].strip()
+        if assignment:
+            name, value = assignment.split("=", 1)
+            variables[name] = value
+    variables["SECRET_KEY"] = secrets.token_urlsafe(50)
+    return variables
+
+
+def run(args: list[str], env: dict[str, str], tmp_path: Path) -> subprocess.CompletedProcess:
+    """Run Python in the project with only `env` (and a database of the test's own)."""
+    return subprocess.run(
+        [sys.executable, *args],
+        cwd=ROOT,
+        env={
+            "PATH": os.environ["PATH"],
+            "DJANGO_SETTINGS_MODULE": "config.settings",
+            "DATABASE_URL": f"sqlite:///{tmp_path / 'deploy.sqlite3'}",
+            **env,
+        },
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+
+
+def probe(env: dict[str, str], host: str, tmp_path: Path) -> dict:
+    return run_script(f"HOST = {host!r}\n{PROBE}", env, tmp_path)
+
+
+def run_script(script: str, env: dict[str, str], tmp_path: Path) -> dict:
+    result = run(["-c", script], env, tmp_path)
+    assert result.returncode == 0, result.stderr
+    return json.loads(result.stdout.splitlines()[-1])
+
+
+def test_the_production_set_passes_the_deployment_checks(tmp_path):
+    env = production_set()
+    assert env["DEBUG"] == "false"
+
+    result = run(["manage.py", "check", "--deploy", "--fail-level", "WARNING"], env, tmp_path)
+
+    assert result.returncode == 0, result.stdout + result.stderr
+    assert "System check identified no issues" in result.stdout
+
+
+def test_the_development_defaults_fail_the_deployment_checks(tmp_path):
+    """The check above can fail: without the production set it reports the https settings."""
+    env = {"DEBUG": "false", "SECRET_KEY": secrets.token_urlsafe(50)}
+
+    result = run(["manage.py", "check", "--deploy", "--fail-level", "WARNING"], env, tmp_path)
+
+    assert result.returncode != 0
+    for check in ["W004", "W008", "W012", "W016"]:
+        assert f"security.{check}" in result.stderr
+
+
+def test_the_production_set_serves_https_only_but_healthz(tmp_path):
+    env = production_set()
+    del env["STATIC_ROOT"]  # nothing collected there (the static files test collects)
+    seen = probe(env, "chat.example.com", tmp_path)
+
+    assert seen["http"]["login"] == 301
+    assert seen["http"]["location"] == "https://chat.example.com/login/"
+    assert seen["http"]["healthz"] == 200  # load balancers probe over plain http
+    assert seen["https"]["login"] == 200  # the proxy's X-Forwarded-Proto is trusted
+    hsts = f"max-age={env['SECURE_HSTS_SECONDS']}; includeSubDomains; preload"
+    assert seen["https"]["hsts"] == hsts
+    assert seen["https"]["csrf_cookie_secure"] is True
+    assert seen["https"]["healthz"] == 200
+
+
+def test_the_development_defaults_serve_plain_http(tmp_path):
+    seen = probe({"DEBUG": "true"}, "127.0.0.1", tmp_path)  # what `make run` sets
+
+    assert seen["http"]["login"] == 200
+    assert seen["http"]["hsts"] is None
+    assert seen["http"]["csrf_cookie_secure"] is False
+    assert seen["http"]["healthz"] == 200
+    # A client cannot claim https: no proxy is trusted by default.
+    assert seen["https"]["hsts"] is None
+
+
+def test_collected_static_files_have_hashed_names_gzip_and_a_far_future_max_age(tmp_path):
+    env = {"DEBUG": "false", "SECRET_KEY": "x", "STATIC_ROOT": str(tmp_path / "static")}
+    collected = run(["manage.py", "collectstatic", "--no-input", "-v", "0"], env, tmp_path)
+    assert collected.returncode == 0, collected.stderr
+
+    seen = run_script(STATIC_PROBE, env, tmp_path)
+
+    assert "/static/parley.css" not in seen["urls"]
+    assert any(re.fullmatch(r"/static/parley\.[0-9a-f]{12}\.css", url) for url in seen["urls"])
+    assert seen["status"] == 200
+    assert seen["encoding"] == "gzip"
+    max_age = int(re.search(r"max-age=(\d+)", seen["cache_control"]).group(1))
+    assert max_age >= 365 * 24 * 60 * 60
+    assert "immutable" in seen["cache_control"]
+    assert seen["text"] == (ROOT / "static/vendor/htmx/htmx.min.js").read_text()
+
+
+def test_without_collectstatic_the_development_server_serves_from_the_finders(tmp_path):
+    seen = run_script(STATIC_PROBE, {"DEBUG": "true"}, tmp_path)
+
+    assert "/static/parley.css" in seen["urls"]
+    assert seen["status"] == 200
