@@ -13,6 +13,7 @@ import socketserver
 import subprocess
 import sys
 import threading
+from concurrent.futures import ThreadPoolExecutor
 
 import httpx
 import pytest
@@ -217,7 +218,10 @@ def test_idle_redis_connections_stay_up_and_a_silent_redis_is_noticed(tmp_path):
             await socket.close()
 
     try:
-        asyncio.run(idle_then_chat())
+        # A thread of its own: after the browser tests, Playwright's event loop is still set as
+        # this thread's running loop, and asyncio.run refuses to start beside it.
+        with ThreadPoolExecutor(1) as thread:
+            thread.submit(asyncio.run, idle_then_chat()).result()
     finally:
         for process in (worker, stuck):
             process.kill()
