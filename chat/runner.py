@@ -1,7 +1,7 @@
 """Where turns run, and how crashed ones are found again.
 
 - Single process (default): turns run as tasks on the server's own event loop.
-- REDIS_URL set: turns are sent over the channel layer to `manage.py runworker parley-runs`
+- REDIS_URL set: turns are sent over the channel layer to `manage.py worker`
   processes, any number of them, on any machine.
 
 Either way a turn is dispatched after the commit that created it, and its runner must first
@@ -168,7 +168,7 @@ class RunnerLifecycle:
 
 
 class RunWorker(AsyncConsumer):
-    """`manage.py runworker parley-runs`: runs the turns sent to it, many at once."""
+    """The `parley-runs` channel's consumer in `manage.py worker`: runs the turns sent to it."""
 
     async def run_turn(self, message: dict) -> None:
         spawn(int(message["conversation_id"]))

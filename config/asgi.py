@@ -1,5 +1,5 @@
 """ASGI entry point: HTTP goes to Django, websockets to Channels behind Origin and auth checks,
-and `parley-runs` channel messages to the turn runner (with REDIS_URL and runworker)."""
+and `parley-runs` channel messages to the turn runner (with REDIS_URL, in `manage.py worker`)."""
 
 import os
 

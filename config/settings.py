@@ -300,5 +300,5 @@ PARLEY_SWEEP_SECONDS = float(os.environ.get("PARLEY_SWEEP_SECONDS", "2"))
 QUESTION_TOOLS = env_list("QUESTION_TOOLS", ["question", "ask_user_question", "confirm_action"])
 QUESTION_CALL_POLICY = os.environ.get("QUESTION_CALL_POLICY", "standalone")
 QUESTION_MAX_PER_TURN = int(os.environ.get("QUESTION_MAX_PER_TURN", "3"))
-# The channel that `manage.py runworker` serves when REDIS_URL is set.
+# The channel that `manage.py worker` serves when REDIS_URL is set.
 PARLEY_RUN_CHANNEL = "parley-runs"

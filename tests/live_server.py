@@ -253,3 +253,23 @@ class Nginx:
             self.process.terminate()
             self.process.wait(timeout=10)
             self.process = None
+
+
+def run_isolated(
+    args: list[str], tmp_path: Path, timeout: float = 120, **env: str
+) -> subprocess.CompletedProcess:
+    """Run Python in the project with only `env` in the environment (and a SQLite database of
+    the test's own unless `env` names one), as a fresh process sees the settings."""
+    return subprocess.run(
+        [sys.executable, *args],
+        cwd=ROOT,
+        env={
+            "PATH": os.environ["PATH"],
+            "DJANGO_SETTINGS_MODULE": "config.settings",
+            "DATABASE_URL": f"sqlite:///{tmp_path / 'isolated.sqlite3'}",
+            **env,
+        },
+        capture_output=True,
+        text=True,
+        timeout=timeout,
+    )

@@ -4,12 +4,11 @@ development defaults (`make run`) still serve plain http from the finders. Setti
 from the environment at import, so each configuration runs in a process of its own."""
 
 import json
-import os
 import re
 import secrets
-import subprocess
-import sys
 from pathlib import Path
+
+from tests.live_server import run_isolated
 
 ROOT = Path(__file__).resolve().parent.parent
 MARKER = "<!-- production-set:"
@@ -76,29 +75,12 @@ def production_set() -> dict[str, str]:
     return variables
 
 
-def run(args: list[str], env: dict[str, str], tmp_path: Path) -> subprocess.CompletedProcess:
-    """Run Python in the project with only `env` (and a database of the test's own)."""
-    return subprocess.run(
-        [sys.executable, *args],
-        cwd=ROOT,
-        env={
-            "PATH": os.environ["PATH"],
-            "DJANGO_SETTINGS_MODULE": "config.settings",
-            "DATABASE_URL": f"sqlite:///{tmp_path / 'deploy.sqlite3'}",
-            **env,
-        },
-        capture_output=True,
-        text=True,
-        timeout=120,
-    )
-
-
 def probe(env: dict[str, str], host: str, tmp_path: Path) -> dict:
     return run_script(f"HOST = {host!r}\n{PROBE}", env, tmp_path)
 
 
 def run_script(script: str, env: dict[str, str], tmp_path: Path) -> dict:
-    result = run(["-c", script], env, tmp_path)
+    result = run_isolated(["-c", script], tmp_path, **env)
     assert result.returncode == 0, result.stderr
     return json.loads(result.stdout.splitlines()[-1])
 
@@ -107,7 +89,9 @@ def test_the_production_set_passes_the_deployment_checks(tmp_path):
     env = production_set()
     assert env["DEBUG"] == "false"
 
-    result = run(["manage.py", "check", "--deploy", "--fail-level", "WARNING"], env, tmp_path)
+    result = run_isolated(
+        ["manage.py", "check", "--deploy", "--fail-level", "WARNING"], tmp_path, **env
+    )
 
     assert result.returncode == 0, result.stdout + result.stderr
     assert "System check identified no issues" in result.stdout
@@ -117,7 +101,9 @@ def test_the_development_defaults_fail_the_deployment_checks(tmp_path):
     """The check above can fail: without the production set it reports the https settings."""
     env = {"DEBUG": "false", "SECRET_KEY": secrets.token_urlsafe(50)}
 
-    result = run(["manage.py", "check", "--deploy", "--fail-level", "WARNING"], env, tmp_path)
+    result = run_isolated(
+        ["manage.py", "check", "--deploy", "--fail-level", "WARNING"], tmp_path, **env
+    )
 
     assert result.returncode != 0
     for check in ["W004", "W008", "W012", "W016"]:
@@ -152,7 +138,9 @@ def test_the_development_defaults_serve_plain_http(tmp_path):
 
 def test_collected_static_files_have_hashed_names_gzip_and_a_far_future_max_age(tmp_path):
     env = {"DEBUG": "false", "SECRET_KEY": "x", "STATIC_ROOT": str(tmp_path / "static")}
-    collected = run(["manage.py", "collectstatic", "--no-input", "-v", "0"], env, tmp_path)
+    collected = run_isolated(
+        ["manage.py", "collectstatic", "--no-input", "-v", "0"], tmp_path, **env
+    )
     assert collected.returncode == 0, collected.stderr
 
     seen = run_script(STATIC_PROBE, env, tmp_path)

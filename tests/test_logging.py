@@ -3,7 +3,6 @@
 import io
 import json
 import logging
-import os
 import re
 import subprocess
 import sys
@@ -14,6 +13,7 @@ from django.db import OperationalError
 
 from config import health
 from config.logging import JsonFormatter, current_request_id
+from tests.live_server import run_isolated
 
 ROOT = Path(__file__).resolve().parent.parent
 GENERATED = re.compile(r"[0-9a-f]{32}")
@@ -142,16 +142,4 @@ Client().get("/no-such-page/", headers={"host": "127.0.0.1", "x-request-id": "re
 
 def manage(args: list[str], tmp_path: Path, **env: str) -> subprocess.CompletedProcess:
     """`manage.py *args` with only these settings in the environment."""
-    return subprocess.run(
-        [sys.executable, "manage.py", *args],
-        cwd=ROOT,
-        env={
-            "PATH": os.environ["PATH"],
-            "SECRET_KEY": "x",
-            "DATABASE_URL": f"sqlite:///{tmp_path / 'log.sqlite3'}",
-            **env,
-        },
-        capture_output=True,
-        text=True,
-        timeout=60,
-    )
+    return run_isolated(["manage.py", *args], tmp_path, timeout=60, SECRET_KEY="x", **env)

@@ -1,5 +1,5 @@
-"""With REDIS_URL, connections that wait on an idle Redis stay up: a `runworker`, a websocket and
-a server-sent event stream all idle past every timeout (channels-redis's 5 s blocking receive,
+"""With REDIS_URL, connections that wait on an idle Redis stay up: a `manage.py worker`, a
+websocket and a server-sent event stream all idle past every timeout (channels-redis's 5 s blocking receive,
 the Redis socket timeout, the stream's keepalive, daphne's pings), then carry the next turn. A
 Redis that accepts connections and never answers is still noticed: its worker exits."""
 
@@ -151,7 +151,7 @@ def test_idle_redis_connections_stay_up_and_a_silent_redis_is_noticed(tmp_path):
     silent_log = tmp_path / "silent-worker.log"
     with silent_log.open("w") as log:
         stuck = subprocess.Popen(
-            [sys.executable, "manage.py", "runworker", "parley-runs"],
+            [sys.executable, "manage.py", "worker"],
             cwd=ROOT,
             env={**server.env, "REDIS_URL": f"redis://127.0.0.1:{silent.server_address[1]}"},
             stdout=log,

@@ -1,14 +1,13 @@
 """With REDIS_URL, turns run in `manage.py worker` processes; killing the worker that runs
 a turn hands the turn to another worker, and it still completes exactly once."""
 
-import json
 import os
 import random
 import signal
 
 import pytest
 
-from tests.live_server import START, LiveServer, wait_for
+from tests.live_server import START, LiveServer, assert_completed_once, holder, wait_for
 
 pytestmark = pytest.mark.live
 
@@ -30,40 +29,14 @@ def test_turns_run_on_workers_and_survive_a_killed_worker(tmp_path):
     try:
         conversation_id = int(server.manage("shell", "-v", "0", "-c", START).strip())
 
-        def lease_owner_pid() -> int | None:
-            [(owner, steps)] = server.query(
-                "SELECT lease_owner, turn_steps FROM chat_conversation WHERE id = %s",
-                conversation_id,
-            )
-            return int(owner.split(":")[1]) if owner and steps >= 1 else None
-
-        pid = wait_for(lease_owner_pid, 30, "a worker to take the turn")
+        pid, _ = wait_for(lambda: holder(server, conversation_id), 30, "a worker to take it")
         runner = next(w for w in workers if w.pid == pid)  # a worker, not the web server
         os.kill(runner.pid, signal.SIGKILL)
         runner.wait()
-
-        # Finished, and the lease given back by the worker that finished it.
-        wait_for(
-            lambda: (
-                server.query(
-                    "SELECT agent_state, lease_owner FROM chat_conversation WHERE id = %s",
-                    conversation_id,
-                )
-                == [("idle", "")]
-            ),
-            30,
-            "another worker to finish the turn",
-        )
+        # Finished once, and the lease given back by the worker that finished it.
+        assert_completed_once(server, conversation_id)
     finally:
         for worker in workers:
             worker.kill()
             worker.wait()
         server.stop()
-
-    rows = server.query(
-        'SELECT role, blocks FROM chat_message WHERE conversation_id = %s ORDER BY "order"',
-        conversation_id,
-    )
-    assert [role for role, _ in rows] == ["user", "assistant", "tool", "tool", "assistant"]
-    final = json.loads(rows[-1][1])[0]["text"]
-    assert "6 × 7 = **42**" in final

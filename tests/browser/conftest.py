@@ -36,7 +36,10 @@ def parley_server(tmp_path_factory):
     server.stop()
 
 
-@pytest.fixture(scope="session")
+# One Chromium per module: Playwright's sync API keeps an event loop running in this thread
+# while it is open, and sync code of later, non-browser tests (async_to_sync, asyncio.run)
+# refuses to run under a foreign running loop.
+@pytest.fixture(scope="module")
 def browser():
     if not Path(CHROMIUM).exists():
         pytest.fail(f"Chromium is needed at {CHROMIUM}: apt-get install -y chromium")
