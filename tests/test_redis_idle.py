@@ -1,7 +1,8 @@
 """With REDIS_URL, connections that wait on an idle Redis stay up: a `manage.py worker`, a
-websocket and a server-sent event stream all idle past every timeout (channels-redis's 5 s blocking receive,
-the Redis socket timeout, the stream's keepalive, daphne's pings), then carry the next turn. A
-Redis that accepts connections and never answers is still noticed: its worker exits."""
+websocket and a server-sent event stream all idle past every timeout (channels-redis's 5 s
+blocking receive, the Redis socket timeout, the stream's keepalive, daphne's pings), then carry
+the next turn. A Redis that accepts connections and never answers is still noticed: its worker
+exits."""
 
 import asyncio
 import base64
