@@ -43,7 +43,9 @@ class Command(BaseCommand):
         await asyncio.wait({serving, stopping}, return_when=asyncio.FIRST_COMPLETED)
         serving.cancel()
         stopping.cancel()
-        with contextlib.suppress(asyncio.CancelledError):
-            await serving  # re-raises what stopped it (a lost channel layer): exit non-zero
-        await runner.shutdown()
-        logger.info("worker stopped")
+        try:
+            with contextlib.suppress(asyncio.CancelledError):
+                await serving  # re-raises what stopped it (a lost channel layer): exit non-zero
+        finally:
+            await runner.shutdown()
+            logger.info("worker stopped")
