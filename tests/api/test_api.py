@@ -200,3 +200,36 @@ def test_the_tokens_page_creates_shows_once_and_revokes(client, user):
     headers = {"Authorization": f"Bearer {token}"}
     assert Client().get("/api/v1/conversations", headers=headers).status_code == 401
     assert Conversation.objects.count() == 0
+
+
+def test_the_openapi_document_describes_the_pending_question_fully(client):
+    schemas = client.get("/api/v1/openapi.json").json()["components"]["schemas"]
+    pending = schemas["PendingQuestionOut"]["properties"]
+    assert {"conversationId", "toolCallId", "tool", "questions", "question", "options"} <= set(
+        pending
+    )
+    question_ref = pending["questions"]["items"]["$ref"].rsplit("/", 1)[1]
+    question = schemas[question_ref]["properties"]
+    # The wire names of seed 001 (question, multiSelect), not the Python field names.
+    assert set(question) == {
+        "header",
+        "question",
+        "details",
+        "options",
+        "multiSelect",
+        "custom",
+        "default",
+    }
+    option = schemas[question["options"]["items"]["$ref"].rsplit("/", 1)[1]]
+    assert set(option["properties"]) == {"label", "description"}
+
+
+def test_a_pending_question_is_returned_under_its_wire_names(api, conversation, model):
+    options = [{"label": "Funghi"}, {"label": "Pepperoni"}]
+    model.asks(arguments={"question": PIZZA, "options": options, "multiple": True})
+    api.post(f"/conversations/{conversation.pk}/messages", {"content": "Lunch?"})
+    [pending] = api.get("/questions").json()
+    [question] = pending["questions"]
+    assert question["question"] == PIZZA
+    assert question["multiSelect"] is True
+    assert "text" not in question and "multiple" not in question
