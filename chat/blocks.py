@@ -8,11 +8,16 @@ stored block of a type this version does not know (or one that no longer validat
 import json
 from typing import Annotated, Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Discriminator, Tag, TypeAdapter, ValidationError
+from pydantic import BaseModel, ConfigDict, Discriminator, Field, Tag, TypeAdapter, ValidationError
 
 
 class _Block(BaseModel):
     model_config = ConfigDict(extra="forbid", frozen=True)
+
+
+def _flag():
+    """An optional marker, stored only when set (older rows simply lack it)."""
+    return Field(default=False, exclude_if=lambda value: not value)
 
 
 class TextBlock(_Block):
@@ -20,6 +25,8 @@ class TextBlock(_Block):
 
     type: Literal["text"] = "text"
     text: str
+    # Shown by another block (the action block of the call it answers), not again on its own.
+    shown_elsewhere: bool = _flag()
 
 
 class ToolCallBlock(_Block):
@@ -40,7 +47,9 @@ class ToolResultBlock(_Block):
     is_error: bool = False
     # The user message that was the reply to a pausing call: the model reads that message
     # once, as this result, so the model's history leaves the message itself out.
-    reply_message_id: int | None = None
+    reply_message_id: int | None = Field(default=None, exclude_if=lambda value: value is None)
+    # Shown by another block (the call's action block, or an error card), not as a result card.
+    shown_elsewhere: bool = _flag()
 
     @classmethod
     def error(cls, tool_call_id: str, content: str) -> "ToolResultBlock":
@@ -70,8 +79,17 @@ class ErrorBlock(_Block):
 
     type: Literal["error"] = "error"
     message: str  # an English msgid, translated when shown
-    detail: str = ""  # technical detail, shown as is
+    detail: str = ""  # the cause in plain words, shown as is
     retryable: bool = False
+    # A later attempt (Retry) took this failure's place: its card is no longer shown.
+    superseded: bool = _flag()
+
+
+class NoticeBlock(_Block):
+    """A line from Parley about the conversation itself, such as why the agent stopped."""
+
+    type: Literal["notice"] = "notice"
+    message: str  # an English msgid, translated when shown
 
 
 class GenericBlock(BaseModel):
@@ -90,7 +108,7 @@ class GenericBlock(BaseModel):
         return json.dumps(data, ensure_ascii=False, sort_keys=True, default=str)
 
 
-KNOWN_TYPES = frozenset({"text", "tool_call", "tool_result", "action", "error"})
+KNOWN_TYPES = frozenset({"text", "tool_call", "tool_result", "action", "error", "notice"})
 
 
 def _tag(value: Any) -> str:
@@ -104,6 +122,7 @@ Block = Annotated[
     | Annotated[ToolResultBlock, Tag("tool_result")]
     | Annotated[ActionBlock, Tag("action")]
     | Annotated[ErrorBlock, Tag("error")]
+    | Annotated[NoticeBlock, Tag("notice")]
     | Annotated[GenericBlock, Tag("generic")],
     Discriminator(_tag),
 ]

@@ -120,3 +120,14 @@ class Message(models.Model):
     @property
     def parsed_blocks(self) -> list[Block]:
         return parse_blocks(self.blocks)
+
+    @property
+    def shown_blocks(self) -> list[Block]:
+        """The blocks the transcript shows: not those another block shows, nor failures a
+        retry replaced."""
+        return [
+            block
+            for block in self.parsed_blocks
+            if not getattr(block, "shown_elsewhere", False)
+            and not getattr(block, "superseded", False)
+        ]

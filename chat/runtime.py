@@ -216,8 +216,9 @@ async def run_turn(conversation_id: int, *, is_subagent: bool = False) -> None:
             logger.warning("turn of conversation %s failed: %s", conversation_id, error)
         else:
             logger.exception("turn of conversation %s failed", conversation_id)
+        cause = error.cause if isinstance(error, ProviderError) else ""
         with contextlib.suppress(turns.LeaseLost, ConversationNotFound):
-            await db(turns.fail)(lease)
+            await db(turns.fail)(lease, detail=cause)
     finally:
         heartbeat.cancel()
         with contextlib.suppress(ConversationNotFound):

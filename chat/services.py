@@ -72,7 +72,7 @@ def retry_turn(*, user, conversation_id: int) -> None:
     conversation = conversation_for_user(user=user, conversation_id=conversation_id, lock=True)
     if conversation.agent_state != AgentState.ERROR:
         raise NothingToRetry
-    turns.begin_turn(conversation)
+    turns.begin_turn(conversation, retrying=True)
 
 
 @transaction.atomic

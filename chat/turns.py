@@ -29,6 +29,7 @@ from chat import runner, transcript
 from chat.blocks import (
     ActionBlock,
     ErrorBlock,
+    NoticeBlock,
     TextBlock,
     ToolCallBlock,
     ToolResultBlock,
@@ -81,9 +82,10 @@ def lease_duration() -> timedelta:
 # --- Transitions started by people (the caller holds the row lock) --------------------------
 
 
-def begin_turn(conversation: Conversation) -> None:
-    """idle/error -> llm_requesting, and dispatch a runner after commit."""
-    _retire_retry(conversation)
+def begin_turn(conversation: Conversation, *, retrying: bool = False) -> None:
+    """idle/error -> llm_requesting, and dispatch a runner after commit. A retry takes the
+    failed attempt's place: its error card goes, and a new one comes only if it fails again."""
+    _retire_retry(conversation, superseded=retrying)
     conversation.agent_state = AgentState.LLM_REQUESTING
     conversation.turn_steps = 0
     conversation.turn_pauses = 0
@@ -214,21 +216,28 @@ def tools_done(lease: Lease) -> None:
 
 
 @transaction.atomic
-def fail(lease: Lease, message: str = AGENT_FAILED, *, retryable: bool = True) -> None:
+def fail(
+    lease: Lease, message: str = AGENT_FAILED, *, retryable: bool = True, detail: str = ""
+) -> None:
     """End the turn in the error state with an error block; keeps everything written so far.
     Only a running turn can fail: one that already paused or ended is left as it is."""
     conversation = _held(lease, *RUNNING_STATES)
     _finalize_draft(conversation)
     _close_open_tool_calls(conversation, MISSING_RESULT)
     transcript.append_message(
-        conversation, role=Role.SYSTEM, blocks=[ErrorBlock(message=message, retryable=retryable)]
+        conversation,
+        role=Role.SYSTEM,
+        blocks=[ErrorBlock(message=message, detail=detail, retryable=retryable)],
     )
     _end(conversation, AgentState.ERROR)
 
 
 @transaction.atomic
-def refuse_tool_calls(lease: Lease, calls: list[ToolCallBlock], *, result: str, error: str) -> None:
-    """Give each call an error result, and show the user why; the turn goes on."""
+def refuse_tool_calls(
+    lease: Lease, calls: list[ToolCallBlock], *, result: str, error: str, detail: str = ""
+) -> None:
+    """Give each call an error result for the model, and show the user one error card saying
+    why (`error`, with `detail` in plain words); the turn goes on."""
     conversation = _held(lease, AgentState.TOOL_EXECUTING)
     open_ids = {call.id for call in _open_tool_calls(conversation)}
     for call in calls:
@@ -236,10 +245,14 @@ def refuse_tool_calls(lease: Lease, calls: list[ToolCallBlock], *, result: str, 
             transcript.append_message(
                 conversation,
                 role=Role.TOOL,
-                blocks=[ToolResultBlock.error(call.id, result)],
+                blocks=[
+                    ToolResultBlock.error(call.id, result).model_copy(
+                        update={"shown_elsewhere": True}
+                    )
+                ],
             )
     transcript.append_message(
-        conversation, role=Role.SYSTEM, blocks=[ErrorBlock(message=error, detail=result)]
+        conversation, role=Role.SYSTEM, blocks=[ErrorBlock(message=error, detail=detail)]
     )
 
 
@@ -276,11 +289,15 @@ def resume(conversation: Conversation, *, result: ToolResultBlock) -> None:
     runner.dispatch_on_commit(conversation.pk)
 
 
-def decline(conversation: Conversation, *, result: ToolResultBlock, unrun_result: str) -> None:
+def decline(
+    conversation: Conversation, *, result: ToolResultBlock, unrun_result: str, notice: str
+) -> None:
     """Store the pausing call's one result and end the turn (idle); calls left after it get
-    `unrun_result`. The caller holds the row lock and has checked the pause is still open."""
+    `unrun_result`, and the user reads `notice` (an English msgid) saying what happened and
+    what to do next. The caller holds the row lock and has checked the pause is still open."""
     transcript.append_message(conversation, role=Role.TOOL, blocks=[result])
     _close_open_tool_calls(conversation, unrun_result)
+    transcript.append_message(conversation, role=Role.SYSTEM, blocks=[NoticeBlock(message=notice)])
     _end(conversation, AgentState.IDLE)
 
 
@@ -326,13 +343,15 @@ def _finalize_draft(conversation: Conversation) -> None:
         transcript.update_message(conversation, draft, blocks=blocks, is_draft=False)
 
 
-def _retire_retry(conversation: Conversation) -> None:
-    """A new turn makes earlier Retry buttons meaningless: take them off every open tab."""
+def _retire_retry(conversation: Conversation, *, superseded: bool = False) -> None:
+    """A new turn makes earlier Retry buttons meaningless: take them off every open tab (and,
+    for a retry, the failure it retries)."""
+    update = {"retryable": False, **({"superseded": True} if superseded else {})}
     for message in conversation.messages.filter(role=Role.SYSTEM):
         blocks = parse_blocks(message.blocks)
         if any(isinstance(b, ErrorBlock) and b.retryable for b in blocks):
             retired = [
-                b.model_copy(update={"retryable": False}) if isinstance(b, ErrorBlock) else b
+                b.model_copy(update=update) if isinstance(b, ErrorBlock) and b.retryable else b
                 for b in blocks
             ]
             transcript.update_message(conversation, message, blocks=retired, is_draft=False)

@@ -4,8 +4,10 @@ from functools import wraps
 
 from django.http import Http404, HttpRequest, HttpResponse
 from django.shortcuts import redirect, render
+from django.utils.html import escape
 from django.utils.translation import gettext as _
 from django.views.decorators.http import require_GET, require_POST
+from django_htmx.http import reswap, retarget
 
 from chat import services
 from chat.errors import ConversationNotFound, ParleyError
@@ -95,6 +97,7 @@ def retry(request: HttpRequest, conversation_id: int) -> HttpResponse:
         request,
         conversation_id,
         lambda: services.retry_turn(user=request.user, conversation_id=conversation_id),
+        alert="retry-alert",
     )
 
 
@@ -105,19 +108,25 @@ def stop(request: HttpRequest, conversation_id: int) -> HttpResponse:
         request,
         conversation_id,
         lambda: services.stop_turn(user=request.user, conversation_id=conversation_id),
+        alert="stop-alert",
     )
 
 
-def control_response(request: HttpRequest, conversation_id: int, action) -> HttpResponse:
+def control_response(
+    request: HttpRequest, conversation_id: int, action, *, alert: str
+) -> HttpResponse:
     """Run a button's action (Retry, Stop, answer, Reject). The page updates over the
-    websocket, so htmx needs no content back; a refusal comes back as its message."""
+    websocket, so htmx needs no content back; a refusal is shown where the user acted: its
+    message goes into the element `alert` (a role=alert beside the button or in the block),
+    and what the user entered stays as it was."""
     try:
         action()
     except ConversationNotFound:
         raise
     except ParleyError as error:
         if request.htmx:
-            return HttpResponse(error.message, status=error.status)
+            response = HttpResponse(escape(error.message), status=error.status)
+            return reswap(retarget(response, f"#{alert}"), "innerHTML")
         return render_conversation(
             request, conversation_id, error=error.message, status=error.status
         )

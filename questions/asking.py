@@ -27,7 +27,9 @@ NOT_STANDALONE = Refusal(
         "nothing was run and the agent was told to ask on its own."
     ),
 )
-INVALID_QUESTION = gettext_noop("The agent's question could not be shown:")
+INVALID_QUESTION = gettext_noop(
+    "The agent asked a question that could not be shown; it was told what to fix."
+)
 SUBAGENT_RESULT = "Sub-agents cannot ask the user questions; decide, or report back instead."
 LIMIT = gettext_noop("The agent tried to ask too many questions in one turn.")
 LIMIT_RESULT = (
@@ -67,6 +69,7 @@ class QuestionTools:
                 result=f"Invalid {call.name} call, not shown to the user: {error}. "
                 "Fix it and ask again.",
                 error=INVALID_QUESTION,
+                detail=str(error),
             )
             return False
         block = blocks.question_block(blocks.asked(tool_call_id=call.id, request=request))

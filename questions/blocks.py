@@ -87,6 +87,16 @@ class QuestionPayload(BaseModel):
     def status(self) -> str:
         return STATUS[self.question_resolution]
 
+    @property
+    def is_confirmation(self) -> bool:
+        return self.tool_name == "confirm_action"
+
+    @property
+    def answered(self) -> list[tuple[Question, Answer | None]]:
+        """Each question with its answer (None when the answer was an ordinary message)."""
+        answers = self.answers or [None] * len(self.questions)
+        return list(zip(self.questions, answers, strict=False))
+
     @computed_field
     def needs_user_action(self) -> bool:
         return self.question_resolution == ASKED
@@ -135,7 +145,11 @@ def asked(*, tool_call_id: str, request: QuestionRequest) -> QuestionPayload:
 
 
 def replied(
-    payload: QuestionPayload, *, answer_text: str, answer_message_id: int, answers: list[Answer]
+    payload: QuestionPayload,
+    *,
+    answer_text: str,
+    answer_message_id: int,
+    answers: list[Answer] | None,
 ) -> QuestionPayload:
     return payload.model_copy(
         update={

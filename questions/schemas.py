@@ -140,6 +140,10 @@ class ConfirmActionInput(_Input):
         default="", description="Consequences worth knowing."
     )
     default: bool = Field(default=True, description="The answer selected by default.")
+    dangerous: bool = Field(
+        default=True,
+        description="Whether the action is destructive or hard to undo (shown as a warning).",
+    )
 
 
 # --- The one internal request -----------------------------------------------------------------
@@ -166,6 +170,9 @@ class Question(_Stored):
     multiple: bool = Field(default=False, alias="multiSelect")
     custom: bool = True
     default: str | None = None
+    # A confirmation of something destructive or hard to undo: its Yes is styled as a danger.
+    # Stored only when set, so questions stored before it read the same.
+    dangerous: bool = Field(default=False, exclude_if=lambda value: not value)
 
     @property
     def labels(self) -> list[str]:
@@ -217,6 +224,7 @@ def normalise(tool: str, arguments: object) -> QuestionRequest:
                     options=[Option(label=YES), Option(label=NO)],
                     custom=False,
                     default=YES if data.default else NO,
+                    dangerous=data.dangerous,
                 )
             ]
         else:

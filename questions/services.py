@@ -12,6 +12,7 @@ import json
 from django.conf import settings
 from django.db import transaction
 from django.utils.translation import gettext_lazy as _
+from django.utils.translation import gettext_noop
 
 from chat import transcript, turns
 from chat.blocks import TextBlock, ToolResultBlock, parse_blocks
@@ -34,9 +35,13 @@ from questions.selectors import PendingQuestion, pending_question
 # What the model reads when the user rejects its question, and for calls it made after it.
 DECLINED = "The user declined to answer this question."
 NOT_RUN_AFTER_DECLINE = "Not run: the user declined the question asked before this call."
+STOPPED_AFTER_REJECT = gettext_noop(
+    "You rejected the question, so the agent stopped. Send a message when you want it to go on."
+)
 
 NOT_AN_OPTION = _("Pick one of the options shown.")
 ONE_CHOICE = _("This question takes a single choice.")
+CHOICE_OR_TYPED = _("Choose an option or send your own answer, not both.")
 OPTIONS_ONLY = _("This question takes one of its options, not a typed answer.")
 TOO_LONG = _("That answer is too long.")
 EMPTY = _("Choose an option or type an answer first.")
@@ -110,7 +115,7 @@ def auto_resolve_question(*, conversation: Conversation, reply: Message) -> bool
         return False
     text = "\n".join(b.text for b in parse_blocks(reply.blocks) if isinstance(b, TextBlock))
     answers = [Answer(custom=text) for _ in pending.payload.questions]
-    _replied(conversation, pending, answers, text=text, reply=reply)
+    _replied(conversation, pending, answers, text=text, reply=reply, by_message=True)
     return True
 
 
@@ -178,7 +183,9 @@ def result_for_model(request: QuestionRequest, answers: list[Answer]) -> str:
 def _answer(conversation: Conversation, pending: PendingQuestion, answers: list[Answer]) -> Message:
     answers = _validate(pending.payload.request, answers)
     text = answer_text(pending.payload.request, answers)
-    reply = transcript.append_message(conversation, role=Role.USER, blocks=[TextBlock(text=text)])
+    # Seed 000's inserted user message: kept in the data and the API, shown by the block.
+    inserted = TextBlock(text=text, shown_elsewhere=True)
+    reply = transcript.append_message(conversation, role=Role.USER, blocks=[inserted])
     _replied(conversation, pending, answers, text=text, reply=reply)
     return reply
 
@@ -190,16 +197,23 @@ def _replied(
     *,
     text: str,
     reply: Message,
+    by_message: bool = False,
 ) -> None:
-    """Mark the question replied by `reply`, store its tool result, resume the agent."""
+    """Mark the question replied by `reply`, store its tool result, resume the agent. An
+    ordinary message (`by_message`) shows itself: the block then stores no per-question
+    answers, so the reply appears once."""
     payload = blocks.replied(
-        pending.payload, answer_text=text, answer_message_id=reply.pk, answers=answers
+        pending.payload,
+        answer_text=text,
+        answer_message_id=reply.pk,
+        answers=None if by_message else answers,
     )
     _store(conversation, pending, payload)
     result = ToolResultBlock(
         tool_call_id=pending.tool_call_id,
         content=result_for_model(payload.request, answers),
         reply_message_id=reply.pk,
+        shown_elsewhere=True,
     )
     turns.resume(conversation, result=result)
 
@@ -210,8 +224,11 @@ def _reject(conversation: Conversation, pending: PendingQuestion) -> None:
     _store(conversation, pending, blocks.rejected(pending.payload))
     turns.decline(
         conversation,
-        result=ToolResultBlock.error(pending.tool_call_id, DECLINED),
+        result=ToolResultBlock.error(pending.tool_call_id, DECLINED).model_copy(
+            update={"shown_elsewhere": True}
+        ),
         unrun_result=NOT_RUN_AFTER_DECLINE,
+        notice=STOPPED_AFTER_REJECT,
     )
 
 
@@ -234,6 +251,8 @@ def _validate(request: QuestionRequest, answers: list[Answer]) -> list[Answer]:
             raise InvalidAnswer(NOT_AN_OPTION)
         if len(labels) > 1 and not question.multiple:
             raise InvalidAnswer(ONE_CHOICE)
+        if labels and custom and not question.multiple:
+            raise InvalidAnswer(CHOICE_OR_TYPED)
         if custom and not question.custom:
             raise InvalidAnswer(OPTIONS_ONLY)
         if len(custom) > settings.PARLEY_MAX_MESSAGE_CHARS:

@@ -19,7 +19,11 @@ def answers_from_form(data: QueryDict) -> list[Answer]:
     is sent as unanswered."""
     indexes = [int(m[1]) for key in data if (m := FIELD.fullmatch(key))]
     return [
-        Answer(labels=data.getlist(f"q{i}"), custom=data.get(f"q{i}-custom", ""))
+        # "Other…" among radios is an empty choice: the typed text is the answer.
+        Answer(
+            labels=[label for label in data.getlist(f"q{i}") if label],
+            custom=data.get(f"q{i}-custom", ""),
+        )
         for i in range(max(indexes, default=0) + 1)
     ]
 
@@ -36,6 +40,7 @@ def answer(request: HttpRequest, conversation_id: int, tool_call_id: str) -> Htt
             tool_call_id=tool_call_id,
             answers=answers_from_form(request.POST),
         ),
+        alert=alert_id(tool_call_id),
     )
 
 
@@ -48,4 +53,10 @@ def reject(request: HttpRequest, conversation_id: int, tool_call_id: str) -> Htt
         lambda: services.reject_question(
             user=request.user, conversation_id=conversation_id, tool_call_id=tool_call_id
         ),
+        alert=alert_id(tool_call_id),
     )
+
+
+def alert_id(tool_call_id: str) -> str:
+    """The question block's alert (templates/questions/question.html)."""
+    return f"question-{tool_call_id}-alert"

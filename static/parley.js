@@ -69,6 +69,27 @@
   });
 })();
 
+/* Refusals and network failures are shown where the user acted: the server retargets its
+   refusal into the form's alert (django-htmx); a request that never got an answer is said here. */
+(function () {
+  "use strict";
+
+  function alertOf(element) {
+    var form = element && element.closest && element.closest("[data-alert]");
+    return form ? document.getElementById(form.getAttribute("data-alert")) : null;
+  }
+
+  document.addEventListener("htmx:beforeRequest", function (event) {
+    var alert = alertOf(event.target);
+    if (alert) { alert.textContent = ""; }
+  });
+
+  document.addEventListener("htmx:sendError", function (event) {
+    var alert = alertOf(event.target);
+    if (alert) { alert.textContent = document.body.getAttribute("data-network-error"); }
+  });
+})();
+
 /* Questions: keyboard-first answering. */
 (function () {
   "use strict";
@@ -79,12 +100,11 @@
     );
   }
 
-  // Focus moves into a question when it appears: its typed-answer box if any, else its
-  // default (or first) option.
+  // Focus moves into a question when it appears: the box of a free-form question, else the
+  // default (or first) option; never the box when there are options to pick.
   function focusQuestion(block) {
-    var target = block.querySelector(".custom-input") ||
-      block.querySelector("[data-default]") ||
-      options(block)[0];
+    var list = options(block);
+    var target = list.length ? (block.querySelector("[data-default]") || list[0]) : block.querySelector(".custom-input");
     if (target) { target.focus(); }
   }
 
@@ -109,27 +129,50 @@
   });
   document.addEventListener("htmx:wsAfterMessage", noticeNewQuestions);
 
-  // Clicking an option answers with that option alone, whatever was typed in the box.
+  // "Other…" shows the typed-answer box (and, for one choice, its Submit); hidden again, the
+  // box keeps its text but is not sent.
+  function showOther(control, open) {
+    var box = document.getElementById(control.getAttribute("data-other"));
+    if (!box) { return; }
+    box.hidden = !open;
+    var input = box.querySelector(".custom-input");
+    input.disabled = !open;
+    if (control.tagName === "BUTTON") {
+      control.setAttribute("aria-expanded", open ? "true" : "false");
+      var submit = control.closest("form").querySelector(".question-submit");
+      if (submit) { submit.hidden = !open; }
+    }
+    if (open) { input.focus(); }
+  }
+
   document.addEventListener("click", function (event) {
-    var option = event.target.closest && event.target.closest(".question-pending .option-button");
-    if (!option) { return; }
-    option.closest(".question-item").querySelectorAll(".custom-input").forEach(function (input) {
-      input.value = "";
-    });
-  }, true);
+    var other = event.target.closest && event.target.closest(".question-pending button[data-other]");
+    if (other) { showOther(other, other.getAttribute("aria-expanded") !== "true"); }
+  });
+
+  document.addEventListener("change", function (event) {
+    var input = event.target;
+    if (!input.closest || !input.closest(".question-pending")) { return; }
+    if (input.hasAttribute("data-other")) {
+      showOther(input, input.checked);
+    } else if (input.type === "radio") {
+      var other = input.closest(".question-item").querySelector("input[type=radio][data-other]");
+      if (other) { showOther(other, false); }
+    }
+  });
 
   document.addEventListener("keydown", function (event) {
     var block = event.target.closest && event.target.closest(".question-pending");
     if (!block) { return; }
     var form = block.querySelector("form");
+    var typing = event.target.classList.contains("custom-input");
     if (event.key === "Escape") {
       event.preventDefault();
       var composer = document.getElementById("composer-text");
       if (composer) { composer.focus(); }
       return;
     }
-    if (event.key === "Enter" && !event.isComposing && event.target.classList.contains("custom-input") &&
-        !event.shiftKey && !event.altKey) {
+    if (event.key === "Enter" && !event.isComposing && typing && !event.shiftKey && !event.altKey) {
       // Enter in the typed-answer box submits the typed answer (not the first option).
       event.preventDefault();
       var submitTyped = block.querySelector(".question-submit");
@@ -139,12 +182,24 @@
     if (event.key === "Enter" && (event.ctrlKey || event.metaKey)) {
       event.preventDefault();
       var submit = block.querySelector(".question-submit");
-      if (form && submit && !submit.disabled) { form.requestSubmit(submit); }
+      if (form && submit && !submit.disabled && !submit.hidden) { form.requestSubmit(submit); }
+      return;
+    }
+    var list = options(block);
+    // Number keys pick (or toggle) the nth option of the question the focus is in.
+    if (!typing && /^[1-9]$/.test(event.key) && !event.ctrlKey && !event.metaKey && !event.altKey) {
+      var item = event.target.closest(".question-item") || block;
+      var own = options(item).length ? options(item) : list;
+      var chosen = own[Number(event.key) - 1];
+      if (chosen) {
+        event.preventDefault();
+        chosen.focus();
+        chosen.click();
+      }
       return;
     }
     if (["ArrowDown", "ArrowUp", "ArrowLeft", "ArrowRight", "Home", "End"].indexOf(event.key) < 0) { return; }
-    if (event.target.classList.contains("custom-input")) { return; }  // the caret moves there
-    var list = options(block);
+    if (typing) { return; }  // the caret moves there
     var index = list.indexOf(event.target);
     if (index < 0) { return; }
     event.preventDefault();

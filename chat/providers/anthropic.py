@@ -12,7 +12,9 @@ from chat.providers.base import (
     ProviderEvent,
     TextDelta,
     ToolCallRequest,
+    connection_cause,
     retryable_status,
+    status_cause,
 )
 from chat.tools import ToolSpec
 
@@ -96,9 +98,12 @@ class AnthropicProvider:
         except anthropic.APIStatusError as error:
             retryable = retryable_status(error.status_code)
             message = f"HTTP {error.status_code}: {error.message}"
-            raise ProviderError(message, retryable=retryable) from error
+            cause = status_cause(error.status_code)
+            raise ProviderError(message, retryable=retryable, cause=cause) from error
         except anthropic.APIConnectionError as error:  # includes timeouts
-            raise ProviderError(f"{type(error).__name__}: {error}", retryable=True) from error
+            message = f"{type(error).__name__}: {error}"
+            cause = connection_cause(error)
+            raise ProviderError(message, retryable=True, cause=cause) from error
         except ValueError as error:  # a garbled stream, such as malformed tool input JSON
             raise ProviderError(f"Malformed response: {error}", retryable=True) from error
         for block in final.content:

@@ -8,6 +8,8 @@ from collections.abc import AsyncIterator
 from dataclasses import dataclass
 from typing import Any, Protocol
 
+from django.utils.translation import gettext_noop
+
 from chat.blocks import Block
 from chat.tools import ToolSpec
 
@@ -37,18 +39,50 @@ class ToolCallRequest:
 ProviderEvent = TextDelta | ToolCallRequest
 
 
+# Why a reply failed, in words for the person (English msgids, translated when shown).
+CAUSE_CREDENTIALS = gettext_noop(
+    "The model provider refused Parley's credentials: check its API key and base URL."
+)
+CAUSE_RATE_LIMITED = gettext_noop("The model provider is rate limiting Parley: wait a little.")
+CAUSE_TIMEOUT = gettext_noop("The model provider did not answer in time.")
+CAUSE_UNREACHABLE = gettext_noop(
+    "Parley could not reach the model provider (connection refused or no network)."
+)
+CAUSE_PROVIDER_ERROR = gettext_noop("The model provider had an error on its side.")
+CAUSE_REJECTED = gettext_noop("The model provider rejected the request.")
+CAUSE_UNREADABLE = gettext_noop("The model sent a reply Parley could not read.")
+
+
 class ProviderError(Exception):
     """A provider request failed. Retryable ones (timeouts, 429, 5xx, a garbled stream) are
-    tried again with backoff; the others end the turn at once."""
+    tried again with backoff; the others end the turn at once. `cause` says why to people;
+    the message (logged) has the technical detail."""
 
-    def __init__(self, message: str, *, retryable: bool) -> None:
+    def __init__(self, message: str, *, retryable: bool, cause: str = CAUSE_UNREADABLE) -> None:
         super().__init__(message)
         self.retryable = retryable
+        self.cause = cause
 
 
 def retryable_status(status: int) -> bool:
     """HTTP statuses worth another try: timeouts, conflicts, rate limits, server errors."""
     return status in (408, 409, 429) or status >= 500
+
+
+def status_cause(status: int) -> str:
+    if status in (401, 403):
+        return CAUSE_CREDENTIALS
+    if status == 429:
+        return CAUSE_RATE_LIMITED
+    if status == 408:
+        return CAUSE_TIMEOUT
+    if status >= 500:
+        return CAUSE_PROVIDER_ERROR
+    return CAUSE_REJECTED
+
+
+def connection_cause(error: Exception) -> str:
+    return CAUSE_TIMEOUT if "timeout" in type(error).__name__.lower() else CAUSE_UNREACHABLE
 
 
 class Provider(Protocol):

@@ -14,7 +14,9 @@ from chat.providers.base import (
     ProviderEvent,
     TextDelta,
     ToolCallRequest,
+    connection_cause,
     retryable_status,
+    status_cause,
 )
 from chat.tools import ToolSpec
 
@@ -112,9 +114,12 @@ class OpenAIProvider:
         except openai.APIStatusError as error:
             retryable = retryable_status(error.status_code)
             message = f"HTTP {error.status_code}: {error.message}"
-            raise ProviderError(message, retryable=retryable) from error
+            cause = status_cause(error.status_code)
+            raise ProviderError(message, retryable=retryable, cause=cause) from error
         except openai.APIConnectionError as error:  # includes timeouts
-            raise ProviderError(f"{type(error).__name__}: {error}", retryable=True) from error
+            message = f"{type(error).__name__}: {error}"
+            cause = connection_cause(error)
+            raise ProviderError(message, retryable=True, cause=cause) from error
         for index in sorted(calls):
             slot = calls[index]
             if not slot["name"]:

@@ -219,6 +219,7 @@ def test_the_openapi_document_describes_the_pending_question_fully(client):
         "multiSelect",
         "custom",
         "default",
+        "dangerous",
     }
     option = schemas[question["options"]["items"]["$ref"].rsplit("/", 1)[1]]
     assert set(option["properties"]) == {"label", "description"}

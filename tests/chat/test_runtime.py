@@ -6,7 +6,7 @@ from django.utils import timezone
 from chat import runtime, services, turns
 from chat.blocks import ErrorBlock, TextBlock, ToolCallBlock, ToolResultBlock, parse_blocks
 from chat.models import AgentState, Conversation, Message, Role
-from chat.providers.base import ProviderError, TextDelta, ToolCallRequest
+from chat.providers.base import CAUSE_PROVIDER_ERROR, ProviderError, TextDelta, ToolCallRequest
 from chat.providers.scripted import ScriptedProvider
 from tests.factories import set_state
 from tests.fakes import FakeProvider
@@ -133,7 +133,9 @@ def test_when_retries_run_out_the_turn_fails_with_retry_and_nothing_is_lost(
     conversation, user, monkeypatch, no_backoff, settings
 ):
     settings.AGENT_RETRIES = 2
-    failures = [ProviderError("HTTP 503", retryable=True) for _ in range(3)]
+    failures = [
+        ProviderError("HTTP 503", retryable=True, cause=CAUSE_PROVIDER_ERROR) for _ in range(3)
+    ]
     provider = use(monkeypatch, FakeProvider(*failures, [TextDelta("Back again.")]))
     services.post_user_message(user=user, conversation_id=conversation.pk, text="hi")
     conversation.refresh_from_db()
@@ -141,7 +143,10 @@ def test_when_retries_run_out_the_turn_fails_with_retry_and_nothing_is_lost(
     assert len(provider.histories) == 3
     (user_role, [said]), (_, [error]) = blocks_of(conversation)
     assert (user_role, said.text) == (Role.USER, "hi")
-    assert error == ErrorBlock(message=turns.AGENT_FAILED, retryable=True)
+    # The card says why, in words for people; the technical detail went to the log.
+    assert error == ErrorBlock(
+        message=turns.AGENT_FAILED, detail=CAUSE_PROVIDER_ERROR, retryable=True
+    )
 
     services.retry_turn(user=user, conversation_id=conversation.pk)
     conversation.refresh_from_db()
@@ -149,6 +154,9 @@ def test_when_retries_run_out_the_turn_fails_with_retry_and_nothing_is_lost(
     assert blocks_of(conversation)[-1] == (Role.ASSISTANT, [TextBlock(text="Back again.")])
     # The retried request did not see the error block.
     assert [m.role for m in provider.histories[-1]] == ["user"]
+    # The retry took the failed attempt's place: its card is no longer shown.
+    [failed] = conversation.messages.filter(role=Role.SYSTEM)
+    assert failed.shown_blocks == []
 
 
 def test_a_non_retryable_failure_ends_the_turn_at_once(conversation, user, monkeypatch, no_backoff):

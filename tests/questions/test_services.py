@@ -83,7 +83,8 @@ def test_picking_an_option_inserts_the_label_and_resumes(conversation, user, mod
         answers=[Answer(labels=["Pepperoni"])],
     )
     conversation.refresh_from_db()
-    assert parse_blocks(reply.blocks) == [TextBlock(text="Pepperoni")]
+    # Seed 000's inserted message: in the data (and the API), shown by the block instead.
+    assert parse_blocks(reply.blocks) == [TextBlock(text="Pepperoni", shown_elsewhere=True)]
     _, block = question_block(conversation)
     assert block.status == "success"
     question = payload_of(block)
@@ -92,7 +93,9 @@ def test_picking_an_option_inserts_the_label_and_resumes(conversation, user, mod
     assert question.answers == [Answer(labels=["Pepperoni"])]
     # The result names the inserted message, so the model reads the answer once.
     assert results(conversation) == [
-        ToolResultBlock(tool_call_id="q1", content="Pepperoni", reply_message_id=reply.pk)
+        ToolResultBlock(
+            tool_call_id="q1", content="Pepperoni", reply_message_id=reply.pk, shown_elsewhere=True
+        )
     ]
     assert conversation.agent_state == AgentState.IDLE
     last = conversation.messages.order_by("order").last()
@@ -111,7 +114,8 @@ def test_several_labels_one_per_line_and_custom_text_last(conversation, user, mo
         tool_call_id="q1",
         answers=[Answer(labels=["Funghi", "Margherita"], custom="  and a salad ")],
     )
-    assert parse_blocks(reply.blocks) == [TextBlock(text="Funghi\nMargherita\nand a salad")]
+    [text] = parse_blocks(reply.blocks)
+    assert text.text == "Funghi\nMargherita\nand a salad"
     assert results(conversation)[0].content == "Funghi\nMargherita\nand a salad"
 
 
@@ -124,7 +128,7 @@ def test_typed_text_answers_a_single_choice_or_free_form_question(conversation, 
         tool_call_id="q1",
         answers=[Answer(custom="Apollo")],
     )
-    assert parse_blocks(reply.blocks) == [TextBlock(text="Apollo")]
+    assert [b.text for b in parse_blocks(reply.blocks)] == ["Apollo"]
     conversation.refresh_from_db()
     assert conversation.agent_state == AgentState.IDLE
 
@@ -143,7 +147,12 @@ def test_an_ordinary_message_answers_the_pending_question(conversation, user, mo
     user_messages = conversation.messages.filter(role=Role.USER)
     assert [parse_blocks(m.blocks)[0].text for m in user_messages] == ["Order lunch", "Surprise me"]
     assert results(conversation) == [
-        ToolResultBlock(tool_call_id="q1", content="Surprise me", reply_message_id=message.pk)
+        ToolResultBlock(
+            tool_call_id="q1",
+            content="Surprise me",
+            reply_message_id=message.pk,
+            shown_elsewhere=True,
+        )
     ]
     assert conversation.agent_state == AgentState.IDLE
     assert_history_valid(conversation)
