@@ -2,6 +2,7 @@
 double clicks, and screenshots of every form for the README."""
 
 import json
+import re
 from pathlib import Path
 
 import pytest
@@ -35,62 +36,111 @@ def last_reply(page):
     return page.locator(".message-assistant").last
 
 
-def test_single_choice_with_the_keyboard_only(page):
+def test_single_choice_focus_arrows_and_enter(page):
     log_in(page)
     new_conversation(page)
     group = ask(page, "pizza")
-    expect(group.get_by_role("textbox", name="Your answer")).to_be_focused()
-    page.keyboard.press("Shift+Tab")
-    expect(group.get_by_role("button", name="Funghi")).to_be_focused()
-    page.keyboard.press("ArrowUp")
+    # Focus on the first option, not a text box (no keyboard popping up on a phone).
+    expect(group.get_by_role("button", name="Margherita")).to_be_focused()
+    expect(group.get_by_role("textbox", name="Your answer")).to_be_hidden()
+    expect(group.get_by_role("button", name="Submit")).to_be_hidden()
+    page.keyboard.press("ArrowDown")
     expect(group.get_by_role("button", name="Pepperoni")).to_be_focused()
     page.keyboard.press("Enter")
     expect(last_reply(page)).to_contain_text("ordering: Pepperoni")
 
 
-def test_several_choices_with_space_and_ctrl_enter(page):
-    log_in(page)
-    new_conversation(page)
-    group = ask(page, "toppings")
-    page.keyboard.press("Shift+Tab")
-    expect(group.get_by_role("checkbox", name="Extra cheese")).to_be_focused()
-    page.keyboard.press("Space")
-    page.keyboard.press("ArrowUp")
-    page.keyboard.press("ArrowUp")
-    expect(group.get_by_role("checkbox", name="Onions")).to_be_focused()
-    page.keyboard.press("Space")
-    page.keyboard.press("Control+Enter")
-    expect(last_reply(page)).to_contain_text("Adding these toppings")
-    expect(page.locator(".message-user").last).to_contain_text("Extra cheese")
-    assert page.locator(".message-user").last.inner_text().splitlines()[-2:] == [
-        "Onions",
-        "Extra cheese",
-    ]
-
-
-def test_free_form_answer_and_enter_in_the_box_submits_the_typed_text(page):
-    log_in(page)
-    new_conversation(page)
-    ask(page, "name")
-    page.keyboard.type("Apollo")
-    page.keyboard.press("Enter")
-    expect(last_reply(page)).to_contain_text("The project is now called Apollo.")
-
-
-def test_typed_text_wins_over_the_first_option_on_enter(page):
+def test_number_keys_pick_the_nth_option(page):
     log_in(page)
     new_conversation(page)
     ask(page, "pizza")
+    page.keyboard.press("3")
+    expect(last_reply(page)).to_contain_text("ordering: Funghi")
+
+
+def test_other_is_the_last_option_and_reveals_the_box_and_submit(page):
+    log_in(page)
+    new_conversation(page)
+    group = ask(page, "pizza")
+    options = group.locator(".option-button .option-label")
+    expect(options).to_have_text(["Margherita", "Pepperoni", "Funghi", "Other…"])
+    page.keyboard.press("4")  # number keys reach "Other…" too
+    box = group.get_by_role("textbox", name="Your answer")
+    expect(box).to_be_focused()
+    expect(group.get_by_role("button", name="Other…")).to_have_attribute("aria-expanded", "true")
+    expect(group.get_by_role("button", name="Submit")).to_be_visible()
     page.keyboard.type("Calzone")
     page.keyboard.press("Enter")
     expect(last_reply(page)).to_contain_text("ordering: Calzone")
 
 
-def test_confirm_focuses_the_default_and_escape_leaves_the_block(page):
+def test_typed_text_is_never_silently_dropped_for_an_option(page, console_errors):
+    console_errors.expect("status of 422")  # the refusal, shown in the block
+    log_in(page)
+    new_conversation(page)
+    group = ask(page, "pizza")
+    group.get_by_role("button", name="Other…").click()
+    group.get_by_role("textbox", name="Your answer").fill("Calzone")
+    group.get_by_role("button", name="Funghi").click()
+    expect(group.get_by_role("alert")).to_have_text(
+        "Choose an option or send your own answer, not both."
+    )
+    expect(group.get_by_role("textbox", name="Your answer")).to_have_value("Calzone")
+    # Closing "Other…" keeps the text but no longer sends it: the option answers alone.
+    group.get_by_role("button", name="Other…").click()
+    group.get_by_role("button", name="Funghi").click()
+    expect(last_reply(page)).to_contain_text("ordering: Funghi")
+
+
+def test_several_choices_with_number_keys_space_and_ctrl_enter(page):
+    log_in(page)
+    new_conversation(page)
+    group = ask(page, "toppings")
+    expect(group.get_by_role("checkbox", name="Olives")).to_be_focused()
+    page.keyboard.press("1")
+    page.keyboard.press("3")
+    page.keyboard.press("ArrowDown")
+    expect(group.get_by_role("checkbox", name="Extra cheese")).to_be_focused()
+    page.keyboard.press("Space")
+    page.keyboard.press("Control+Enter")
+    expect(last_reply(page)).to_contain_text("Adding these toppings")
+    expect(group.locator(".answer-choice")).to_have_text(["Olives", "Peppers", "Extra cheese"])
+
+
+def test_an_empty_submit_shows_why_and_keeps_the_form(page, console_errors):
+    console_errors.expect("status of 422")  # the refusal, shown in the block
+    log_in(page)
+    new_conversation(page)
+    group = ask(page, "toppings")
+    group.get_by_role("checkbox", name="Other…").check()
+    group.get_by_role("button", name="Submit").click()
+    expect(group.get_by_role("alert")).to_have_text("Choose an option or type an answer first.")
+    expect(group.get_by_role("checkbox", name="Other…")).to_be_checked()
+    group.get_by_role("textbox", name="Your answer").fill("Pineapple")
+    group.get_by_role("button", name="Submit").click()
+    expect(group.locator(".answer-typed")).to_have_text("typed Pineapple")
+
+
+def test_free_form_focuses_the_box_and_enter_submits(page):
+    log_in(page)
+    new_conversation(page)
+    group = ask(page, "name")
+    expect(group.get_by_role("textbox", name="Your answer")).to_be_focused()
+    page.keyboard.type("Apollo")
+    page.keyboard.press("Enter")
+    expect(last_reply(page)).to_contain_text("The project is now called Apollo.")
+
+
+def test_confirm_names_the_action_warns_and_explains_no_and_reject(page):
     log_in(page)
     new_conversation(page)
     group = ask(page, "delete")
-    expect(group.get_by_role("button", name="No")).to_be_focused()
+    expect(group.get_by_role("heading", name="Delete 23 unused test files")).to_be_visible()
+    expect(group.get_by_role("button", name="No")).to_be_focused()  # the tool's default
+    expect(group.get_by_role("button", name="Yes")).to_have_class(re.compile("option-danger"))
+    expect(group.get_by_role("button", name="Reject")).to_have_accessible_description(
+        re.compile("leaves the question unanswered and stops the agent")
+    )
     page.keyboard.press("Escape")
     expect(page.get_by_role("textbox", name="Message")).to_be_focused()
     group.get_by_role("button", name="No").focus()
@@ -100,15 +150,15 @@ def test_confirm_focuses_the_default_and_escape_leaves_the_block(page):
     expect(last_reply(page)).to_contain_text('"confirmed": true')
 
 
-def test_several_questions_answered_together(page):
+def test_several_questions_answered_together_each_answer_under_its_question(page):
     log_in(page)
     new_conversation(page)
     group = ask(page, "setup")
     group.get_by_role("radio", name="SQLite").check()
-    group.get_by_role("checkbox", name="Export").check()
-    group.get_by_role("group", name="Which features should be enabled?").get_by_role(
-        "textbox", name="Your answer"
-    ).fill("Audit log")
+    features = group.get_by_role("group", name="Which features should be enabled?")
+    features.get_by_role("checkbox", name="Export").check()
+    features.get_by_role("checkbox", name="Other…").check()
+    features.get_by_role("textbox", name="Your answer").fill("Audit log")
     group.get_by_role("button", name="Submit").click()
     expect(last_reply(page)).to_contain_text('"Audit log"]}}')
     reply = last_reply(page).inner_text()
@@ -119,15 +169,20 @@ def test_several_questions_answered_together(page):
             "Which features should be enabled?": ["Export", "Audit log"],
         }
     }
+    items = group.locator(".question-item")
+    expect(items.nth(0).locator(".question-answer")).to_have_text("Answer: SQLite")
+    expect(items.nth(1).locator(".answer-choice")).to_have_text(["Export"])
+    expect(items.nth(1).locator(".answer-typed")).to_have_text("typed Audit log")
 
 
 def test_several_questions_with_the_keyboard_only(page):
     log_in(page)
     new_conversation(page)
     group = ask(page, "setup")
-    page.keyboard.press("Shift+Tab")
-    expect(group.get_by_role("radio", name="SQLite")).to_be_focused()
-    page.keyboard.press("Space")
+    expect(group.get_by_role("radio", name="PostgreSQL")).to_be_focused()
+    page.keyboard.press("2")
+    expect(group.get_by_role("radio", name="SQLite")).to_be_checked()
+    page.keyboard.press("ArrowDown")
     page.keyboard.press("ArrowDown")
     expect(group.get_by_role("checkbox", name="Search")).to_be_focused()
     page.keyboard.press("Space")
@@ -142,13 +197,12 @@ def test_a_reload_while_pending_shows_the_question_and_it_still_answers(page):
     ask(page, "pizza")
     page.reload()
     group = page.get_by_role("group", name="Pizza")
-    expect(group.get_by_role("textbox", name="Your answer")).to_be_focused()
+    expect(group.get_by_role("button", name="Margherita")).to_be_focused()
     group.get_by_role("button", name="Funghi").click()
     expect(last_reply(page)).to_contain_text("ordering: Funghi")
 
 
-def test_a_double_click_sends_one_answer(page, console_errors):
-    console_errors.expect("status of 409")  # a second click that gets through is refused
+def test_a_double_click_sends_one_answer(page):
     log_in(page)
     new_conversation(page)
     group = ask(page, "pizza")
@@ -158,13 +212,85 @@ def test_a_double_click_sends_one_answer(page, console_errors):
     expect(page.locator(".message-tool")).to_have_count(1)
 
 
+def hold_pushes(page) -> dict:
+    """Route the page's websocket through the test: while `held["on"]`, nothing the server
+    pushes reaches the page, as on a slow or briefly broken connection."""
+    held = {"on": False}
+
+    def route(ws):
+        server = ws.connect_to_server()
+        server.on_message(lambda message: None if held["on"] else ws.send(message))
+
+    page.route_web_socket(re.compile(r"/ws/"), route)
+    return held
+
+
+def test_an_already_answered_question_says_so_in_the_block(page, console_errors):
+    console_errors.expect("status of 409")  # the refusal, shown in the block
+    held = hold_pushes(page)
+    log_in(page)
+    new_conversation(page)
+    group = ask(page, "pizza")
+    held["on"] = True
+    # Answered elsewhere (another device) while this tab has not heard of it yet.
+    url = group.locator("form").get_attribute("action")
+    token = page.locator("input[name=csrfmiddlewaretoken]").first.input_value()
+    answered = page.request.post(url, form={"q0": "Pepperoni", "csrfmiddlewaretoken": token})
+    assert answered.ok
+    group.get_by_role("button", name="Funghi").click()
+    expect(group.get_by_role("alert")).to_have_text("This question was already answered.")
+    held["on"] = False
+
+
+def test_a_refused_stop_is_shown_beside_the_button(page, console_errors):
+    console_errors.expect("status of 409")  # the refusal, shown beside the button
+    held = hold_pushes(page)
+    log_in(page)
+    new_conversation(page)
+    page.get_by_role("textbox", name="Message").fill("What time is it?")
+    page.get_by_role("textbox", name="Message").press("Enter")
+    stop = page.get_by_role("button", name="Stop")
+    expect(stop).to_be_visible()
+    held["on"] = True
+    page.wait_for_timeout(3000)  # the scripted turn ends meanwhile; this tab still shows Stop
+    stop.click()
+    expect(page.locator("#stop-alert")).to_have_text("The agent is not running.")
+
+
+def test_a_network_failure_is_shown_and_the_answer_kept(page, context, console_errors):
+    console_errors.expect("ERR_INTERNET_DISCONNECTED")
+    console_errors.expect("WebSocket")
+    console_errors.expect("htmx:")  # htmx reports the failed request; the page says it
+    log_in(page)
+    new_conversation(page)
+    group = ask(page, "name")
+    group.get_by_role("textbox", name="Your answer").fill("Apollo")
+    context.set_offline(True)
+    group.get_by_role("button", name="Submit").click()
+    expect(group.get_by_role("alert")).to_have_text(
+        "Parley could not be reached. Check your connection and try again."
+    )
+    expect(group.get_by_role("textbox", name="Your answer")).to_have_value("Apollo")
+    context.set_offline(False)
+
+
 @pytest.mark.parametrize(
     ("locale", "texts"),
     [
-        ("zh-CN", {"answer": "你的回答", "submit": "提交", "reject": "拒绝", "rejected": "已拒绝"}),
+        (
+            "zh-CN",
+            {
+                "other": "其他…",
+                "answer": "你的回答",
+                "submit": "提交",
+                "reject": "拒绝",
+                "rejected": "已拒绝",
+            },
+        ),
         (
             "pt-BR",
             {
+                "other": "Outra…",
                 "answer": "Sua resposta",
                 "submit": "Enviar resposta",
                 "reject": "Recusar",
@@ -183,6 +309,7 @@ def test_the_question_block_in_each_language(open_page, parley_server, locale, t
     page.locator("#composer-text").fill("toppings")
     page.locator("#composer-text").press("Enter")
     group = page.get_by_role("group", name="Toppings")
+    group.get_by_role("checkbox", name=texts["other"]).check()
     expect(group.get_by_role("textbox", name=texts["answer"])).to_be_visible()
     expect(group.get_by_role("button", name=texts["submit"])).to_be_visible()
     group.get_by_role("button", name=texts["reject"]).click()
@@ -199,33 +326,72 @@ def axe_violations(page) -> list[dict]:
     ]
 
 
-def test_every_form_pending_and_resolved_passes_axe_and_is_photographed(open_page, parley_server):
+VIEWPORTS = {
+    "": {"viewport": {"width": 900, "height": 900}},
+    "-phone": {"viewport": {"width": 390, "height": 844}, "is_mobile": True, "has_touch": True},
+}
+
+
+def scrolls_sideways(page) -> bool:
+    return page.evaluate("document.documentElement.scrollWidth > window.innerWidth")
+
+
+@pytest.mark.parametrize("suffix", list(VIEWPORTS))
+def test_every_form_pending_and_resolved_passes_axe_and_is_photographed(
+    open_page, parley_server, suffix
+):
     # The page's CSP allows no inline script; axe is injected for the scan only.
-    page = open_page(parley_server, bypass_csp=True, viewport={"width": 900, "height": 900})
+    page = open_page(parley_server, bypass_csp=True, **VIEWPORTS[suffix])
     SCREENSHOTS.mkdir(parents=True, exist_ok=True)
     log_in(page)
     for word, (_, shot) in FORMS.items():
         new_conversation(page)
         group = ask(page, word)
+        if word == "pizza":
+            group.get_by_role("button", name="Other…").click()
         assert axe_violations(page) == [], word
-        group.screenshot(path=str(SCREENSHOTS / f"{shot}-pending.png"))
+        assert not scrolls_sideways(page), word
+        group.screenshot(path=str(SCREENSHOTS / f"{shot}-pending{suffix}.png"))
         if word == "setup":
             group.get_by_role("radio", name="PostgreSQL").check()
             group.get_by_role("checkbox", name="Search").check()
-            group.get_by_role("button", name="Submit").click()
+            submit = group.get_by_role("button", name="Submit")
+            submit.scroll_into_view_if_needed()
+            expect(submit).to_be_in_viewport()
+            submit.click()
         elif word == "name":
             group.get_by_role("textbox", name="Your answer").fill("Apollo")
             group.get_by_role("button", name="Submit").click()
         elif word == "toppings":
             group.get_by_role("checkbox", name="Olives").check()
             group.get_by_role("checkbox", name="Onions").check()
+            group.get_by_role("checkbox", name="Other…").check()
+            group.get_by_role("textbox", name="Your answer").fill("Pineapple")
             group.get_by_role("button", name="Submit").click()
         elif word == "delete":
             group.get_by_role("button", name="Reject").click()
         else:
-            group.get_by_role("button", name="Margherita").click()
+            group.get_by_role("textbox", name="Your answer").fill("Calzone")
+            group.get_by_role("button", name="Submit").click()
         expect(group.get_by_role("button")).to_have_count(0)
         expect(page.get_by_role("status").filter(has_text="replying")).to_have_count(0)
         assert axe_violations(page) == [], word
-        group.screenshot(path=str(SCREENSHOTS / f"{shot}-resolved.png"))
+        assert not scrolls_sideways(page), word
+        group.screenshot(path=str(SCREENSHOTS / f"{shot}-resolved{suffix}.png"))
         page.get_by_role("link", name="All conversations").click()
+
+
+def test_no_page_scrolls_sideways_on_a_phone_and_touch_shows_no_enter_hint(
+    open_page, parley_server
+):
+    page = open_page(parley_server, **VIEWPORTS["-phone"])
+    page.goto("/")
+    assert not scrolls_sideways(page), "login"
+    log_in(page)
+    assert not scrolls_sideways(page), "conversations"
+    new_conversation(page)
+    assert not scrolls_sideways(page), "conversation"
+    expect(page.get_by_text("Enter sends")).to_be_hidden()
+    expect(page.get_by_role("button", name="Log out")).to_be_in_viewport()
+    page.get_by_role("link", name="API tokens").click()
+    assert not scrolls_sideways(page), "tokens"

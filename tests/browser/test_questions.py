@@ -24,18 +24,25 @@ def test_clicking_an_option_answers_and_the_agent_resumes(page):
     expect(page.locator(".message-assistant").last).to_contain_text("Great, ordering: Pepperoni.")
     expect(question.get_by_role("button")).to_have_count(0)
     expect(question).to_contain_text("Answer: Pepperoni")
-    # The label was inserted as the user's message.
-    expect(transcript_items(page).filter(has_text="Pepperoni").first).to_be_visible()
+    # The answer shows once, in the block: seed 000's inserted message (in the data and the
+    # API) is not shown again as a bubble, nor the tool result as a card.
+    expect(page.locator(".message-user:visible")).to_have_count(1)
     expect(page.locator(".message-user")).to_have_count(2)
+    expect(page.get_by_text("Tool result")).to_have_count(0)
+    expect(transcript_items(page).filter(has_text="Pepperoni")).to_have_count(2)  # block, reply
 
 
 def test_typing_a_custom_answer(page):
     question = ask(page)
+    expect(question.get_by_role("textbox", name="Your answer")).to_be_hidden()
+    expect(question.get_by_role("button", name="Submit")).to_be_hidden()
+    question.get_by_role("button", name="Other…").click()
     question.get_by_role("textbox", name="Your answer").fill("Quattro formaggi")
     question.get_by_role("button", name="Submit").click()
     expect(page.locator(".message-assistant").last).to_contain_text("ordering: Quattro formaggi")
     expect(question.get_by_role("textbox")).to_have_count(0)
-    expect(page.locator(".message-user").last).to_have_text("You\nQuattro formaggi")
+    # Marked as typed, under its question.
+    expect(question.locator(".answer-typed")).to_have_text("typed Quattro formaggi")
 
 
 def test_an_ordinary_message_answers_the_question(page):
@@ -45,9 +52,9 @@ def test_an_ordinary_message_answers_the_question(page):
     expect(page.locator(".message-assistant").last).to_contain_text(
         "ordering: Whatever is vegetarian"
     )
-    expect(question).to_contain_text("Answer: Whatever is vegetarian")
-    # No extra message: the user's own message is the answer.
-    expect(page.locator(".message-user")).to_have_count(2)
+    # The user's own message is the answer: it stays, and the block points to it.
+    expect(question).to_contain_text("Answered by your message.")
+    expect(page.locator(".message-user:visible")).to_have_count(2)
 
 
 def test_rejecting_inserts_nothing_and_stops(page):
@@ -57,6 +64,9 @@ def test_rejecting_inserts_nothing_and_stops(page):
     expect(question.get_by_role("button")).to_have_count(0)
     expect(page.locator(".message-user")).to_have_count(1)
     expect(page.get_by_text("Sending a message answers the question.")).to_have_count(0)
+    # What happened, and what to do next; no "Tool error" card.
+    expect(page.get_by_role("status").filter(has_text="so the agent stopped")).to_be_visible()
+    expect(page.get_by_text("Tool error")).to_have_count(0)
 
 
 def test_multi_select_and_an_answer_seen_live_in_another_tab(context, page):
@@ -70,12 +80,12 @@ def test_multi_select_and_an_answer_seen_live_in_another_tab(context, page):
     question.get_by_role("checkbox", name="Olives").check()
     question.get_by_role("checkbox", name="Extra cheese").check()
     other_question = other.get_by_role("group", name="Toppings")
-    expect(other_question.get_by_role("checkbox")).to_have_count(4)
+    expect(other_question.get_by_role("checkbox")).to_have_count(5)  # four, and "Other…"
     question.get_by_role("button", name="Submit").click()
     # The other tab's form is replaced in place: no stale inputs left to click.
     expect(other_question.get_by_role("checkbox")).to_have_count(0)
     expect(other_question).to_contain_text("Answer: Olives")
-    expect(other_question).to_contain_text("Extra cheese")
+    expect(other_question.locator(".answer-choice")).to_have_text(["Olives", "Extra cheese"])
     expect(other.locator(".message-assistant").last).to_contain_text("Adding these toppings")
 
 
