@@ -5,6 +5,7 @@ import pytest
 from chat import runtime, services
 from chat.blocks import TextBlock, ToolCallBlock, ToolResultBlock, parse_blocks
 from chat.models import AgentState, Role
+from chat.providers.base import CAUSE_CREDENTIALS, CAUSE_UNREACHABLE
 from tests.fake_llm import FakeLLM
 
 pytestmark = pytest.mark.django_db(transaction=True)
@@ -132,4 +133,14 @@ def test_an_auth_error_is_not_retried_and_shows_an_error(provider, fake_llm, con
     conversation.refresh_from_db()
     assert conversation.agent_state == AgentState.ERROR
     assert len(fake_llm.requests) == 1
-    assert transcript(conversation)[-1][1][0].type == "error"
+    [error] = transcript(conversation)[-1][1]
+    # The card says why in words for people, with the SDK's real error behind it.
+    assert (error.type, error.detail) == ("error", CAUSE_CREDENTIALS)
+
+
+def test_an_unreachable_provider_says_so(provider, fake_llm, conversation, user, settings):
+    settings.AGENT_RETRIES = 0
+    fake_llm.close()  # nothing listens there any more
+    services.post_user_message(user=user, conversation_id=conversation.pk, text="hi")
+    [error] = transcript(conversation)[-1][1]
+    assert (error.type, error.detail) == ("error", CAUSE_UNREACHABLE)

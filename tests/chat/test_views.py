@@ -2,6 +2,7 @@ import pytest
 from django.urls import reverse
 
 from chat import services
+from chat.errors import NothingToRetry, NothingToStop
 from chat.models import AgentState, Conversation, Message, Role
 from tests.factories import add_message, fail_turn
 
@@ -217,3 +218,13 @@ def test_control_characters_never_reach_the_database(client_ada, conversation, d
     rename = reverse("chat:conversation_rename", args=[conversation.pk])
     client_ada.post(rename, {"title": "T\x00itle"})
     assert Conversation.objects.get().title == "Title"
+
+
+def test_a_refused_retry_or_stop_goes_to_the_alert_beside_its_button(client_ada, conversation):
+    htmx = {"HX-Request": "true"}
+    retry = client_ada.post(reverse("chat:retry", args=[conversation.pk]), headers=htmx)
+    assert (retry.status_code, retry["HX-Retarget"]) == (409, "#retry-alert")
+    assert retry.content.decode() == str(NothingToRetry.default_message)
+    stop = client_ada.post(reverse("chat:stop", args=[conversation.pk]), headers=htmx)
+    assert (stop.status_code, stop["HX-Retarget"]) == (409, "#stop-alert")
+    assert stop.content.decode() == str(NothingToStop.default_message)

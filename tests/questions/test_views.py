@@ -48,6 +48,8 @@ def test_answering_over_htmx_is_204_and_a_second_answer_is_409(client, asked):
     assert asked.agent_state == AgentState.IDLE
     again = client.post(answer_url(asked), {"q0": "Funghi"}, headers=HTMX)
     assert again.status_code == 409
+    # Shown in the block's alert, whatever the form asked to swap.
+    assert (again["HX-Retarget"], again["HX-Reswap"]) == ("#question-q1-alert", "innerHTML")
     assert again.content.decode() == str(QuestionAlreadyResolved.default_message)
     assert asked.messages.filter(role=Role.USER).count() == 2
 
