@@ -5,13 +5,18 @@ import asyncio
 
 import pytest
 from asgiref.sync import async_to_sync
+from channels.routing import URLRouter
+from channels.testing import WebsocketCommunicator
 from django.db import transaction
+from django.urls import reverse
 
 from chat import runtime, selectors, services, subagents, transcript, turns
 from chat.blocks import ToolCallBlock, ToolResultBlock, parse_blocks
 from chat.errors import ConversationNotFound
 from chat.models import AgentState, Conversation, Role
 from chat.providers.base import TextDelta, ToolCallRequest
+from chat.routing import websocket_urlpatterns
+from tests.factories import add_message
 from tests.fakes import FakeProvider
 
 pytestmark = pytest.mark.django_db(transaction=True)
@@ -70,7 +75,8 @@ def test_children_are_hidden_and_reachable_only_through_the_parent(conversation,
     assert "Six times seven is <strong>42</strong>" in page
 
 
-def test_spawning_is_idempotent_and_the_result_is_recorded_once(conversation, user, dispatched):
+def waiting_parent(conversation, user) -> tuple[turns.Lease, ToolCallBlock]:
+    """The conversation's turn at a spawn_agents call, claimed (its runner's lease)."""
     services.post_user_message(user=user, conversation_id=conversation.pk, text="hi")
     call = ToolCallBlock(id="call_s", name="spawn_agents", arguments={})
     with transaction.atomic():
@@ -78,7 +84,11 @@ def test_spawning_is_idempotent_and_the_result_is_recorded_once(conversation, us
         transcript.append_message(locked, role=Role.ASSISTANT, blocks=[call])
         locked.agent_state = AgentState.TOOL_EXECUTING
         transcript.save_conversation(locked)
-    lease = turns.claim(conversation.pk).lease
+    return turns.claim(conversation.pk).lease, call
+
+
+def test_spawning_is_idempotent_and_the_result_is_recorded_once(conversation, user, dispatched):
+    lease, call = waiting_parent(conversation, user)
     tasks = [("One", "first task"), ("", "second task")]
     turns.spawn_subagents(lease, call, tasks)
     turns.spawn_subagents(lease, call, tasks)  # a runner that took over does it again
@@ -176,3 +186,47 @@ def test_stop_on_the_parent_stops_its_children(conversation, user, dispatched, m
         assert subagents.subagents_of(conversation)[0].status == "stopped"
         # Fenced: no runner can claim the child's turn any more.
         assert turns.claim(child.pk) is None
+
+
+def test_a_childs_changes_stream_into_the_parents_socket(conversation, user, dispatched):
+    lease, call = waiting_parent(conversation, user)
+    turns.spawn_subagents(lease, call, [("One", "first task"), ("Two", "second task")])
+    first, second = conversation.children.order_by("subagent_index")
+    conversation.refresh_from_db()
+
+    async def watch():
+        communicator = WebsocketCommunicator(
+            URLRouter(websocket_urlpatterns), f"/ws/conversations/{conversation.pk}/"
+        )
+        communicator.scope["user"] = user
+        assert (await communicator.connect())[0]
+        # Up to date with the parent: only the children's sections are sent, once.
+        await communicator.send_json_to({"type": "sync", "after": conversation.seq})
+        html = await communicator.receive_from()
+        for child in (first, second):
+            assert f'<span id="subagent-{child.pk}-status" ' in html
+            assert f'<ol id="subagent-{child.pk}-body" ' in html
+        assert "Working…" in html and "first task" in html
+        await subagents.db(add_message)(first.pk, "Half way there")
+        html = await communicator.receive_from()
+        assert f'id="subagent-{first.pk}-body"' in html and "Half way there" in html
+        assert f"subagent-{second.pk}" not in html
+        assert await communicator.receive_nothing(0.3)
+        await communicator.disconnect()
+
+        # A child's own socket is refused: it is read through its parent only.
+        child_socket = WebsocketCommunicator(
+            URLRouter(websocket_urlpatterns), f"/ws/conversations/{first.pk}/"
+        )
+        child_socket.scope["user"] = user
+        assert not (await child_socket.connect())[0]
+
+    async_to_sync(watch)()
+
+
+def test_the_admin_shows_children_under_the_parent(admin_client, conversation, user):
+    services.post_user_message(user=user, conversation_id=conversation.pk, text="research")
+    url = reverse("admin:chat_conversation_change", args=[conversation.pk])
+    html = admin_client.get(url).content.decode()
+    assert "Sub-agent 1: Clock" in html and "Sub-agent 2: Arithmetic" in html
+    assert "Six times seven is **42**" in html
