@@ -10,6 +10,9 @@ Every transition commits before its effect runs: the step counter before the mod
 `tool_executing` before the tools run, each tool result before the next tool. A runner holds a
 lease on the conversation; each of its writes presents the lease's fencing token, so a runner
 whose lease was taken over (it stalled, or the user pressed Stop) can no longer write.
+
+A sub-agent's turn (chat.subagents) is an ordinary turn of a child conversation; its parent
+waits in tool_executing, and stopping or failing the parent stops the running children.
 """
 
 import os
