@@ -25,7 +25,13 @@ from chat import events, turns
 from chat.blocks import ErrorBlock, TextBlock, ToolCallBlock, ToolResultBlock, parse_blocks
 from chat.models import AgentState, Conversation, Message, Role
 from chat.text import clean_text
-from chat.tools import MAX_RESULT_CHARS, AgentContext, ToolInput, ToolSpec
+from chat.tools import (
+    MAX_RESULT_CHARS,
+    AgentContext,
+    ToolInput,
+    ToolSpec,
+    invalid_arguments,
+)
 
 db = database_sync_to_async
 
@@ -89,12 +95,8 @@ async def run(lease: turns.Lease, call: ToolCallBlock, context: AgentContext) ->
     try:
         arguments = SpawnAgentsInput.model_validate(call.arguments)
     except ValidationError as error:
-        details = "; ".join(
-            f"{'.'.join(str(p) for p in e['loc']) or 'input'}: {e['msg']}" for e in error.errors()
-        )
-        await db(turns.record_tool_result)(
-            lease, ToolResultBlock.error(call.id, f"Invalid arguments for {TOOL_NAME}: {details}")
-        )
+        invalid = ToolResultBlock.error(call.id, invalid_arguments(TOOL_NAME, error))
+        await db(turns.record_tool_result)(lease, invalid)
         return
     tasks = [(task.title, task.task) for task in arguments.tasks]
     await db(turns.spawn_subagents)(lease, call, tasks)

@@ -5,7 +5,7 @@ import time
 
 from playwright.sync_api import expect
 
-from tests.browser.pages import log_in, new_conversation
+from tests.browser.pages import log_in, new_conversation, send
 
 CLOCK_DONE = "read from the clock tool just now."
 ARITHMETIC_DONE = "worked out with the calculator tool."
@@ -22,8 +22,7 @@ def test_two_subagents_stream_into_the_parents_transcript(open_page, start_serve
     page = open_page(server, locale="en-US")
     log_in(page)
     new_conversation(page)
-    page.get_by_role("textbox", name="Message").fill("Please research this")
-    page.get_by_role("textbox", name="Message").press("Enter")
+    send(page, "Please research this")
 
     clock, arithmetic = section(page, 1), section(page, 2)
     expect(clock).to_contain_text("Sub-agent 1: Clock", timeout=20_000)
@@ -68,8 +67,7 @@ def test_stop_on_the_parent_stops_its_subagents(open_page, start_server):
     page = open_page(server, locale="en-US")
     log_in(page)
     new_conversation(page)
-    page.get_by_role("textbox", name="Message").fill("delegate")
-    page.get_by_role("textbox", name="Message").press("Enter")
+    send(page, "delegate")
     clock, arithmetic = section(page, 1), section(page, 2)
     expect(clock).to_contain_text("I am the clock sub-agent.", timeout=20_000)
     expect(arithmetic).to_contain_text("I am the arithmetic sub-agent.", timeout=20_000)

@@ -224,9 +224,12 @@ def test_a_childs_changes_stream_into_the_parents_socket(conversation, user, dis
     async_to_sync(watch)()
 
 
-def test_the_admin_shows_children_under_the_parent(admin_client, conversation, user):
+def test_the_admin_shows_children_under_the_parent(client, admin_user, conversation, user):
     services.post_user_message(user=user, conversation_id=conversation.pk, text="research")
+    client.force_login(admin_user)
     url = reverse("admin:chat_conversation_change", args=[conversation.pk])
-    html = admin_client.get(url).content.decode()
+    response = client.get(url)
+    assert response.status_code == 200, response
+    html = response.content.decode()
     assert "Sub-agent 1: Clock" in html and "Sub-agent 2: Arithmetic" in html
     assert "Six times seven is **42**" in html
