@@ -97,7 +97,8 @@ def test_spawning_is_idempotent_and_the_result_is_recorded_once(conversation, us
     assert len(children) == 2
     assert subagents.outcome(conversation.pk, "call_s") is None  # still running
     for child in children:
-        turns.stop_turn(transcript.lock(child.pk))
+        with transaction.atomic():
+            turns.stop_turn(transcript.lock(child.pk))
     result = subagents.outcome(conversation.pk, "call_s")
     turns.record_tool_result(lease, result)
     turns.record_tool_result(lease, result)
