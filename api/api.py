@@ -15,6 +15,7 @@ from api.waiting import wait_until_settled
 from chat import services
 from chat.errors import ParleyError
 from chat.selectors import conversation_for_user, conversations_for_user
+from chat.subagents import subagents_of
 from questions import services as questions
 from questions.schemas import Question
 from questions.selectors import pending_question, pending_questions_for_user
@@ -105,9 +106,19 @@ class PendingQuestionOut(Schema):
     options: list[str] | None = Field(None, description="Its option labels (one question).")
 
 
+class SubagentOut(ConversationOut):
+    toolCallId: str = Field(description="The parent's spawn_agents call that started it.")
+    number: int = Field(description="Its task's place in that call, from 1.")
+    status: str = Field(description="running, done, failed or stopped")
+    messages: list[MessageOut]
+
+
 class ConversationDetail(ConversationOut):
     pendingQuestion: PendingQuestionOut | None = None
     messages: list[MessageOut]
+    children: list[SubagentOut] = Field(
+        description="The sub-agents this conversation's agent started, in order."
+    )
 
 
 class AgentResult(Schema):
@@ -160,6 +171,7 @@ def get_conversation(request, conversation_id: int):
         **results.conversation_data(conversation),
         "pendingQuestion": results.pending_question_data(pending_question(conversation)),
         "messages": [results.message_data(m) for m in conversation.messages.order_by("order")],
+        "children": [results.subagent_data(s) for s in subagents_of(conversation)],
     }
 
 

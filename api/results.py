@@ -2,6 +2,7 @@
 
 from chat.blocks import TextBlock, parse_blocks
 from chat.models import RUNNING_STATES, AgentState, Conversation, Message, Role
+from chat.subagents import Subagent
 from questions.selectors import PendingQuestion, pending_question
 
 STATUS = {
@@ -33,6 +34,16 @@ def conversation_data(conversation: Conversation) -> dict:
         "seq": conversation.seq,
         "createdAt": conversation.created_at.isoformat(),
         "updatedAt": conversation.updated_at.isoformat(),
+    }
+
+
+def subagent_data(subagent: Subagent) -> dict:
+    return {
+        **conversation_data(subagent.conversation),
+        "toolCallId": subagent.conversation.parent_tool_call_id,
+        "number": subagent.number,
+        "status": subagent.status,
+        "messages": [message_data(m) for m in subagent.messages],
     }
 
 

@@ -6,15 +6,25 @@ from django.template.loader import render_to_string
 from django.utils.translation import gettext_lazy as _
 
 from chat.models import Conversation, Message
+from chat.subagents import subagents_of
 
 
 @admin.register(Conversation)
 class ConversationAdmin(admin.ModelAdmin):
-    list_display = ["__str__", "owner", "agent_state", "message_count", "updated_at"]
-    list_filter = ["agent_state", "updated_at"]
+    list_display = ["__str__", "owner", "agent_state", "message_count", "parent", "updated_at"]
+    list_filter = ["agent_state", ("parent", admin.EmptyFieldListFilter), "updated_at"]
     search_fields = ["title", "owner__username"]
-    list_select_related = ["owner"]
-    fields = ["title", "owner", "agent_state", "created_at", "updated_at", "transcript"]
+    list_select_related = ["owner", "parent"]
+    fields = [
+        "title",
+        "owner",
+        "agent_state",
+        "parent",
+        "created_at",
+        "updated_at",
+        "transcript",
+        "subagents",
+    ]
     readonly_fields = fields
 
     class Media:
@@ -32,6 +42,13 @@ class ConversationAdmin(admin.ModelAdmin):
         # The template autoescapes every message; nothing stored is trusted as HTML.
         messages = conversation.messages.order_by("order")
         return render_to_string("admin/chat/transcript.html", {"messages": messages})
+
+    @admin.display(description=_("sub-agents"))
+    def subagents(self, conversation: Conversation) -> str:
+        """The sub-agents this conversation's agent started, each with its transcript."""
+        return render_to_string(
+            "admin/chat/subagents.html", {"subagents": subagents_of(conversation)}
+        )
 
     def has_add_permission(self, request) -> bool:
         return False

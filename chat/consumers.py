@@ -5,6 +5,10 @@ opens, including after every reconnect. From then on, each `chat.changed` event 
 consumer re-read what changed after the last change it sent and push the same partials the
 page renders: new messages are appended, changed ones replaced in place. A dropped
 connection, a lost event or a burst of events all end the same way: no gaps, no duplicates.
+
+Sub-agents (chat.subagents) stream into their parent's page: each change of a child is also
+announced to the parent's group (`chat.subagent_changed`), and the consumer then pushes the
+status and transcript of every child changed since the child cursor it last sent.
 """
 
 import asyncio
@@ -21,6 +25,7 @@ from django.utils import translation
 from chat.errors import ConversationNotFound
 from chat.events import conversation_group
 from chat.selectors import conversation_for_user, transcript_changes
+from chat.subagents import changed_subagents
 
 # Close codes in the private range: the page does not reconnect after them.
 CLOSE_NOT_FOUND = 4404
@@ -41,6 +46,7 @@ class ConversationConsumer(AsyncWebsocketConsumer):
         self.user = self.scope.get("user")
         self.conversation_id = self.scope["url_route"]["kwargs"]["conversation_id"]
         self.sent_seq: int | None = None  # unknown until the client says what it has
+        self.sent_subagents: dict[int, int] = {}  # child id -> the child's cursor sent
         self.pushing = asyncio.Lock()  # one push at a time: each reads from the last cursor
         self.recheck: asyncio.Task | None = None
         self.session_checked = time.monotonic()
@@ -76,6 +82,12 @@ class ConversationConsumer(AsyncWebsocketConsumer):
         if self.sent_seq is not None and event["seq"] > self.sent_seq:
             await self.push_changes()
 
+    async def chat_subagent_changed(self, event: dict) -> None:
+        if self.sent_seq is not None and event["seq"] > self.sent_subagents.get(
+            event["child_id"], -1
+        ):
+            await self.push_changes()
+
     async def push_changes(self) -> None:
         async with self.pushing:
             try:
@@ -105,17 +117,27 @@ class ConversationConsumer(AsyncWebsocketConsumer):
         """The OOB fragments for everything changed after `after`, the new cursor, and
         whether a turn is running."""
         self.check_session()
+        # Children first: one that exists now is also in the parent's changes read after it
+        # (or already on the page), so its section is there for the pushed parts to replace.
+        parent = conversation_for_user(user=self.user, conversation_id=self.conversation_id)
+        subagents = changed_subagents(parent, self.sent_subagents)
         changes = transcript_changes(
             user=self.user, conversation_id=self.conversation_id, after=after
         )
         running = changes.conversation.is_running
-        if changes.cursor == after:
+        if changes.cursor == after and not subagents:
             return "", after, running
         with translation.override(self.language()):
             html = render_to_string(
                 "chat/conversation.html#changes",
-                {"conversation": changes.conversation, "changes": changes, "after": after},
+                {
+                    "conversation": changes.conversation,
+                    "changes": changes,
+                    "after": after,
+                    "subagents": subagents,
+                },
             )
+        self.sent_subagents.update({s.pk: s.conversation.seq for s in subagents})
         return html, changes.cursor, running
 
     def check_session(self) -> None:

@@ -35,6 +35,17 @@ def conversation_changed(conversation_id: int, seq: int) -> dict:
     return {"type": "chat.changed", "conversation_id": conversation_id, "seq": seq}
 
 
+def subagent_changed(parent_id: int, child_id: int, seq: int) -> dict:
+    """Sent to the parent's group: a sub-agent's conversation changed up to its own `seq`
+    (a cursor of the child's, not comparable with the parent's)."""
+    return {
+        "type": "chat.subagent_changed",
+        "conversation_id": parent_id,
+        "child_id": child_id,
+        "seq": seq,
+    }
+
+
 # Set when this process begins to shut down: every subscription stops waiting, so event
 # streams and `wait` calls end with a response instead of being cut off.
 _closing = asyncio.Event()

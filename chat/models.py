@@ -49,6 +49,19 @@ class Conversation(models.Model):
     # Times the current turn paused for the user (chat.pausing); each pausing tool sets its
     # own bound, such as QUESTION_MAX_PER_TURN.
     turn_pauses = models.PositiveIntegerField(_("pauses this turn"), default=0)
+    # A sub-agent's conversation (chat.subagents) belongs to the parent conversation's tool
+    # call that spawned it, as task number `subagent_index` of that call. It has the parent's
+    # owner, but is shown and reached only through the parent.
+    parent = models.ForeignKey(
+        "self",
+        on_delete=models.CASCADE,
+        null=True,
+        blank=True,
+        related_name="children",
+        verbose_name=_("parent conversation"),
+    )
+    parent_tool_call_id = models.CharField(_("parent tool call"), max_length=64, blank=True)
+    subagent_index = models.PositiveSmallIntegerField(_("sub-agent number"), default=0)
 
     class Meta:
         verbose_name = _("conversation")
@@ -61,7 +74,13 @@ class Conversation(models.Model):
         constraints = [
             models.CheckConstraint(
                 condition=Q(agent_state__in=AgentState.values), name="conversation_agent_state"
-            )
+            ),
+            # Spawning is idempotent: a runner that takes over a spawn finds the children made.
+            models.UniqueConstraint(
+                fields=["parent", "parent_tool_call_id", "subagent_index"],
+                condition=Q(parent__isnull=False),
+                name="conversation_subagent_unique",
+            ),
         ]
 
     def __str__(self) -> str:
@@ -70,6 +89,10 @@ class Conversation(models.Model):
     @property
     def is_running(self) -> bool:
         return self.agent_state in RUNNING_STATES
+
+    @property
+    def is_subagent(self) -> bool:
+        return self.parent_id is not None
 
 
 class Role(models.TextChoices):

@@ -14,7 +14,7 @@ import time
 from channels.db import database_sync_to_async
 from django.conf import settings
 
-from chat import pausing, selectors, tools, turns
+from chat import pausing, selectors, subagents, tools, turns
 from chat.blocks import TextBlock, ToolCallBlock, ToolResultBlock, parse_blocks
 from chat.errors import ConversationNotFound
 from chat.models import AgentState
@@ -102,7 +102,7 @@ async def request_model(
 ) -> tuple[str, list[ToolCallBlock]]:
     """One model response, retried with backoff on retryable failures."""
     writer = StreamWriter(lease)
-    specs = tools.specs(context)
+    specs = tools.specs(context) + subagents.specs(context)
     for attempt in range(settings.AGENT_RETRIES + 1):
         writer.restart()
         calls: list[ToolCallBlock] = []
@@ -154,7 +154,9 @@ async def run_tools(lease: turns.Lease, context: AgentContext) -> bool:
         await db(turns.refuse_tool_calls)(lease, calls, result=refusal.result, error=refusal.error)
         return False
     for call in calls:
-        if (handler := pausing.handler_for(call.name)) is not None:
+        if subagents.handles(call.name):
+            await subagents.run(lease, call, context)  # returns when every child has ended
+        elif (handler := pausing.handler_for(call.name)) is not None:
             if await handler.run(lease, call, context):
                 return True
         else:
@@ -199,7 +201,9 @@ async def run_turn(conversation_id: int, *, is_subagent: bool = False) -> None:
         logger.info(
             "turn of conversation %s claimed", conversation_id, extra={**log, "event": "claimed"}
         )
-    context = AgentContext(conversation_id=conversation_id, is_subagent=is_subagent)
+    context = AgentContext(
+        conversation_id=conversation_id, is_subagent=is_subagent or claim.is_subagent
+    )
     work = asyncio.current_task()
     heartbeat = asyncio.create_task(_heartbeat(lease, work))
     started = time.monotonic()

@@ -9,19 +9,24 @@ from chat.models import Conversation, Message
 
 
 def conversations_for_user(*, user) -> QuerySet[Conversation]:
-    """The user's conversations, most recently active first."""
-    return Conversation.objects.filter(owner=user).order_by("-updated_at", "-id")
+    """The user's conversations, most recently active first (sub-agents' are shown only
+    inside their parent's)."""
+    return Conversation.objects.filter(owner=user, parent__isnull=True).order_by(
+        "-updated_at", "-id"
+    )
 
 
 def conversation_for_user(*, user, conversation_id: int, lock: bool = False) -> Conversation:
     """The conversation if `user` may act on it; otherwise ConversationNotFound (never 403).
+    A sub-agent's conversation is never found here: it is read only through its parent
+    (`subagents_of`), and nobody posts to it, stops it or deletes it on its own.
 
     With lock=True the row is locked (SELECT ... FOR UPDATE); the caller must be in a
     transaction.
     """
     if user is None or not user.is_authenticated:
         raise ConversationNotFound
-    queryset = Conversation.objects.filter(owner=user)
+    queryset = Conversation.objects.filter(owner=user, parent__isnull=True)
     if lock:
         queryset = queryset.select_for_update(of=("self",))
     try:

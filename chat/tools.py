@@ -78,10 +78,7 @@ def execute(call: ToolCallBlock, context: AgentContext) -> ToolResultBlock:
     try:
         arguments = tool.input_model.model_validate(call.arguments)
     except ValidationError as error:
-        details = "; ".join(
-            f"{'.'.join(str(p) for p in e['loc']) or 'input'}: {e['msg']}" for e in error.errors()
-        )
-        return ToolResultBlock.error(call.id, f"Invalid arguments for {call.name}: {details}")
+        return ToolResultBlock.error(call.id, invalid_arguments(call.name, error))
     try:
         content = tool.run(arguments, context)
     except ToolError as error:
@@ -89,6 +86,14 @@ def execute(call: ToolCallBlock, context: AgentContext) -> ToolResultBlock:
     except Exception as error:  # a tool bug must not end the turn; the model is told
         return ToolResultBlock.error(call.id, f"{call.name} failed: {type(error).__name__}")
     return ToolResultBlock(tool_call_id=call.id, content=content[:MAX_RESULT_CHARS])
+
+
+def invalid_arguments(name: str, error: ValidationError) -> str:
+    """What the model is told about arguments its input model refused."""
+    details = "; ".join(
+        f"{'.'.join(str(p) for p in e['loc']) or 'input'}: {e['msg']}" for e in error.errors()
+    )
+    return f"Invalid arguments for {name}: {details}"
 
 
 class ToolError(Exception):

@@ -29,6 +29,13 @@ def save_conversation(conversation: Conversation) -> int:
     events.send_conversation_event_on_commit(
         conversation.pk, events.conversation_changed(conversation.pk, conversation.seq)
     )
+    if conversation.parent_id is not None:
+        # A sub-agent is watched through its parent's page and streams: tell them too. The
+        # parent's row is not touched, so a child's writes never wait on its parent's lock.
+        events.send_conversation_event_on_commit(
+            conversation.parent_id,
+            events.subagent_changed(conversation.parent_id, conversation.pk, conversation.seq),
+        )
     return conversation.seq
 
 

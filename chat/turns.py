@@ -10,6 +10,9 @@ Every transition commits before its effect runs: the step counter before the mod
 `tool_executing` before the tools run, each tool result before the next tool. A runner holds a
 lease on the conversation; each of its writes presents the lease's fencing token, so a runner
 whose lease was taken over (it stalled, or the user pressed Stop) can no longer write.
+
+A sub-agent's turn (chat.subagents) is an ordinary turn of a child conversation; its parent
+waits in tool_executing, and stopping or failing the parent stops the running children.
 """
 
 import os
@@ -43,6 +46,7 @@ STEP_LIMIT = gettext_noop(
     "The agent stopped after too many steps in one turn. Send a message to continue."
 )
 STOPPED_RESULT = "The user stopped the agent before this tool ran."
+SUBAGENT_STOPPED = gettext_noop("Stopped together with the agent that started it.")
 MISSING_RESULT = "No result was recorded for this tool call."
 
 TOOL_CALL_ID = re.compile(r"[A-Za-z0-9_-]{1,64}")
@@ -67,6 +71,8 @@ class Claim:
     lease: Lease
     # The runner whose lease had lapsed when this one claimed the turn ("" if none held it).
     taken_from: str
+    # The turn is a sub-agent's (chat.subagents): it may not ask the user or spawn agents.
+    is_subagent: bool = False
 
 
 @dataclass(frozen=True)
@@ -96,12 +102,14 @@ def begin_turn(conversation: Conversation, *, retrying: bool = False) -> None:
 
 
 def stop_turn(conversation: Conversation) -> None:
-    """End a running turn now, keeping the text so far; fences out its runner."""
+    """End a running turn now, keeping the text so far; fences out its runner. Running
+    sub-agents it started are stopped with it."""
     _finalize_draft(conversation)
     _close_open_tool_calls(conversation, STOPPED_RESULT)
     conversation.lease_token += 1
     _end(conversation, AgentState.IDLE)
     runner.cancel_local_on_commit(conversation.pk)
+    _stop_subagents(conversation)
 
 
 # --- The runner's side -------------------------------------------------------------------------
@@ -124,7 +132,11 @@ def claim(conversation_id: int) -> Claim | None:
     conversation.lease_expires_at = now + lease_duration()
     conversation.lease_token += 1
     conversation.save(update_fields=["lease_owner", "lease_expires_at", "lease_token"])
-    return Claim(Lease(conversation_id, conversation.lease_token), taken_from)
+    return Claim(
+        Lease(conversation_id, conversation.lease_token),
+        taken_from,
+        is_subagent=conversation.parent_id is not None,
+    )
 
 
 @transaction.atomic
@@ -230,6 +242,33 @@ def fail(
         blocks=[ErrorBlock(message=message, detail=detail, retryable=retryable)],
     )
     _end(conversation, AgentState.ERROR)
+    _stop_subagents(conversation)
+
+
+@transaction.atomic
+def spawn_subagents(lease: Lease, call: ToolCallBlock, tasks: list[tuple[str, str]]) -> None:
+    """Start one sub-agent turn per (title, task) for `call`, each in a child conversation
+    whose first user message is the task; idempotent, so a runner that takes the parent's
+    turn over finds the children its predecessor made and starts none twice."""
+    conversation = _held(lease, AgentState.TOOL_EXECUTING)
+    if conversation.children.filter(parent_tool_call_id=call.id).exists():
+        return
+    for index, (title, task) in enumerate(tasks):
+        child = Conversation.objects.create(
+            owner_id=conversation.owner_id,
+            title=title,
+            parent=conversation,
+            parent_tool_call_id=call.id,
+            subagent_index=index,
+            agent_state=AgentState.LLM_REQUESTING,
+        )
+        transcript.append_message(child, role=Role.USER, blocks=[TextBlock(text=task)])
+        runner.dispatch_on_commit(child.pk)
+    # The call's message changes (it now shows the children), so open pages render them.
+    message = _message_with_call(conversation, call.id)
+    transcript.update_message(
+        conversation, message, blocks=parse_blocks(message.blocks), is_draft=False
+    )
 
 
 @transaction.atomic
@@ -330,6 +369,25 @@ def _end(conversation: Conversation, state: AgentState) -> None:
     """Leave the running states; the runner sees it, stops, and releases its lease."""
     conversation.agent_state = state
     transcript.save_conversation(conversation)
+
+
+def _stop_subagents(conversation: Conversation) -> None:
+    """Stop the running sub-agents of a turn that ended. Locks parent before child, the only
+    order in which both are ever locked."""
+    for child_id in conversation.children.filter(agent_state__in=RUNNING_STATES).values_list(
+        "pk", flat=True
+    ):
+        child = transcript.lock(child_id)
+        if not child.is_running:
+            continue
+        _finalize_draft(child)
+        _close_open_tool_calls(child, STOPPED_RESULT)
+        child.lease_token += 1
+        transcript.append_message(
+            child, role=Role.SYSTEM, blocks=[ErrorBlock(message=SUBAGENT_STOPPED)]
+        )
+        _end(child, AgentState.ERROR)
+        runner.cancel_local_on_commit(child.pk)
 
 
 def _draft(conversation: Conversation) -> Message | None:

@@ -1,8 +1,11 @@
+import os
+
 import pytest
 from asgiref.sync import async_to_sync
 
 from chat import runner, runtime, services
 from tests.fakes import AskingModel
+from tests.live_server import postgres_database
 
 
 @pytest.fixture(autouse=True)
@@ -48,3 +51,15 @@ def model(monkeypatch) -> AskingModel:
     fake = AskingModel()
     monkeypatch.setattr(runtime, "get_provider", lambda: fake)
     return fake
+
+
+@pytest.fixture(params=["sqlite", "postgres"])
+def database_url(request, tmp_path):
+    """A fresh database for a live server: a SQLite file, then a new PostgreSQL database
+    (TEST_POSTGRES_URL names the server and the database to connect to for creating it)."""
+    if request.param == "sqlite":
+        yield f"sqlite:///{tmp_path / 'live.sqlite3'}"
+    else:
+        admin_url = os.environ.get("TEST_POSTGRES_URL", "postgres://postgres@127.0.0.1:5432/test")
+        with postgres_database(admin_url) as url:
+            yield url

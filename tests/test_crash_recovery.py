@@ -1,25 +1,14 @@
 """Kill the server with SIGKILL in the middle of a turn; start it again; the turn completes
-exactly once: one reply per step, each tool call stored once with exactly one result."""
+exactly once: one reply per step, each tool call stored once with exactly one result. Runs on
+SQLite and PostgreSQL (the `database_url` fixture of conftest.py)."""
 
 import json
-import os
 
 import pytest
 
-from tests.live_server import START, LiveServer, postgres_database, wait_for
+from tests.live_server import START, LiveServer, wait_for
 
 pytestmark = pytest.mark.live
-
-POSTGRES_URL = os.environ.get("TEST_POSTGRES_URL", "postgres://postgres@127.0.0.1:5432/test")
-
-
-@pytest.fixture(params=["sqlite", "postgres"])
-def database_url(request, tmp_path):
-    if request.param == "sqlite":
-        yield f"sqlite:///{tmp_path / 'crash.sqlite3'}"
-    else:
-        with postgres_database(POSTGRES_URL) as url:
-            yield url
 
 
 @pytest.mark.parametrize("kill_during", ["first step", "final step"])

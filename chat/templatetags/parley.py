@@ -3,7 +3,7 @@ import json
 from django import template
 from django.utils.translation import gettext
 
-from chat import pausing
+from chat import pausing, subagents
 from chat.markdown import render_markdown
 
 register = template.Library()
@@ -36,3 +36,15 @@ def is_pausing_tool(name: str) -> bool:
 def action_template(action_type: str) -> str:
     """The template that renders an action block of this type ("" if none is registered)."""
     return pausing.template_for_action(action_type) or ""
+
+
+@register.filter
+def is_spawn_call(name: str) -> bool:
+    """A spawn_agents call is shown as its sub-agents (chat.subagents)."""
+    return subagents.handles(name)
+
+
+@register.simple_tag
+def subagents_of(conversation, call_id: str) -> list[subagents.Subagent]:
+    """The sub-agents one call of `conversation` started (the page has checked access)."""
+    return subagents.subagents_of(conversation, call_id)

@@ -234,3 +234,14 @@ def test_a_pending_question_is_returned_under_its_wire_names(api, conversation, 
     assert question["question"] == PIZZA
     assert question["multiSelect"] is True
     assert "text" not in question and "multiple" not in question
+
+
+def test_the_api_returns_children_and_hides_them(api, conversation, user):
+    services.post_user_message(user=user, conversation_id=conversation.pk, text="research")
+    detail = api.get(f"/conversations/{conversation.pk}").json()
+    clock, arithmetic = detail["children"]
+    assert (clock["number"], clock["title"], clock["status"]) == (1, "Clock", "done")
+    assert arithmetic["messages"][-1]["text"].startswith("Six times seven is **42**")
+    assert clock["toolCallId"] == detail["messages"][1]["blocks"][-1]["id"]
+    assert [c["id"] for c in api.get("/conversations").json()] == [conversation.pk]
+    assert api.get(f"/conversations/{clock['id']}").status_code == 404

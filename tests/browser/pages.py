@@ -18,3 +18,8 @@ def new_conversation(page):
 
 def transcript_items(page):
     return page.get_by_role("list", name="Transcript").get_by_role("listitem")
+
+
+def send(page, text):
+    page.get_by_role("textbox", name="Message").fill(text)
+    page.get_by_role("textbox", name="Message").press("Enter")

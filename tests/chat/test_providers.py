@@ -1,11 +1,14 @@
 """The real openai and anthropic SDKs against local fake servers, over real HTTP."""
 
+import json
+
 import pytest
 
 from chat import runtime, services
 from chat.blocks import TextBlock, ToolCallBlock, ToolResultBlock, parse_blocks
 from chat.models import AgentState, Role
 from chat.providers.base import CAUSE_CREDENTIALS, CAUSE_UNREACHABLE
+from questions import asking
 from tests.fake_llm import FakeLLM
 
 pytestmark = pytest.mark.django_db(transaction=True)
@@ -144,3 +147,51 @@ def test_an_unreachable_provider_says_so(provider, fake_llm, conversation, user,
     services.post_user_message(user=user, conversation_id=conversation.pk, text="hi")
     [error] = transcript(conversation)[-1][1]
     assert (error.type, error.detail) == ("error", CAUSE_UNREACHABLE)
+
+
+def tool_names(provider, request) -> set[str]:
+    tools = request["body"].get("tools", [])
+    return {t["function"]["name"] if provider == "openai" else t["name"] for t in tools}
+
+
+def test_a_subagent_is_offered_no_question_tool_nor_spawn_agents_and_is_refused_asking(
+    provider, fake_llm, conversation, user
+):
+    spawn = {"tasks": [{"task": "Find the answer.", "title": "Finder"}]}
+    invented = {"questions": [{"question": "Which?", "options": [{"label": "A"}, {"label": "B"}]}]}
+    fake_llm.queue(
+        {"tool_calls": [{"id": "call_s", "name": "spawn_agents", "arguments": json.dumps(spawn)}]},
+        # The sub-agent invents a question call, although it was not offered one.
+        {
+            "tool_calls": [
+                {"id": "call_q", "name": "ask_user_question", "arguments": json.dumps(invented)}
+            ]
+        },
+        {"text": "The answer is 42."},
+        {"text": "The sub-agent says 42."},
+    )
+    services.post_user_message(user=user, conversation_id=conversation.pk, text="delegate")
+    conversation.refresh_from_db()
+    assert conversation.agent_state == AgentState.IDLE
+    parent_first, child_first, child_second, parent_second = fake_llm.requests
+    question_tools = {"question", "ask_user_question", "confirm_action"}
+    assert question_tools | {"spawn_agents", "calculate"} <= tool_names(provider, parent_first)
+    for request in (child_first, child_second):
+        offered = tool_names(provider, request)
+        assert "calculate" in offered
+        assert not offered & (question_tools | {"spawn_agents"})
+    # The child's first message is its task; its next request carries the refusal.
+    assert "Find the answer." in json.dumps(child_first["body"]["messages"])
+    assert asking.SUBAGENT_RESULT in json.dumps(child_second["body"]["messages"])
+    child = conversation.children.get()
+    assert child.agent_state == AgentState.IDLE
+    assert transcript(child)[-1] == (Role.ASSISTANT, [TextBlock(text="The answer is 42.")])
+    [(_, [result])] = [(r, b) for r, b in transcript(conversation) if r == Role.TOOL]
+    assert result == ToolResultBlock(
+        tool_call_id="call_s", content="Sub-agent 1 (Finder) finished:\nThe answer is 42."
+    )
+    assert "Sub-agent 1 (Finder) finished" in json.dumps(parent_second["body"]["messages"])
+    assert transcript(conversation)[-1] == (
+        Role.ASSISTANT,
+        [TextBlock(text="The sub-agent says 42.")],
+    )

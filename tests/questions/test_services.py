@@ -424,9 +424,14 @@ def test_question_tools_follow_the_setting(conversation, user, model, settings):
     settings.QUESTION_TOOLS = ["confirm_action"]
     model.asks()
     start(conversation, user)
-    assert {t.name for t in model.tools[0]} == {"current_time", "calculate", "confirm_action"}
+    assert {t.name for t in model.tools[0]} == {
+        "current_time",
+        "calculate",
+        "confirm_action",
+        "spawn_agents",
+    }
     assert results(conversation)[0].content.startswith("Unknown tool 'question'")
 
     settings.QUESTION_TOOLS = []
     services.post_user_message(user=user, conversation_id=conversation.pk, text="again")
-    assert {t.name for t in model.tools[-1]} == {"current_time", "calculate"}
+    assert {t.name for t in model.tools[-1]} == {"current_time", "calculate", "spawn_agents"}
