@@ -1,10 +1,14 @@
 """Parley's JSON API (django-ninja): /api/v1/, OpenAPI at /api/v1/openapi.json, docs at
 /api/v1/docs. Every endpoint goes through the same services as the web UI."""
 
+import re
+
 from asgiref.sync import sync_to_async
+from django.conf import settings
+from django.core.exceptions import RequestDataTooBig
 from django.http import HttpRequest, StreamingHttpResponse
 from django.utils.translation import gettext as _
-from ninja import Field, NinjaAPI, Schema, Status
+from ninja import Field, NinjaAPI, Query, Schema, Status
 from ninja.errors import AuthenticationError, HttpError, ValidationError
 from ninja.security import HttpBearer, SessionAuth
 
@@ -20,6 +24,9 @@ from questions.schemas import Question
 from questions.selectors import pending_question, pending_questions_for_user
 
 MAX_WAIT = 120.0
+# A change cursor as a client sends it back: ASCII digits only (str.isdigit also accepts "²"),
+# and short enough to be a bigint (int() refuses strings of more than 4,300 digits).
+CURSOR = re.compile(r"[0-9]{1,18}")
 
 
 class BearerToken(HttpBearer):
@@ -58,6 +65,14 @@ def invalid(request, error: ValidationError):
     return api.create_response(
         request, {"message": _("The request is not valid."), "errors": error.errors}, status=422
     )
+
+
+@api.exception_handler(RequestDataTooBig)
+def too_big(request, error):
+    message = _("The request body is too large: the limit is %(limit)s KiB.") % {
+        "limit": settings.DATA_UPLOAD_MAX_MEMORY_SIZE // 1024
+    }
+    return api.create_response(request, {"message": message}, status=413)
 
 
 @api.exception_handler(HttpError)
@@ -203,16 +218,20 @@ async def cancel(request, conversation_id: int, body: Cancel | None = None):
 
 
 @api.get("/conversations/{conversation_id}/events", response={200: None, **ERRORS}, by_alias=True)
-async def events(request, conversation_id: int, after: int | None = None):
+async def events(request, conversation_id: int, after: int | None = Query(None, ge=0, le=10**18)):
     """Server-sent events: `state_change`, `message` and `text` (streamed text); event ids
     increase, and a reconnect with Last-Event-ID resumes without gaps."""
     await sync_to_async(conversation_for_user)(user=request.user, conversation_id=conversation_id)
     last_id = request.headers.get("Last-Event-ID") or (str(after) if after is not None else "")
-    cursor = int(last_id) if last_id.isdigit() else None
+    if last_id and not CURSOR.fullmatch(last_id):
+        raise HttpError(
+            422, _("Last-Event-ID must be an event id from this stream (a whole number).")
+        )
+    cursor = int(last_id) if last_id else None
     response = StreamingHttpResponse(
         event_stream(request.user, conversation_id, cursor), content_type="text/event-stream"
     )
-    response["Cache-Control"] = "no-cache"
+    response["Cache-Control"] = "no-store"
     response["X-Accel-Buffering"] = "no"
     return response
 

@@ -7,8 +7,10 @@ from django.db import transaction
 from django.utils import timezone
 
 from api.models import ApiToken
+from chat.text import clean_text
 
 PREFIX = "parley_"
+NAME_MAX_CHARS = ApiToken._meta.get_field("name").max_length
 
 
 def digest(token: str) -> str:
@@ -21,7 +23,7 @@ def create_token(*, user, name: str) -> tuple[ApiToken, str]:
     token = PREFIX + secrets.token_urlsafe(32)
     record = ApiToken.objects.create(
         user=user,
-        name=" ".join(name.split())[:100] or "API token",
+        name=clean_text(name)[:NAME_MAX_CHARS] or "API token",
         prefix=token[: len(PREFIX) + 6],
         digest=digest(token),
     )
