@@ -2,6 +2,7 @@
 /api/v1/docs. Every endpoint goes through the same services as the web UI."""
 
 import re
+from functools import partial
 
 from asgiref.sync import sync_to_async
 from django.conf import settings
@@ -13,12 +14,13 @@ from ninja.errors import AuthenticationError, HttpError, ValidationError
 from ninja.security import HttpBearer, SessionAuth
 
 from api import results
-from api.events import event_stream
-from api.tokens import user_for_token
+from api.events import Credential, event_stream
+from api.tokens import token_record, token_still_valid
 from api.waiting import wait_until_settled
 from chat import services
 from chat.errors import ParleyError
 from chat.selectors import conversation_for_user, conversations_for_user
+from chat.sessions import session_still_valid
 from questions import services as questions
 from questions.schemas import Question
 from questions.selectors import pending_question, pending_questions_for_user
@@ -31,10 +33,12 @@ CURSOR = re.compile(r"[0-9]{1,18}")
 
 class BearerToken(HttpBearer):
     def authenticate(self, request: HttpRequest, token: str):
-        user = user_for_token(token)
-        if user is not None:
-            request.user = user
-        return user
+        record = token_record(token)
+        if record is None:
+            return None
+        request.user = record.user
+        request.api_token_id = record.pk  # event streams re-check it (api.events)
+        return record.user
 
 
 api = NinjaAPI(
@@ -229,7 +233,8 @@ async def events(request, conversation_id: int, after: int | None = Query(None, 
         )
     cursor = int(last_id) if last_id else None
     response = StreamingHttpResponse(
-        event_stream(request.user, conversation_id, cursor), content_type="text/event-stream"
+        event_stream(request.user, conversation_id, cursor, credential_check(request)),
+        content_type="text/event-stream",
     )
     response["Cache-Control"] = "no-store"
     response["X-Accel-Buffering"] = "no"
@@ -245,6 +250,19 @@ def list_questions(request, status: str = "pending"):
 
 
 # --- Helpers -----------------------------------------------------------------------------------
+
+
+def credential_check(request) -> Credential:
+    """How an event stream re-checks what authenticated it: the Bearer token, or the session."""
+    token_id = getattr(request, "api_token_id", None)
+    if token_id is not None:
+        return Credential(user_id=request.user.pk, still_valid=partial(token_still_valid, token_id))
+    session_key = request.session.session_key
+    return Credential(
+        user_id=request.user.pk,
+        still_valid=partial(session_still_valid, session_key, request.user.pk),
+        session_key=session_key,
+    )
 
 
 async def _result(request, conversation_id: int, wait: float, **options) -> dict:

@@ -6,15 +6,28 @@ Last-Event-ID gets every change after it (no gaps), and a new client starts from
 """
 
 import json
+import time
+from collections.abc import Callable
+from dataclasses import dataclass
 
 from channels.db import database_sync_to_async
 
 from api import results
+from chat import sessions
 from chat.errors import ConversationNotFound
 from chat.events import subscribe
 from chat.selectors import conversation_for_user, transcript_changes
 
 KEEPALIVE_SECONDS = 15.0
+
+
+@dataclass(frozen=True)
+class Credential:
+    """What authenticated a stream, and how to ask whether it still does (synchronous)."""
+
+    user_id: int
+    still_valid: Callable[[], bool]
+    session_key: str | None = None
 
 
 def sse(event: str, data: dict, event_id: int | None = None) -> str:
@@ -67,11 +80,22 @@ def _state(conversation) -> dict:
     }
 
 
-async def event_stream(user, conversation_id: int, cursor: int | None):
+async def event_stream(user, conversation_id: int, cursor: int | None, credential: Credential):
+    """The stream ends with `revoked` once its credential no longer holds (logout, password
+    change, deactivation, token revoked): checked before every batch, at least every
+    AUTH_RECHECK_SECONDS, and at once on the user's `auth.changed` (chat.sessions)."""
     state: dict = {"texts": {}}
-    async with subscribe(conversation_id) as changes:
+    still_valid = database_sync_to_async(credential.still_valid)
+    async with subscribe(conversation_id, user_id=credential.user_id) as changes:
         yield "retry: 2000\n\n"
+        quiet_since = time.monotonic()
         while True:
+            ended = changes.last_event and sessions.ended_here(
+                changes.last_event, credential.session_key
+            )
+            if ended or not await still_valid():
+                yield sse("revoked", {"conversationId": conversation_id})
+                return
             try:
                 events, cursor = await database_sync_to_async(_batch)(
                     user, conversation_id, cursor, state
@@ -86,5 +110,10 @@ async def event_stream(user, conversation_id: int, cursor: int | None):
                 # the proxy) with Last-Event-ID and misses nothing.
                 yield sse("closing", {"conversationId": conversation_id})
                 return
-            if not await changes.wait(KEEPALIVE_SECONDS) and not changes.closed:
+            if events:
+                quiet_since = time.monotonic()
+            woke = await changes.wait(sessions.AUTH_RECHECK_SECONDS)
+            quiet = time.monotonic() - quiet_since >= KEEPALIVE_SECONDS
+            if not woke and not changes.closed and quiet:
+                quiet_since = time.monotonic()
                 yield ": keepalive\n\n"
