@@ -7,18 +7,19 @@ from functools import partial
 from asgiref.sync import sync_to_async
 from django.conf import settings
 from django.core.exceptions import RequestDataTooBig
-from django.http import HttpRequest, StreamingHttpResponse
+from django.http import HttpRequest
 from django.utils.translation import gettext as _
 from ninja import Field, NinjaAPI, Query, Schema, Status
 from ninja.errors import AuthenticationError, HttpError, ValidationError
 from ninja.security import HttpBearer, SessionAuth
 
 from api import results
-from api.events import Credential, event_stream
+from api.events import Credential, EventStreamResponse, event_stream
 from api.tokens import token_record, token_still_valid
 from api.waiting import wait_until_settled
 from chat import services
-from chat.errors import ParleyError
+from chat.errors import ParleyError, RateLimited
+from chat.limits import StreamSlot
 from chat.selectors import conversation_for_user, conversations_for_user
 from chat.sessions import session_still_valid
 from questions import services as questions
@@ -55,7 +56,10 @@ api = NinjaAPI(
 
 @api.exception_handler(ParleyError)
 def parley_error(request, error: ParleyError):
-    return api.create_response(request, {"message": str(error.message)}, status=error.status)
+    response = api.create_response(request, {"message": str(error.message)}, status=error.status)
+    if isinstance(error, RateLimited):
+        response["Retry-After"] = str(error.retry_after)
+    return response
 
 
 @api.exception_handler(AuthenticationError)
@@ -156,7 +160,7 @@ class Cancel(Schema):
 
 # --- Endpoints ---------------------------------------------------------------------------------
 
-ERRORS = {401: Message, 404: Message, 409: Message, 413: Message, 422: Message}
+ERRORS = {401: Message, 404: Message, 409: Message, 413: Message, 422: Message, 429: Message}
 
 
 @api.get("/conversations", response={200: list[ConversationOut], 401: Message}, by_alias=True)
@@ -232,9 +236,10 @@ async def events(request, conversation_id: int, after: int | None = Query(None, 
             422, _("Last-Event-ID must be an event id from this stream (a whole number).")
         )
     cursor = int(last_id) if last_id else None
-    response = StreamingHttpResponse(
-        event_stream(request.user, conversation_id, cursor, credential_check(request)),
-        content_type="text/event-stream",
+    slot = StreamSlot(request.user.pk)  # raises TooManyStreams
+    response = EventStreamResponse(
+        event_stream(request.user, conversation_id, cursor, credential_check(request), slot),
+        slot=slot,
     )
     response["Cache-Control"] = "no-store"
     response["X-Accel-Buffering"] = "no"

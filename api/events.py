@@ -11,11 +11,13 @@ from collections.abc import Callable
 from dataclasses import dataclass
 
 from channels.db import database_sync_to_async
+from django.http import StreamingHttpResponse
 
 from api import results
 from chat import sessions
 from chat.errors import ConversationNotFound
 from chat.events import subscribe
+from chat.limits import StreamSlot
 from chat.selectors import conversation_for_user, transcript_changes
 
 KEEPALIVE_SECONDS = 15.0
@@ -80,7 +82,22 @@ def _state(conversation) -> dict:
     }
 
 
-async def event_stream(user, conversation_id: int, cursor: int | None, credential: Credential):
+class EventStreamResponse(StreamingHttpResponse):
+    """An event stream that gives its StreamSlot back when the server closes the response
+    (also when the client left before the stream began)."""
+
+    def __init__(self, stream, *, slot: StreamSlot) -> None:
+        super().__init__(stream, content_type="text/event-stream")
+        self.slot = slot
+
+    def close(self) -> None:
+        self.slot.release()
+        super().close()
+
+
+async def event_stream(
+    user, conversation_id: int, cursor: int | None, credential: Credential, slot: StreamSlot
+):
     """The stream ends with `revoked` once its credential no longer holds (logout, password
     change, deactivation, token revoked): checked before every batch, at least every
     AUTH_RECHECK_SECONDS, and at once on the user's `auth.changed` (chat.sessions)."""
@@ -90,6 +107,7 @@ async def event_stream(user, conversation_id: int, cursor: int | None, credentia
         yield "retry: 2000\n\n"
         quiet_since = time.monotonic()
         while True:
+            await database_sync_to_async(slot.touch)()
             ended = changes.last_event and sessions.ended_here(
                 changes.last_event, credential.session_key
             )

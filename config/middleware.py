@@ -87,11 +87,15 @@ class NoStoreMiddleware:
     def __call__(self, request):
         if self.is_async:
             return self.__acall__(request)
-        response = self.get_response(request)
-        add_never_cache_headers(response)
-        return response
+        return no_store(self.get_response(request))
 
     async def __acall__(self, request):
-        response = await self.get_response(request)
+        return no_store(await self.get_response(request))
+
+
+def no_store(response):
+    """`no-store` unless the view chose its own caching (every Parley view that does says
+    no-store)."""
+    if not response.has_header("Cache-Control"):
         add_never_cache_headers(response)
-        return response
+    return response
