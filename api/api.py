@@ -18,7 +18,7 @@ from api.events import Credential, EventStreamResponse, event_stream
 from api.tokens import token_record, token_still_valid
 from api.waiting import wait_until_settled
 from chat import services
-from chat.errors import ParleyError, RateLimited
+from chat.errors import ConversationNotFound, ParleyError, RateLimited
 from chat.limits import StreamSlot
 from chat.selectors import conversation_for_user, conversations_for_user
 from chat.sessions import session_still_valid
@@ -229,14 +229,20 @@ async def cancel(request, conversation_id: int, body: Cancel | None = None):
 async def events(request, conversation_id: int, after: int | None = Query(None, ge=0, le=10**18)):
     """Server-sent events: `state_change`, `message` and `text` (streamed text); event ids
     increase, and a reconnect with Last-Event-ID resumes without gaps."""
-    await sync_to_async(conversation_for_user)(user=request.user, conversation_id=conversation_id)
     last_id = request.headers.get("Last-Event-ID") or (str(after) if after is not None else "")
     if last_id and not CURSOR.fullmatch(last_id):
         raise HttpError(
             422, _("Last-Event-ID must be an event id from this stream (a whole number).")
         )
     cursor = int(last_id) if last_id else None
-    slot = StreamSlot(request.user.pk)  # raises TooManyStreams
+    slot = StreamSlot(request.user.pk)  # raises TooManyStreams (before any database work)
+    try:
+        await sync_to_async(conversation_for_user)(
+            user=request.user, conversation_id=conversation_id
+        )
+    except ConversationNotFound:
+        slot.release()
+        raise
     response = EventStreamResponse(
         event_stream(request.user, conversation_id, cursor, credential_check(request), slot),
         slot=slot,

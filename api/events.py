@@ -5,6 +5,7 @@ Last-Event-ID gets every change after it (no gaps), and a new client starts from
 `state_change` snapshot.
 """
 
+import asyncio
 import json
 import time
 from collections.abc import Callable
@@ -21,6 +22,7 @@ from chat.limits import StreamSlot
 from chat.selectors import conversation_for_user, transcript_changes
 
 KEEPALIVE_SECONDS = 15.0
+MIN_BATCH_SECONDS = 0.25
 
 
 @dataclass(frozen=True)
@@ -102,24 +104,33 @@ async def event_stream(
     change, deactivation, token revoked): checked before every batch, at least every
     AUTH_RECHECK_SECONDS, and at once on the user's `auth.changed` (chat.sessions)."""
     state: dict = {"texts": {}}
-    still_valid = database_sync_to_async(credential.still_valid)
+
+    def step(cursor: int | None) -> tuple[list[str] | None, int | None]:
+        """One database visit: None for events when the credential no longer holds."""
+        slot.touch()
+        if not credential.still_valid():
+            return None, cursor
+        return _batch(user, conversation_id, cursor, state)
+
     async with subscribe(conversation_id, user_id=credential.user_id) as changes:
         yield "retry: 2000\n\n"
-        quiet_since = time.monotonic()
+        quiet_since = last_batch = time.monotonic()
         while True:
-            await database_sync_to_async(slot.touch)()
             ended = changes.last_event and sessions.ended_here(
                 changes.last_event, credential.session_key
             )
-            if ended or not await still_valid():
+            if not ended:
+                # Bursts of changes (streamed text) are read together, at most this often:
+                # open streams cost the server a bounded amount whatever the writer does.
+                await asyncio.sleep(max(0.0, last_batch + MIN_BATCH_SECONDS - time.monotonic()))
+                last_batch = time.monotonic()
+                try:
+                    events, cursor = await database_sync_to_async(step)(cursor)
+                except ConversationNotFound:
+                    yield sse("gone", {"conversationId": conversation_id})
+                    return
+            if ended or events is None:
                 yield sse("revoked", {"conversationId": conversation_id})
-                return
-            try:
-                events, cursor = await database_sync_to_async(_batch)(
-                    user, conversation_id, cursor, state
-                )
-            except ConversationNotFound:
-                yield sse("gone", {"conversationId": conversation_id})
                 return
             for event in events:
                 yield event

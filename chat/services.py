@@ -43,7 +43,6 @@ def delete_conversation(*, user, conversation_id: int) -> None:
     )
 
 
-@transaction.atomic
 def post_user_message(*, user, conversation_id: int, text: str) -> Message:
     """Append the user's message and start the agent's turn; while the turn is paused (a
     question is pending), the message resolves the pause instead (chat.pausing).
@@ -56,10 +55,16 @@ def post_user_message(*, user, conversation_id: int, text: str) -> Message:
         raise EmptyMessage
     if len(text) > settings.PARLEY_MAX_MESSAGE_CHARS:
         raise MessageTooLong
+    # Before the transaction: a flood is refused without taking any lock.
+    limits.check_message_rate(user=user)
+    return _append_user_message(user=user, conversation_id=conversation_id, text=text)
+
+
+@transaction.atomic
+def _append_user_message(*, user, conversation_id: int, text: str) -> Message:
     conversation = conversation_for_user(user=user, conversation_id=conversation_id, lock=True)
     if conversation.is_running:
         raise AgentBusy
-    limits.check_message_rate(user=user)
     if conversation.agent_state != AgentState.AWAITING_USER:
         limits.check_turn_slot(user=user, conversation=conversation)
     if not conversation.title:
