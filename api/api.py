@@ -42,11 +42,29 @@ class BearerToken(HttpBearer):
         return record.user
 
 
+class Session(SessionAuth):
+    """The browser's session. Only a request that carries a session cookie and no
+    Authorization header is one: a wrong token is a 401, not a CSRF failure."""
+
+    def _get_key(self, request: HttpRequest):
+        if "Authorization" in request.headers or not request.COOKIES.get(self.param_name):
+            return None
+        try:
+            return super()._get_key(request)
+        except HttpError:
+            raise HttpError(
+                403, _("CSRF check failed: send the X-CSRFToken header with the session.")
+            ) from None
+
+    def authenticate(self, request: HttpRequest, key):
+        return super().authenticate(request, key) if key else None
+
+
 api = NinjaAPI(
     title="Parley API",
     version="1",
     description="Conversations with an agent that can pause and ask structured questions.",
-    auth=[BearerToken(), SessionAuth()],
+    auth=[BearerToken(), Session()],
     urls_namespace="api",
 )
 
