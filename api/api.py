@@ -9,7 +9,7 @@ from django.conf import settings
 from django.core.exceptions import RequestDataTooBig
 from django.http import HttpRequest
 from django.utils.translation import gettext as _
-from ninja import Field, NinjaAPI, Query, Schema, Status
+from ninja import Field, Header, NinjaAPI, Query, Schema, Status
 from ninja.errors import AuthenticationError, HttpError, ValidationError
 from ninja.security import HttpBearer, SessionAuth
 
@@ -244,10 +244,19 @@ async def cancel(request, conversation_id: int, body: Cancel | None = None):
 
 
 @api.get("/conversations/{conversation_id}/events", response={200: None, **ERRORS}, by_alias=True)
-async def events(request, conversation_id: int, after: int | None = Query(None, ge=0, le=10**18)):
+async def events(
+    request,
+    conversation_id: int,
+    after: int | None = Query(None, ge=0, le=10**18),
+    last_event_id: str | None = Header(
+        None,
+        alias="Last-Event-ID",
+        description="The id of the last event received: resume after it (a whole number).",
+    ),
+):
     """Server-sent events: `state_change`, `message` and `text` (streamed text); event ids
     increase, and a reconnect with Last-Event-ID resumes without gaps."""
-    last_id = request.headers.get("Last-Event-ID") or (str(after) if after is not None else "")
+    last_id = last_event_id or (str(after) if after is not None else "")
     if last_id and not CURSOR.fullmatch(last_id):
         raise HttpError(
             422, _("Last-Event-ID must be an event id from this stream (a whole number).")

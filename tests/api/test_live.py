@@ -4,6 +4,7 @@ disconnect and resume, the terminal client in a pseudo-terminal, and schemathesi
 import json
 import subprocess
 import sys
+from http.client import HTTPConnection
 
 import httpx
 import pexpect
@@ -291,6 +292,78 @@ def test_the_numbered_prompt_asks_again_on_bad_input(server, token):
     assert "Great, ordering: **Pepperoni**." in result.stdout  # a pipe gets plain text
     assert '"confirmed": true' in result.stdout  # "y" answers a confirmation
     assert "Traceback" not in result.stderr
+
+
+def raw_request(server, method, path, headers, body=b"", chunked=False):
+    """One request with exactly these header bytes (http.client sends bytes as they are)."""
+    connection = HTTPConnection("127.0.0.1", server.port, timeout=30)
+    try:
+        connection.putrequest(method, path, skip_accept_encoding=True)
+        for name, value in headers.items():
+            connection.putheader(name, value)
+        if chunked:
+            connection.putheader("Transfer-Encoding", "chunked")
+            connection.endheaders()
+            for start in range(0, len(body), 64 * 1024):
+                piece = body[start : start + 64 * 1024]
+                connection.send(f"{len(piece):x}\r\n".encode() + piece + b"\r\n")
+            connection.send(b"0\r\n\r\n")
+        else:
+            if body:
+                connection.putheader("Content-Length", str(len(body)))
+            connection.endheaders(body or None)
+        response = connection.getresponse()
+        kind = response.getheader("Content-Type", "")
+        # An event stream that was accepted goes on forever: its headers are the answer.
+        body = b"" if kind.startswith("text/event-stream") else response.read(2000)
+        return response.status, kind, body
+    finally:
+        connection.close()
+
+
+def test_bad_headers_and_bodies_get_clean_errors_never_a_500(server, token, http):
+    conversation = http.post("/conversations", json={}).json()
+    base = f"/api/v1/conversations/{conversation['id']}"
+    auth = {"Authorization": f"Bearer {token}".encode()}
+    hostile_headers = [
+        {"Last-Event-ID": "²".encode()},
+        {"Last-Event-ID": b"9" * 5000},
+        {"Last-Event-ID": b"\xff\xfe"},
+        {"Accept-Language": b"\xff;q=x, zz-\x00"},
+        {"X-Request-ID": b"\xe2\x80\xae" * 50},
+        {"Content-Type": b"application/json; charset=\xff"},
+    ]
+    for extra in hostile_headers:
+        status, kind, body = raw_request(server, "GET", f"{base}/events", {**auth, **extra})
+        # 400 with no body: daphne refuses a header holding NUL before Parley sees it.
+        assert status in (200, 400, 422), (extra, status, body)
+        if status == 422:
+            assert kind.startswith("application/json") and b"message" in body
+    for bad_auth in [b"Bearer \xff\xfe", b"Bearer parley_" + b"x" * 5000, b"Basic \x01"]:
+        status, kind, _ = raw_request(
+            server, "GET", "/api/v1/conversations", {"Authorization": bad_auth}
+        )
+        assert status == 401 and kind.startswith("application/json")
+
+    big = json.dumps({"content": "x" * (300 * 1024)}).encode()
+    json_type = {"Content-Type": b"application/json"}
+    for path in ["/api/v1/conversations", f"{base}/messages", f"{base}/respond"]:
+        status, kind, body = raw_request(server, "POST", path, {**auth, **json_type}, big)
+        assert status == 413 and kind.startswith("application/json"), (path, status, body)
+        # Chunked: no length up front; still a clean answer, never a 500.
+        status, kind, body = raw_request(
+            server, "POST", path, {**auth, **json_type}, big, chunked=True
+        )
+        assert status < 500 and kind.startswith("application/json"), (path, status, body)
+    # NUL and lone surrogates in every text field that is stored.
+    for path, body in [
+        ("/api/v1/conversations", {"title": "a\x00b\ud800"}),
+        (f"{base}/messages", {"content": "a\x00b\udfff"}),
+        (f"{base}/respond", {"answers": {"q\x00": "\ud800"}}),
+    ]:
+        encoded = json.dumps(body).encode()  # \u0000 and \ud800 escapes: valid JSON
+        status, kind, reply = raw_request(server, "POST", path, {**auth, **json_type}, encoded)
+        assert status < 500 and kind.startswith("application/json"), (path, status, reply)
 
 
 def test_schemathesis_finds_no_server_error(server, token):
