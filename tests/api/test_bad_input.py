@@ -96,3 +96,20 @@ def test_no_store_on_the_token_page_conversation_pages_and_api(client, user, con
     ]
     for response in responses:
         assert "no-store" in response["Cache-Control"], (response, response["Cache-Control"])
+
+
+def test_a_wrong_token_is_401_even_on_post_and_a_session_post_needs_csrf(user):
+    wrong = {"Authorization": "Bearer parley_wrong"}
+    anonymous = Client(enforce_csrf_checks=True)
+    response = anonymous.post("/api/v1/conversations", {}, "application/json", headers=wrong)
+    assert response.status_code == 401
+    assert "CSRF" not in response.json()["message"]
+
+    browser = Client(enforce_csrf_checks=True)
+    browser.force_login(user)
+    refused = browser.post("/api/v1/conversations", {}, "application/json")
+    assert refused.status_code == 403
+    assert "X-CSRFToken" in refused.json()["message"]
+    # A session with a wrong token beside it is not the session: 401.
+    mixed = browser.post("/api/v1/conversations", {}, "application/json", headers=wrong)
+    assert mixed.status_code == 401
