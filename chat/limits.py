@@ -81,7 +81,7 @@ def check_turn_slot(*, user, conversation: Conversation) -> None:
     limit = settings.PARLEY_MAX_RUNNING_TURNS
     if limit <= 0:
         return
-    get_user_model().objects.select_for_update().filter(pk=user.pk).exists()
+    list(get_user_model().objects.select_for_update().filter(pk=user.pk).values_list("pk"))
     running = (
         Conversation.objects.filter(owner=user, agent_state__in=RUNNING_STATES)
         .exclude(pk=conversation.pk)
