@@ -3,6 +3,9 @@
 import pytest
 from django.contrib.admin.sites import site
 from django.test import Client
+from hypothesis import HealthCheck, given
+from hypothesis import settings as examples
+from hypothesis import strategies as st
 
 from api.models import ApiToken
 from api.tokens import create_token
@@ -113,3 +116,22 @@ def test_a_wrong_token_is_401_even_on_post_and_a_session_post_needs_csrf(user):
     # A session with a wrong token beside it is not the session: 401.
     mixed = browser.post("/api/v1/conversations", {}, "application/json", headers=wrong)
     assert mixed.status_code == 401
+
+
+@examples(
+    max_examples=60, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture]
+)
+@given(
+    last_id=st.one_of(
+        st.text(st.characters(max_codepoint=0xFF, exclude_categories=["Cs"]), max_size=40),
+        st.integers(min_value=-(10**30), max_value=10**30).map(str),
+    )
+)
+def test_any_last_event_id_is_a_stream_or_a_422(api, conversation, last_id):
+    response = api.get(
+        f"/conversations/{conversation.pk}/events", headers={"Last-Event-ID": last_id}
+    )
+    assert response.status_code in (200, 422), (last_id, response.status_code)
+    if response.status_code == 422:
+        assert response.json()["message"]
+    response.close()  # gives the stream's slot back, as the server does
