@@ -304,7 +304,11 @@ def credential_check(request) -> Credential:
 
 
 async def _result(request, conversation_id: int, wait: float, **options) -> dict:
-    await wait_until_settled(conversation_id, wait)
+    if wait > 0:
+        await wait_until_settled(conversation_id, wait)
+        # The credential may have ended while the call waited (chat.sessions).
+        if not await sync_to_async(credential_check(request).still_valid)():
+            raise AuthenticationError
     return await sync_to_async(_agent_result)(request.user, conversation_id, **options)
 
 

@@ -1,6 +1,7 @@
 """Every bad input gets a clean, documented error, never a 500 (issue 12, findings 5-7, 10, 11)."""
 
 import pytest
+from asgiref.sync import sync_to_async
 from django.contrib.admin.sites import site
 from django.test import Client
 from hypothesis import HealthCheck, given
@@ -135,3 +136,14 @@ def test_any_last_event_id_is_a_stream_or_a_422(api, conversation, last_id):
     if response.status_code == 422:
         assert response.json()["message"]
     response.close()  # gives the stream's slot back, as the server does
+
+
+def test_a_wait_that_outlives_its_token_answers_401(api, user, conversation, monkeypatch):
+    from api import api as endpoints
+
+    async def revoke_while_waiting(conversation_id, seconds):
+        await sync_to_async(ApiToken.objects.all().delete)()
+
+    monkeypatch.setattr(endpoints, "wait_until_settled", revoke_while_waiting)
+    response = api.post(f"/conversations/{conversation.pk}/messages", {"content": "hi", "wait": 5})
+    assert response.status_code == 401
