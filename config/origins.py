@@ -46,8 +46,9 @@ def own_origin(scope) -> str | None:
         return None
     secure = scope.get("scheme") in ("wss", "https")
     proxy_header = getattr(settings, "SECURE_PROXY_SSL_HEADER", None)
-    if proxy_header:
-        forwarded = headers.get(b"x-forwarded-proto", "").split(",")[0].strip().lower()
+    if proxy_header and b"x-forwarded-proto" in headers:
+        # As Django's request.is_secure(): the trusted proxy's header decides when present.
+        forwarded = headers[b"x-forwarded-proto"].split(",")[0].strip().lower()
         secure = forwarded == "https"
     return normalise(f"{'https' if secure else 'http'}://{host}")
 
