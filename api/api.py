@@ -1,41 +1,71 @@
 """Parley's JSON API (django-ninja): /api/v1/, OpenAPI at /api/v1/openapi.json, docs at
 /api/v1/docs. Every endpoint goes through the same services as the web UI."""
 
+import re
+from functools import partial
+
 from asgiref.sync import sync_to_async
-from django.http import HttpRequest, StreamingHttpResponse
+from django.conf import settings
+from django.core.exceptions import RequestDataTooBig
+from django.http import HttpRequest
 from django.utils.translation import gettext as _
-from ninja import Field, NinjaAPI, Schema, Status
+from ninja import Field, Header, NinjaAPI, Query, Schema, Status
 from ninja.errors import AuthenticationError, HttpError, ValidationError
 from ninja.security import HttpBearer, SessionAuth
 
 from api import results
-from api.events import event_stream
-from api.tokens import user_for_token
+from api.events import Credential, EventStreamResponse, event_stream
+from api.tokens import token_record, token_still_valid
 from api.waiting import wait_until_settled
 from chat import services
-from chat.errors import ParleyError
+from chat.errors import ConversationNotFound, ParleyError, RateLimited
+from chat.limits import StreamSlot
 from chat.selectors import conversation_for_user, conversations_for_user
+from chat.sessions import session_still_valid
 from chat.subagents import subagents_of
 from questions import services as questions
 from questions.schemas import Question
 from questions.selectors import pending_question, pending_questions_for_user
 
 MAX_WAIT = 120.0
+# A change cursor as a client sends it back: ASCII digits only (str.isdigit also accepts "²"),
+# and short enough to be a bigint (int() refuses strings of more than 4,300 digits).
+CURSOR = re.compile(r"[0-9]{1,18}")
 
 
 class BearerToken(HttpBearer):
     def authenticate(self, request: HttpRequest, token: str):
-        user = user_for_token(token)
-        if user is not None:
-            request.user = user
-        return user
+        record = token_record(token)
+        if record is None:
+            return None
+        request.user = record.user
+        request.api_token_id = record.pk  # event streams re-check it (api.events)
+        return record.user
+
+
+class Session(SessionAuth):
+    """The browser's session. Only a request that carries a session cookie and no
+    Authorization header is one: a wrong token is a 401, not a CSRF failure."""
+
+    def _get_key(self, request: HttpRequest):
+        if "Authorization" in request.headers or not request.COOKIES.get(self.param_name):
+            return None
+        try:
+            return super()._get_key(request)
+        except HttpError:
+            raise HttpError(
+                403, _("CSRF check failed: send the X-CSRFToken header with the session.")
+            ) from None
+
+    def authenticate(self, request: HttpRequest, key):
+        return super().authenticate(request, key) if key else None
 
 
 api = NinjaAPI(
     title="Parley API",
     version="1",
     description="Conversations with an agent that can pause and ask structured questions.",
-    auth=[BearerToken(), SessionAuth()],
+    auth=[BearerToken(), Session()],
     urls_namespace="api",
 )
 
@@ -45,7 +75,10 @@ api = NinjaAPI(
 
 @api.exception_handler(ParleyError)
 def parley_error(request, error: ParleyError):
-    return api.create_response(request, {"message": str(error.message)}, status=error.status)
+    response = api.create_response(request, {"message": str(error.message)}, status=error.status)
+    if isinstance(error, RateLimited):
+        response["Retry-After"] = str(error.retry_after)
+    return response
 
 
 @api.exception_handler(AuthenticationError)
@@ -59,6 +92,14 @@ def invalid(request, error: ValidationError):
     return api.create_response(
         request, {"message": _("The request is not valid."), "errors": error.errors}, status=422
     )
+
+
+@api.exception_handler(RequestDataTooBig)
+def too_big(request, error):
+    message = _("The request body is too large: the limit is %(limit)s KiB.") % {
+        "limit": settings.DATA_UPLOAD_MAX_MEMORY_SIZE // 1024
+    }
+    return api.create_response(request, {"message": message}, status=413)
 
 
 @api.exception_handler(HttpError)
@@ -148,7 +189,7 @@ class Cancel(Schema):
 
 # --- Endpoints ---------------------------------------------------------------------------------
 
-ERRORS = {401: Message, 404: Message, 409: Message, 413: Message, 422: Message}
+ERRORS = {401: Message, 404: Message, 409: Message, 413: Message, 422: Message, 429: Message}
 
 
 @api.get("/conversations", response={200: list[ConversationOut], 401: Message}, by_alias=True)
@@ -215,16 +256,37 @@ async def cancel(request, conversation_id: int, body: Cancel | None = None):
 
 
 @api.get("/conversations/{conversation_id}/events", response={200: None, **ERRORS}, by_alias=True)
-async def events(request, conversation_id: int, after: int | None = None):
+async def events(
+    request,
+    conversation_id: int,
+    after: int | None = Query(None, ge=0, le=10**18),
+    last_event_id: str | None = Header(
+        None,
+        alias="Last-Event-ID",
+        description="The id of the last event received: resume after it (a whole number).",
+    ),
+):
     """Server-sent events: `state_change`, `message` and `text` (streamed text); event ids
     increase, and a reconnect with Last-Event-ID resumes without gaps."""
-    await sync_to_async(conversation_for_user)(user=request.user, conversation_id=conversation_id)
-    last_id = request.headers.get("Last-Event-ID") or (str(after) if after is not None else "")
-    cursor = int(last_id) if last_id.isdigit() else None
-    response = StreamingHttpResponse(
-        event_stream(request.user, conversation_id, cursor), content_type="text/event-stream"
+    last_id = last_event_id or (str(after) if after is not None else "")
+    if last_id and not CURSOR.fullmatch(last_id):
+        raise HttpError(
+            422, _("Last-Event-ID must be an event id from this stream (a whole number).")
+        )
+    cursor = int(last_id) if last_id else None
+    slot = StreamSlot(request.user.pk)  # raises TooManyStreams (before any database work)
+    try:
+        await sync_to_async(conversation_for_user)(
+            user=request.user, conversation_id=conversation_id
+        )
+    except ConversationNotFound:
+        slot.release()
+        raise
+    response = EventStreamResponse(
+        event_stream(request.user, conversation_id, cursor, credential_check(request), slot),
+        slot=slot,
     )
-    response["Cache-Control"] = "no-cache"
+    response["Cache-Control"] = "no-store"
     response["X-Accel-Buffering"] = "no"
     return response
 
@@ -240,8 +302,25 @@ def list_questions(request, status: str = "pending"):
 # --- Helpers -----------------------------------------------------------------------------------
 
 
+def credential_check(request) -> Credential:
+    """How an event stream re-checks what authenticated it: the Bearer token, or the session."""
+    token_id = getattr(request, "api_token_id", None)
+    if token_id is not None:
+        return Credential(user_id=request.user.pk, still_valid=partial(token_still_valid, token_id))
+    session_key = request.session.session_key
+    return Credential(
+        user_id=request.user.pk,
+        still_valid=partial(session_still_valid, session_key, request.user.pk),
+        session_key=session_key,
+    )
+
+
 async def _result(request, conversation_id: int, wait: float, **options) -> dict:
-    await wait_until_settled(conversation_id, wait)
+    if wait > 0:
+        await wait_until_settled(conversation_id, wait)
+        # The credential may have ended while the call waited (chat.sessions).
+        if not await sync_to_async(credential_check(request).still_valid)():
+            raise AuthenticationError
     return await sync_to_async(_agent_result)(request.user, conversation_id, **options)
 
 

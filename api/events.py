@@ -5,16 +5,33 @@ Last-Event-ID gets every change after it (no gaps), and a new client starts from
 `state_change` snapshot.
 """
 
+import asyncio
 import json
+import time
+from collections.abc import Callable
+from dataclasses import dataclass
 
 from channels.db import database_sync_to_async
+from django.http import StreamingHttpResponse
 
 from api import results
+from chat import sessions
 from chat.errors import ConversationNotFound
 from chat.events import subscribe
+from chat.limits import StreamSlot
 from chat.selectors import conversation_for_user, transcript_changes
 
 KEEPALIVE_SECONDS = 15.0
+MIN_BATCH_SECONDS = 0.25
+
+
+@dataclass(frozen=True)
+class Credential:
+    """What authenticated a stream, and how to ask whether it still does (synchronous)."""
+
+    user_id: int
+    still_valid: Callable[[], bool]
+    session_key: str | None = None
 
 
 def sse(event: str, data: dict, event_id: int | None = None) -> str:
@@ -67,17 +84,53 @@ def _state(conversation) -> dict:
     }
 
 
-async def event_stream(user, conversation_id: int, cursor: int | None):
+class EventStreamResponse(StreamingHttpResponse):
+    """An event stream that gives its StreamSlot back when the server closes the response
+    (also when the client left before the stream began)."""
+
+    def __init__(self, stream, *, slot: StreamSlot) -> None:
+        super().__init__(stream, content_type="text/event-stream")
+        self.slot = slot
+
+    def close(self) -> None:
+        self.slot.release()
+        super().close()
+
+
+async def event_stream(
+    user, conversation_id: int, cursor: int | None, credential: Credential, slot: StreamSlot
+):
+    """The stream ends with `revoked` once its credential no longer holds (logout, password
+    change, deactivation, token revoked): checked before every batch, at least every
+    AUTH_RECHECK_SECONDS, and at once on the user's `auth.changed` (chat.sessions)."""
     state: dict = {"texts": {}}
-    async with subscribe(conversation_id) as changes:
+
+    def step(cursor: int | None) -> tuple[list[str] | None, int | None]:
+        """One database visit: None for events when the credential no longer holds."""
+        slot.touch()
+        if not credential.still_valid():
+            return None, cursor
+        return _batch(user, conversation_id, cursor, state)
+
+    async with subscribe(conversation_id, user_id=credential.user_id) as changes:
         yield "retry: 2000\n\n"
+        quiet_since = last_batch = time.monotonic()
         while True:
-            try:
-                events, cursor = await database_sync_to_async(_batch)(
-                    user, conversation_id, cursor, state
-                )
-            except ConversationNotFound:
-                yield sse("gone", {"conversationId": conversation_id})
+            ended = changes.last_event and sessions.ended_here(
+                changes.last_event, credential.session_key
+            )
+            if not ended:
+                # Bursts of changes (streamed text) are read together, at most this often:
+                # open streams cost the server a bounded amount whatever the writer does.
+                await asyncio.sleep(max(0.0, last_batch + MIN_BATCH_SECONDS - time.monotonic()))
+                last_batch = time.monotonic()
+                try:
+                    events, cursor = await database_sync_to_async(step)(cursor)
+                except ConversationNotFound:
+                    yield sse("gone", {"conversationId": conversation_id})
+                    return
+            if ended or events is None:
+                yield sse("revoked", {"conversationId": conversation_id})
                 return
             for event in events:
                 yield event
@@ -86,5 +139,10 @@ async def event_stream(user, conversation_id: int, cursor: int | None):
                 # the proxy) with Last-Event-ID and misses nothing.
                 yield sse("closing", {"conversationId": conversation_id})
                 return
-            if not await changes.wait(KEEPALIVE_SECONDS) and not changes.closed:
+            if events:
+                quiet_since = time.monotonic()
+            woke = await changes.wait(sessions.AUTH_RECHECK_SECONDS)
+            quiet = time.monotonic() - quiet_since >= KEEPALIVE_SECONDS
+            if not woke and not changes.closed and quiet:
+                quiet_since = time.monotonic()
                 yield ": keepalive\n\n"

@@ -7,8 +7,11 @@ from django.db import transaction
 from django.utils import timezone
 
 from api.models import ApiToken
+from chat import events
+from chat.text import clean_text
 
 PREFIX = "parley_"
+NAME_MAX_CHARS = ApiToken._meta.get_field("name").max_length
 
 
 def digest(token: str) -> str:
@@ -21,15 +24,15 @@ def create_token(*, user, name: str) -> tuple[ApiToken, str]:
     token = PREFIX + secrets.token_urlsafe(32)
     record = ApiToken.objects.create(
         user=user,
-        name=" ".join(name.split())[:100] or "API token",
+        name=clean_text(name)[:NAME_MAX_CHARS] or "API token",
         prefix=token[: len(PREFIX) + 6],
         digest=digest(token),
     )
     return record, token
 
 
-def user_for_token(token: str):
-    """The active user a token belongs to, or None."""
+def token_record(token: str) -> ApiToken | None:
+    """The token's record if it is valid and its user active, else None."""
     if not token.startswith(PREFIX):
         return None
     record = ApiToken.objects.select_related("user").filter(digest=digest(token)).first()
@@ -38,10 +41,25 @@ def user_for_token(token: str):
     now = timezone.now()
     if record.last_used_at is None or (now - record.last_used_at).total_seconds() > 60:
         ApiToken.objects.filter(pk=record.pk).update(last_used_at=now)
-    return record.user
+    return record
+
+
+def user_for_token(token: str):
+    """The active user a token belongs to, or None."""
+    record = token_record(token)
+    return record.user if record is not None else None
+
+
+def token_still_valid(token_id: int) -> bool:
+    """Whether the token is still there and its user still active (open event streams
+    re-check this)."""
+    return ApiToken.objects.filter(pk=token_id, user__is_active=True).exists()
 
 
 @transaction.atomic
 def revoke_token(*, user, token_id: int) -> bool:
+    """Delete the token; after commit, its open event streams end (chat.sessions)."""
     deleted, _ = ApiToken.objects.filter(user=user, pk=token_id).delete()
+    if deleted:
+        events.send_user_event_on_commit(user.pk, events.auth_changed(user.pk))
     return bool(deleted)

@@ -8,3 +8,6 @@ class ChatConfig(AppConfig):
 
     def ready(self) -> None:
         from chat import checks  # noqa: F401 - registers the system checks
+        from chat.sessions import connect_signals
+
+        connect_signals()

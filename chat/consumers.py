@@ -13,17 +13,16 @@ status and transcript of every child changed since the child cursor it last sent
 
 import asyncio
 import json
-import time
 
 from channels.db import database_sync_to_async
 from channels.generic.websocket import AsyncWebsocketConsumer
-from django.contrib.auth import SESSION_KEY
 from django.http import HttpRequest
 from django.template.loader import render_to_string
 from django.utils import translation
 
+from chat import sessions
 from chat.errors import ConversationNotFound
-from chat.events import conversation_group
+from chat.events import conversation_group, user_group
 from chat.selectors import conversation_for_user, transcript_changes
 from chat.subagents import changed_subagents
 
@@ -33,8 +32,6 @@ CLOSE_SIGNED_OUT = 4401
 # While a turn runs, check again this long after each push, in case its last event was
 # dropped (channel layers drop messages to a full queue).
 RECHECK_SECONDS = 1.5
-# How often the session is read again, so a signed-out user stops receiving updates.
-SESSION_CHECK_SECONDS = 5.0
 
 
 class SignedOut(Exception):
@@ -49,7 +46,7 @@ class ConversationConsumer(AsyncWebsocketConsumer):
         self.sent_subagents: dict[int, int] = {}  # child id -> the child's cursor sent
         self.pushing = asyncio.Lock()  # one push at a time: each reads from the last cursor
         self.recheck: asyncio.Task | None = None
-        self.session_checked = time.monotonic()
+        self.watch: asyncio.Task | None = None
         try:
             await database_sync_to_async(conversation_for_user)(
                 user=self.user, conversation_id=self.conversation_id
@@ -57,15 +54,18 @@ class ConversationConsumer(AsyncWebsocketConsumer):
         except ConversationNotFound:
             await self.close()  # before accept: the handshake is refused (HTTP 403)
             return
-        self.group = conversation_group(self.conversation_id)
-        await self.channel_layer.group_add(self.group, self.channel_name)
+        self.groups_joined = [conversation_group(self.conversation_id), user_group(self.user.pk)]
+        for group in self.groups_joined:
+            await self.channel_layer.group_add(group, self.channel_name)
         await self.accept()
+        self.watch = asyncio.create_task(self.watch_session())
 
     async def disconnect(self, code: int) -> None:
-        if getattr(self, "recheck", None) is not None:
-            self.recheck.cancel()
-        if hasattr(self, "group"):
-            await self.channel_layer.group_discard(self.group, self.channel_name)
+        for task in (getattr(self, "recheck", None), getattr(self, "watch", None)):
+            if task is not None:
+                task.cancel()
+        for group in getattr(self, "groups_joined", []):
+            await self.channel_layer.group_discard(group, self.channel_name)
 
     async def receive(self, text_data: str | None = None, bytes_data: bytes | None = None) -> None:
         try:
@@ -88,8 +88,46 @@ class ConversationConsumer(AsyncWebsocketConsumer):
         ):
             await self.push_changes()
 
+    async def auth_changed(self, event: dict) -> None:
+        """The user's credentials changed (chat.sessions): close unless this session is
+        still good."""
+        if sessions.ended_here(event, self.session_key()) or not await self.session_valid():
+            await self.sign_out()
+
+    async def watch_session(self) -> None:
+        """The safety net under `auth.changed` (a channel layer may drop it): re-read the
+        session every AUTH_RECHECK_SECONDS."""
+        while True:
+            await asyncio.sleep(sessions.AUTH_RECHECK_SECONDS)
+            if not await self.session_valid():
+                await self.sign_out()
+                return
+
+    async def session_valid(self) -> bool:
+        return await database_sync_to_async(self.session_still_valid)()
+
+    def session_still_valid(self) -> bool:
+        # Without a session in the scope (tests that set the user themselves), the user is all
+        # there is; config.asgi always puts the consumer behind AuthMiddlewareStack.
+        if "session" not in self.scope:
+            return True
+        return sessions.session_still_valid(self.session_key(), self.user.pk)
+
+    async def sign_out(self) -> None:
+        async with self.pushing:  # after a push in progress, and before any other
+            self.signed_out = True
+            await self.close(code=CLOSE_SIGNED_OUT)
+        if self.watch is not None and self.watch is not asyncio.current_task():
+            self.watch.cancel()
+
+    def session_key(self) -> str | None:
+        session = self.scope.get("session")
+        return getattr(session, "session_key", None)
+
     async def push_changes(self) -> None:
         async with self.pushing:
+            if getattr(self, "signed_out", False):
+                return
             try:
                 html, cursor, running = await database_sync_to_async(self.render_changes)(
                     self.sent_seq
@@ -141,12 +179,9 @@ class ConversationConsumer(AsyncWebsocketConsumer):
         return html, changes.cursor, running
 
     def check_session(self) -> None:
-        """Raise SignedOut once the user's session is gone (they logged out elsewhere)."""
-        session = self.scope.get("session")
-        if session is None or time.monotonic() - self.session_checked < SESSION_CHECK_SECONDS:
-            return
-        self.session_checked = time.monotonic()
-        if session.load().get(SESSION_KEY) != str(self.user.pk):
+        """Raise SignedOut once the session no longer signs this user in (logout, password
+        change, deactivation): checked before every push, so nothing more is sent."""
+        if not self.session_still_valid():
             raise SignedOut
 
     def language(self) -> str:

@@ -45,3 +45,52 @@ class NothingToRetry(ParleyError):
 class NothingToStop(ParleyError):
     status = 409
     default_message = _("The agent is not running.")
+
+
+class RateLimited(ParleyError):
+    """Too much at once: HTTP 429, with the seconds after which trying again may work."""
+
+    status = 429
+
+    def __init__(self, retry_after: int, message: str | None = None) -> None:
+        self.retry_after = max(1, int(retry_after))
+        super().__init__(message)
+
+
+class TooManyRunningTurns(RateLimited):
+    def __init__(self, retry_after: int) -> None:
+        super().__init__(
+            retry_after,
+            _(
+                "The agent is already replying in %(limit)s of your conversations: wait for "
+                "one to finish, then try again."
+            )
+            % {"limit": settings.PARLEY_MAX_RUNNING_TURNS},
+        )
+
+
+class TooManyMessages(RateLimited):
+    def __init__(self, retry_after: int) -> None:
+        super().__init__(
+            retry_after,
+            _("You sent too many messages in a minute. Try again in %(seconds)s seconds.")
+            % {"seconds": max(1, int(retry_after))},
+        )
+
+
+class TooManyConversations(RateLimited):
+    def __init__(self, retry_after: int) -> None:
+        super().__init__(
+            retry_after,
+            _("You started too many conversations in a minute. Try again in %(seconds)s seconds.")
+            % {"seconds": max(1, int(retry_after))},
+        )
+
+
+class TooManyStreams(RateLimited):
+    def __init__(self, retry_after: int) -> None:
+        super().__init__(
+            retry_after,
+            _("Too many event streams are open for you (at most %(limit)s). Close one first.")
+            % {"limit": settings.PARLEY_MAX_STREAMS},
+        )

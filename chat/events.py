@@ -19,6 +19,11 @@ def conversation_group(conversation_id: int) -> str:
     return f"conversation.{conversation_id}"
 
 
+def user_group(user_id: int) -> str:
+    """Every open websocket and event stream of one user (chat.sessions)."""
+    return f"user.{user_id}"
+
+
 def send_conversation_event_on_commit(conversation_id: int, event: dict) -> None:
     # robust: a push that fails (a Redis blip) is logged, never turned into an error after
     # the data is already committed; the next change or reconnect catches the page up.
@@ -26,9 +31,17 @@ def send_conversation_event_on_commit(conversation_id: int, event: dict) -> None
 
 
 def _send(conversation_id: int, event: dict) -> None:
+    _send_to_group(conversation_group(conversation_id), event)
+
+
+def send_user_event_on_commit(user_id: int, event: dict) -> None:
+    transaction.on_commit(partial(_send_to_group, user_group(user_id), event), robust=True)
+
+
+def _send_to_group(group: str, event: dict) -> None:
     layer = get_channel_layer()
     if layer is not None:
-        async_to_sync(layer.group_send)(conversation_group(conversation_id), event)
+        async_to_sync(layer.group_send)(group, event)
 
 
 def conversation_changed(conversation_id: int, seq: int) -> dict:
@@ -44,6 +57,12 @@ def subagent_changed(parent_id: int, child_id: int, seq: int) -> dict:
         "child_id": child_id,
         "seq": seq,
     }
+
+
+def auth_changed(user_id: int, *, session: str = "") -> dict:
+    """The user's credentials changed: streams re-check theirs (`session`: the digest of a
+    session that just ended)."""
+    return {"type": "auth.changed", "user_id": user_id, "session": session}
 
 
 # Set when this process begins to shut down: every subscription stops waiting, so event
@@ -62,6 +81,7 @@ class Subscription:
     def __init__(self, layer, channel: str) -> None:
         self.layer = layer
         self.channel = channel
+        self.last_event: dict | None = None  # what the last successful wait received
 
     @property
     def closed(self) -> bool:
@@ -81,20 +101,27 @@ class Subscription:
             receive.cancel()
             closing.cancel()
         if receive in done:
-            receive.result()  # a failing layer fails the wait, as before
+            self.last_event = receive.result()  # a failing layer fails the wait, as before
             return True
         return False
 
 
 @asynccontextmanager
-async def subscribe(conversation_id: int) -> AsyncIterator[Subscription]:
-    """Join the conversation's group for as long as the block runs (the server-side waits:
-    the API's `wait` and its event stream; consumers join through their own channel)."""
+async def subscribe(
+    conversation_id: int, *, user_id: int | None = None
+) -> AsyncIterator[Subscription]:
+    """Join the conversation's group (and with `user_id`, the user's) for as long as the
+    block runs (the server-side waits: the API's `wait` and its event stream; consumers join
+    through their own channel)."""
     layer = get_channel_layer()
     channel = await layer.new_channel()
-    group = conversation_group(conversation_id)
-    await layer.group_add(group, channel)
+    groups = [conversation_group(conversation_id)]
+    if user_id is not None:
+        groups.append(user_group(user_id))
+    for group in groups:
+        await layer.group_add(group, channel)
     try:
         yield Subscription(layer, channel)
     finally:
-        await layer.group_discard(group, channel)
+        for group in groups:
+            await layer.group_discard(group, channel)

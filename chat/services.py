@@ -7,7 +7,7 @@ the conversation's change cursor under its row lock and push `chat.changed` afte
 from django.conf import settings
 from django.db import transaction
 
-from chat import events, pausing, transcript, turns
+from chat import events, limits, pausing, transcript, turns
 from chat.blocks import TextBlock
 from chat.errors import AgentBusy, EmptyMessage, MessageTooLong, NothingToRetry, NothingToStop
 from chat.models import AgentState, Conversation, Message, Role
@@ -19,6 +19,8 @@ AUTO_TITLE_CHARS = 60
 
 
 def create_conversation(*, owner, title: str = "") -> Conversation:
+    """A new conversation. Raises TooManyConversations past the user's rate (chat.limits)."""
+    limits.check_conversation_rate(user=owner)
     return Conversation.objects.create(owner=owner, title=_clean_title(title))
 
 
@@ -41,21 +43,30 @@ def delete_conversation(*, user, conversation_id: int) -> None:
     )
 
 
-@transaction.atomic
 def post_user_message(*, user, conversation_id: int, text: str) -> Message:
     """Append the user's message and start the agent's turn; while the turn is paused (a
     question is pending), the message resolves the pause instead (chat.pausing).
 
-    Raises EmptyMessage, MessageTooLong, AgentBusy (a turn is running) or ConversationNotFound.
+    Raises EmptyMessage, MessageTooLong, AgentBusy (a turn is running), ConversationNotFound,
+    TooManyMessages or TooManyRunningTurns (chat.limits).
     """
     text = clean_message(text)
     if not text:
         raise EmptyMessage
     if len(text) > settings.PARLEY_MAX_MESSAGE_CHARS:
         raise MessageTooLong
+    # Before the transaction: a flood is refused without taking any lock.
+    limits.check_message_rate(user=user)
+    return _append_user_message(user=user, conversation_id=conversation_id, text=text)
+
+
+@transaction.atomic
+def _append_user_message(*, user, conversation_id: int, text: str) -> Message:
     conversation = conversation_for_user(user=user, conversation_id=conversation_id, lock=True)
     if conversation.is_running:
         raise AgentBusy
+    if conversation.agent_state != AgentState.AWAITING_USER:
+        limits.check_turn_slot(user=user, conversation=conversation)
     if not conversation.title:
         conversation.title = _auto_title(text)
     message = transcript.append_message(conversation, role=Role.USER, blocks=[TextBlock(text=text)])
@@ -72,6 +83,7 @@ def retry_turn(*, user, conversation_id: int) -> None:
     conversation = conversation_for_user(user=user, conversation_id=conversation_id, lock=True)
     if conversation.agent_state != AgentState.ERROR:
         raise NothingToRetry
+    limits.check_turn_slot(user=user, conversation=conversation)
     turns.begin_turn(conversation, retrying=True)
 
 

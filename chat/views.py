@@ -10,7 +10,7 @@ from django.views.decorators.http import require_GET, require_POST
 from django_htmx.http import reswap, retarget
 
 from chat import services
-from chat.errors import ConversationNotFound, ParleyError
+from chat.errors import ConversationNotFound, ParleyError, RateLimited
 from chat.selectors import conversation_for_user, conversations_for_user, transcript_changes
 
 CONVERSATION = "chat/conversation.html"
@@ -38,7 +38,12 @@ def conversation_list(request: HttpRequest) -> HttpResponse:
 
 @require_POST
 def conversation_create(request: HttpRequest) -> HttpResponse:
-    conversation = services.create_conversation(owner=request.user)
+    try:
+        conversation = services.create_conversation(owner=request.user)
+    except RateLimited as error:
+        conversations = conversations_for_user(user=request.user)
+        context = {"conversations": conversations, "error": error.message}
+        return with_retry_after(render(request, CONVERSATION_LIST, context, status=429), error)
     return redirect("chat:conversation_detail", conversation_id=conversation.pk)
 
 
@@ -60,10 +65,12 @@ def post_message(request: HttpRequest, conversation_id: int) -> HttpResponse:
         if request.htmx:
             conversation = conversation_for_user(user=request.user, conversation_id=conversation_id)
             context = {"conversation": conversation, "text": text, "error": error.message}
-            return render(request, f"{CONVERSATION}#composer", context, status=error.status)
-        return render_conversation(
+            response = render(request, f"{CONVERSATION}#composer", context, status=error.status)
+            return with_retry_after(response, error)
+        response = render_conversation(
             request, conversation_id, text=text, error=error.message, status=error.status
         )
+        return with_retry_after(response, error)
     if request.htmx:
         conversation = conversation_for_user(user=request.user, conversation_id=conversation_id)
         return render(request, f"{CONVERSATION}#composer", {"conversation": conversation})
@@ -126,13 +133,20 @@ def control_response(
     except ParleyError as error:
         if request.htmx:
             response = HttpResponse(escape(error.message), status=error.status)
-            return reswap(retarget(response, f"#{alert}"), "innerHTML")
-        return render_conversation(
+            return with_retry_after(reswap(retarget(response, f"#{alert}"), "innerHTML"), error)
+        response = render_conversation(
             request, conversation_id, error=error.message, status=error.status
         )
+        return with_retry_after(response, error)
     if request.htmx:
         return HttpResponse(status=204)
     return redirect("chat:conversation_detail", conversation_id=conversation_id)
+
+
+def with_retry_after(response: HttpResponse, error: ParleyError) -> HttpResponse:
+    if isinstance(error, RateLimited):
+        response["Retry-After"] = str(error.retry_after)
+    return response
 
 
 def render_conversation(

@@ -1,5 +1,6 @@
-"""ASGI entry point: HTTP goes to Django, websockets to Channels behind Origin and auth checks,
-and `parley-runs` channel messages to the turn runner (with REDIS_URL, in `manage.py worker`)."""
+"""ASGI entry point: HTTP goes to Django, websockets to Channels behind an exact Origin check
+and auth, and `parley-runs` channel messages to the turn runner (with REDIS_URL, in
+`manage.py worker`)."""
 
 import os
 
@@ -10,17 +11,17 @@ django_asgi_app = get_asgi_application()
 
 from channels.auth import AuthMiddlewareStack  # noqa: E402
 from channels.routing import ChannelNameRouter, ProtocolTypeRouter, URLRouter  # noqa: E402
-from channels.security.websocket import AllowedHostsOriginValidator  # noqa: E402
 from django.conf import settings  # noqa: E402
 
 from chat.routing import websocket_urlpatterns  # noqa: E402
 from chat.runner import RunnerLifecycle, RunWorker  # noqa: E402
+from config.origins import ExactOriginValidator  # noqa: E402
 
 application = RunnerLifecycle(
     ProtocolTypeRouter(
         {
             "http": django_asgi_app,
-            "websocket": AllowedHostsOriginValidator(
+            "websocket": ExactOriginValidator(
                 AuthMiddlewareStack(URLRouter(websocket_urlpatterns))
             ),
             "channel": ChannelNameRouter({settings.PARLEY_RUN_CHANNEL: RunWorker.as_asgi()}),

@@ -3,6 +3,7 @@ import uuid
 
 from asgiref.sync import iscoroutinefunction, markcoroutinefunction
 from django.contrib.auth.middleware import LoginRequiredMiddleware
+from django.utils.cache import add_never_cache_headers
 
 from config.logging import current_request_id
 
@@ -67,3 +68,34 @@ def assign_request_id(request) -> str:
     else:
         request.request_id = uuid.uuid4().hex
     return request.request_id
+
+
+class NoStoreMiddleware:
+    """Pages, API responses and event streams carry transcripts, tokens and questions:
+    `Cache-Control: no-store` on every response this middleware sees (static files are
+    answered before it, by WhiteNoise, and keep their long cache)."""
+
+    sync_capable = True
+    async_capable = True
+
+    def __init__(self, get_response):
+        self.get_response = get_response
+        self.is_async = iscoroutinefunction(get_response)
+        if self.is_async:
+            markcoroutinefunction(self)
+
+    def __call__(self, request):
+        if self.is_async:
+            return self.__acall__(request)
+        return no_store(self.get_response(request))
+
+    async def __acall__(self, request):
+        return no_store(await self.get_response(request))
+
+
+def no_store(response):
+    """`no-store` unless the view chose its own caching (every Parley view that does says
+    no-store)."""
+    if not response.has_header("Cache-Control"):
+        add_never_cache_headers(response)
+    return response

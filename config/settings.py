@@ -75,6 +75,7 @@ MIDDLEWARE = [
     "config.middleware.RequestIdMiddleware",
     "django.middleware.security.SecurityMiddleware",
     "whitenoise.middleware.WhiteNoiseMiddleware",
+    "config.middleware.NoStoreMiddleware",
     "django.contrib.sessions.middleware.SessionMiddleware",
     "django.middleware.locale.LocaleMiddleware",
     "django.middleware.common.CommonMiddleware",
@@ -270,6 +271,19 @@ LOGGING = {
     },
 }
 
+# Counters for the limits below (chat.limits): shared through Redis when there is one.
+if REDIS_URL:
+    CACHES = {
+        "default": {
+            "BACKEND": "django.core.cache.backends.redis.RedisCache",
+            "LOCATION": REDIS_URL,
+            "KEY_PREFIX": "parley",
+            "OPTIONS": {"socket_timeout": 5, "socket_connect_timeout": 5},
+        }
+    }
+else:
+    CACHES = {"default": {"BACKEND": "django.core.cache.backends.locmem.LocMemCache"}}
+
 # --- Parley ---------------------------------------------------------------------------------
 
 # The longest message a user may send, in characters (documented in the README).
@@ -302,3 +316,13 @@ QUESTION_CALL_POLICY = os.environ.get("QUESTION_CALL_POLICY", "standalone")
 QUESTION_MAX_PER_TURN = int(os.environ.get("QUESTION_MAX_PER_TURN", "3"))
 # The channel that `manage.py worker` serves when REDIS_URL is set.
 PARLEY_RUN_CHANNEL = "parley-runs"
+# Limits per user (0: no limit): turns running at once, messages and new conversations per
+# minute, open event streams; failed logins per account and per client address before a
+# lockout of PARLEY_LOGIN_LOCKOUT_SECONDS.
+PARLEY_MAX_RUNNING_TURNS = int(os.environ.get("PARLEY_MAX_RUNNING_TURNS", "3"))
+PARLEY_MESSAGES_PER_MINUTE = int(os.environ.get("PARLEY_MESSAGES_PER_MINUTE", "30"))
+PARLEY_CONVERSATIONS_PER_MINUTE = int(os.environ.get("PARLEY_CONVERSATIONS_PER_MINUTE", "20"))
+PARLEY_MAX_STREAMS = int(os.environ.get("PARLEY_MAX_STREAMS", "10"))
+PARLEY_LOGIN_FAILURES_PER_ACCOUNT = int(os.environ.get("PARLEY_LOGIN_FAILURES_PER_ACCOUNT", "10"))
+PARLEY_LOGIN_FAILURES_PER_ADDRESS = int(os.environ.get("PARLEY_LOGIN_FAILURES_PER_ADDRESS", "30"))
+PARLEY_LOGIN_LOCKOUT_SECONDS = int(os.environ.get("PARLEY_LOGIN_LOCKOUT_SECONDS", "900"))

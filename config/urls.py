@@ -6,12 +6,12 @@ from django.views.i18n import set_language
 
 from api import views as api_views
 from api.api import api
-from config import health
+from config import auth, health
 
 urlpatterns = [
     # Probed by load balancers: no login, and exempt from SECURE_SSL_REDIRECT (settings).
     path("healthz", health.healthz, name="healthz"),
-    path("login/", auth_views.LoginView.as_view(), name="login"),
+    path("login/", auth.LoginView.as_view(), name="login"),
     path("logout/", auth_views.LogoutView.as_view(), name="logout"),
     # The language switcher also serves the login page, before anyone is signed in.
     path("i18n/setlang/", login_not_required(set_language), name="set_language"),

@@ -2,6 +2,7 @@ import os
 
 import pytest
 from asgiref.sync import async_to_sync
+from django.core.cache import cache
 
 from chat import runner, runtime, services
 from tests.fakes import AskingModel
@@ -19,6 +20,14 @@ def turns_run_inline(monkeypatch, settings):
 
 def run_now(conversation_id: int) -> None:
     async_to_sync(runtime.run_turn)(conversation_id)
+
+
+@pytest.fixture(autouse=True)
+def fresh_limits():
+    """Each test starts with no rate-limit counts (chat.limits keeps them in the cache)."""
+    cache.clear()
+    yield
+    cache.clear()
 
 
 @pytest.fixture

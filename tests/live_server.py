@@ -39,6 +39,11 @@ class LiveServer:
             "SECRET_KEY": "parley-live-test",
             "ALLOWED_HOSTS": "127.0.0.1,localhost",
             "SCRIPTED_AGENT_DELAY": "0.03",
+            # One user (demo) drives many tests against one server, faster than a person:
+            # the per-user rates are off unless a test sets them (tests/test_limits_live.py).
+            "PARLEY_MESSAGES_PER_MINUTE": "0",
+            "PARLEY_CONVERSATIONS_PER_MINUTE": "0",
+            "PARLEY_MAX_RUNNING_TURNS": "0",
             **env,
         }
         if "REDIS_URL" not in env:

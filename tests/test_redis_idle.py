@@ -5,11 +5,9 @@ the next turn. A Redis that accepts connections and never answers is still notic
 exits."""
 
 import asyncio
-import base64
 import json
 import os
 import random
-import re
 import socketserver
 import subprocess
 import sys
@@ -19,6 +17,7 @@ from concurrent.futures import ThreadPoolExecutor
 import httpx
 import pytest
 
+from tests.live_clients import WebSocket, eventually, log_in, read_stream
 from tests.live_server import ROOT, LiveServer
 
 pytestmark = pytest.mark.live
@@ -29,115 +28,12 @@ IDLE_SECONDS = 35
 REPLY = "Two tools, one turn."  # how the scripted agent's answer to "What time is it?" ends
 
 
-class WebSocket:
-    """A minimal RFC 6455 client over asyncio streams (the suite has no websocket library):
-    keeps the text messages, answers pings, and records the close code."""
-
-    def __init__(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
-        self.reader, self.writer = reader, writer
-        self.messages: list[str] = []
-        self.close_code: int | None = None
-        self.reading = asyncio.create_task(self.read())
-
-    @classmethod
-    async def connect(cls, url: str, path: str, headers: dict[str, str]) -> "WebSocket":
-        host, port = url.removeprefix("http://").split(":")
-        reader, writer = await asyncio.open_connection(host, int(port))
-        request = [
-            f"GET {path} HTTP/1.1",
-            f"Host: {host}:{port}",
-            "Upgrade: websocket",
-            "Connection: Upgrade",
-            f"Sec-WebSocket-Key: {base64.b64encode(os.urandom(16)).decode()}",
-            "Sec-WebSocket-Version: 13",
-            *(f"{name}: {value}" for name, value in headers.items()),
-        ]
-        writer.write(("\r\n".join(request) + "\r\n\r\n").encode())
-        response = (await reader.readuntil(b"\r\n\r\n")).decode("latin-1")
-        assert response.startswith("HTTP/1.1 101"), response
-        return cls(reader, writer)
-
-    def send(self, opcode: int, payload: bytes) -> None:
-        """One final frame; a client masks what it sends."""
-        mask = os.urandom(4)
-        length = len(payload)
-        if length < 126:
-            head = bytes([0x80 | opcode, 0x80 | length])
-        else:
-            head = bytes([0x80 | opcode, 0x80 | 126]) + length.to_bytes(2, "big")
-        masked = bytes(byte ^ mask[i % 4] for i, byte in enumerate(payload))
-        self.writer.write(head + mask + masked)
-
-    async def read(self) -> None:
-        message = b""
-        try:
-            while True:
-                first, second = await self.reader.readexactly(2)
-                length = second & 0x7F
-                if length == 126:
-                    length = int.from_bytes(await self.reader.readexactly(2), "big")
-                elif length == 127:
-                    length = int.from_bytes(await self.reader.readexactly(8), "big")
-                payload = await self.reader.readexactly(length)  # a server does not mask
-                opcode = first & 0x0F
-                if opcode == 0x8:  # close
-                    self.close_code = int.from_bytes(payload[:2], "big") if payload else 1005
-                    return
-                if opcode == 0x9:  # ping
-                    self.send(0xA, payload)
-                elif opcode in (0x0, 0x1):  # continuation, text
-                    message += payload
-                    if first & 0x80:
-                        self.messages.append(message.decode())
-                        message = b""
-        except asyncio.IncompleteReadError:
-            self.close_code = 1006  # gone without a close frame
-
-    async def close(self) -> None:
-        self.reading.cancel()
-        self.writer.close()
-        await self.writer.wait_closed()
-
-
 class Swallow(socketserver.BaseRequestHandler):
     """A Redis that accepts connections and reads them, but never answers."""
 
     def handle(self) -> None:
         while self.request.recv(4096):
             pass
-
-
-async def log_in(http: httpx.AsyncClient) -> str:
-    """The session id of demo / demo, signed in through the login form."""
-    page = (await http.get("/login/")).text
-    token = re.search(r'name="csrfmiddlewaretoken" value="([^"]+)"', page).group(1)
-    response = await http.post(
-        "/login/", data={"username": "demo", "password": "demo", "csrfmiddlewaretoken": token}
-    )
-    assert response.status_code == 302, response.text
-    return http.cookies["sessionid"]
-
-
-async def read_stream(http: httpx.AsyncClient, url: str, headers: dict, events: list) -> None:
-    """Append each event of the stream as (event, data), and each keepalive as ("keepalive",
-    None), until the stream ends."""
-    event = None
-    async with http.stream("GET", url, headers=headers, timeout=None) as stream:
-        async for line in stream.aiter_lines():
-            if line == ": keepalive":
-                events.append(("keepalive", None))
-            elif line.startswith("event: "):
-                event = line.removeprefix("event: ")
-            elif line.startswith("data: "):
-                events.append((event, json.loads(line.removeprefix("data: "))))
-
-
-async def eventually(predicate, seconds: float, what: str) -> None:
-    deadline = asyncio.get_running_loop().time() + seconds
-    while not predicate():
-        if asyncio.get_running_loop().time() > deadline:
-            raise AssertionError(f"timed out waiting for {what}")
-        await asyncio.sleep(0.05)
 
 
 def test_idle_redis_connections_stay_up_and_a_silent_redis_is_noticed(tmp_path):

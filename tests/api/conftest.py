@@ -16,8 +16,8 @@ def api(client, token):
         def __init__(self, token):
             self.headers = {"Authorization": f"Bearer {token}"}
 
-        def get(self, path, **params):
-            return client.get(f"/api/v1{path}", params, headers=self.headers)
+        def get(self, path, headers=None, **params):
+            return client.get(f"/api/v1{path}", params, headers={**self.headers, **(headers or {})})
 
         def post(self, path, body=None, **extra):
             return client.post(

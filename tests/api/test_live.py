@@ -4,6 +4,7 @@ disconnect and resume, the terminal client in a pseudo-terminal, and schemathesi
 import json
 import subprocess
 import sys
+from http.client import HTTPConnection
 
 import httpx
 import pexpect
@@ -123,7 +124,9 @@ def test_the_terminal_client_answers_with_arrow_keys(server, token):
         child.expect("Margherita")
         child.send("\x1b[B")  # arrow down: Pepperoni
         child.send("\r")
-        child.expect(r"Great, ordering: \*\*Pepperoni\*\*")
+        # Markdown is rendered (bold), not printed raw.
+        child.expect(r"Great, ordering: (\x1b\[[0-9;]*m)*Pepperoni")
+        assert "**" not in child.before + child.after
         child.expect("> ")
         child.sendline("delete")
         child.expect(r"Delete 23 unused test files")
@@ -150,6 +153,217 @@ def test_the_terminal_client_without_a_terminal_numbers_the_choices(server, toke
     assert result.returncode == 0, result.stderr
     assert "  1) Olives" in result.stdout
     assert "Adding these toppings:\n\nOlives\nPeppers" in result.stdout
+
+
+HOSTILE_TEXT = (
+    "Plain \x1b[2J\x1b[Hcleared? \x1b]52;c;ZXZpbA==\x07clip "
+    "\x1b]8;;http://evil.example/\x1b\\here\x1b]8;;\x1b\\ and [a link](http://example.com/x) "
+    "with **bold** \u202eevil\u202c done."
+)
+HOSTILE_SCRIPT = f"""
+[[rules]]
+match = "escape"
+
+[[rules.steps]]
+text = "Checking."
+tool_calls = [{{ name = "calculate", arguments = {{ expression = "6 * 7" }} }}]
+
+[[rules.steps]]
+text = {json.dumps(HOSTILE_TEXT)}
+"""
+# What must never reach the terminal from the agent's text: erase display, OSC 52 (clipboard),
+# OSC 8 (hidden hyperlink), and the bidi override.
+CONTROL = ["\x1b[2J", "\x1b]52", "\x1b]8;", "\u202e"]
+
+
+@pytest.fixture(scope="module")
+def hostile(tmp_path_factory):
+    root = tmp_path_factory.mktemp("hostile")
+    script = root / "script.toml"
+    script.write_text(HOSTILE_SCRIPT)
+    server = LiveServer(root, SCRIPTED_AGENT_DELAY="0.01", SCRIPTED_AGENT_SCRIPT=str(script))
+    server.manage("migrate", "--no-input", "-v", "0")
+    server.manage("ensure_demo_user")
+    server.start()
+    yield server, server.manage("create_api_token", "demo").strip()
+    server.stop()
+
+
+def spawn_chat(server, token, *args):
+    return pexpect.spawn(
+        sys.executable,
+        ["manage.py", "chat", "--server", server.url, "--token", token, *args],
+        cwd=str(ROOT),
+        env=server.env,
+        encoding="utf-8",
+        timeout=30,
+        dimensions=(40, 120),
+    )
+
+
+def test_the_terminal_client_never_prints_control_sequences_and_shows_tool_use(hostile):
+    server, token = hostile
+    child = spawn_chat(server, token, "--new")
+    try:
+        child.expect("> ")
+        child.sendline("escape")
+        child.expect("calculate")  # the tool call, then its result
+        child.expect("42")
+        child.expect("done")
+        child.expect("> ")
+        seen = child.before
+        child.sendeof()
+        child.expect(pexpect.EOF)
+    finally:
+        child.close(force=True)
+    for sequence in CONTROL:
+        assert sequence not in seen, sequence
+    assert "cleared?" in seen and "clip" in seen and "evil" in seen
+    assert "http://example.com/x" in seen  # a link is shown with its address
+    assert "**bold**" not in seen
+
+
+def test_the_terminal_client_says_invalid_or_revoked_token_on_401(server):
+    child = spawn_chat(server, "parley_not-a-real-token")
+    try:
+        child.expect("invalid or revoked token")
+        child.expect(pexpect.EOF)
+        output = child.before
+    finally:
+        child.close(force=True)
+    assert child.exitstatus == 1
+    assert "Traceback" not in output and "CSRF" not in output
+
+
+def test_the_terminal_client_lists_resumes_and_starts_only_when_asked(server, token, http):
+    before = len(http.get("/conversations").json())
+    # Without --new it continues the latest conversation: no new one per run.
+    for _ in range(2):
+        child = spawn_chat(server, token)
+        child.expect("> ")
+        child.sendeof()
+        child.expect(pexpect.EOF)
+        child.close()
+    after = len(http.get("/conversations").json())
+    assert after == max(before, 1)
+
+    waiting = http.post("/conversations", json={"title": "Lunch"}).json()
+    asked = http.post(
+        f"/conversations/{waiting['id']}/messages", json={"content": "pizza", "wait": 20}
+    ).json()
+    assert asked["status"] == "needs_input"
+    listing = subprocess.run(
+        [sys.executable, "manage.py", "chat", "--server", server.url, "--token", token, "--list"],
+        cwd=ROOT,
+        env=server.env,
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    assert listing.returncode == 0, listing.stderr
+    [line] = [row for row in listing.stdout.splitlines() if "Lunch" in row]
+    assert line.startswith("*") and str(waiting["id"]) in line
+
+    child = spawn_chat(server, token, "--conversation", str(waiting["id"]))
+    try:
+        child.expect(PIZZA)  # the pending question, asked at once
+        child.send("\r")  # the first option
+        child.expect(r"Great, ordering: (\x1b\[[0-9;]*m)*Margherita")
+        child.expect("> ")
+        child.sendeof()
+        child.expect(pexpect.EOF)
+    finally:
+        child.close(force=True)
+
+
+def test_the_numbered_prompt_asks_again_on_bad_input(server, token):
+    result = subprocess.run(
+        [sys.executable, "manage.py", "chat", "--server", server.url, "--token", token, "--new"],
+        cwd=ROOT,
+        env=server.env,
+        input="pizza\n9\n2\ndelete\nmaybe\ny\n",
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    assert result.returncode == 0, result.stderr
+    assert "There is no option 9: choose 1-3." in result.stdout
+    assert "Choose by number, 1-2." in result.stdout  # a confirmation takes no typed answer
+    assert "Great, ordering: **Pepperoni**." in result.stdout  # a pipe gets plain text
+    assert '"confirmed": true' in result.stdout  # "y" answers a confirmation
+    assert "Traceback" not in result.stderr
+
+
+def raw_request(server, method, path, headers, body=b"", chunked=False):
+    """One request with exactly these header bytes (http.client sends bytes as they are)."""
+    connection = HTTPConnection("127.0.0.1", server.port, timeout=30)
+    try:
+        connection.putrequest(method, path, skip_accept_encoding=True)
+        for name, value in headers.items():
+            connection.putheader(name, value)
+        if chunked:
+            connection.putheader("Transfer-Encoding", "chunked")
+            connection.endheaders()
+            for start in range(0, len(body), 64 * 1024):
+                piece = body[start : start + 64 * 1024]
+                connection.send(f"{len(piece):x}\r\n".encode() + piece + b"\r\n")
+            connection.send(b"0\r\n\r\n")
+        else:
+            if body:
+                connection.putheader("Content-Length", str(len(body)))
+            connection.endheaders(body or None)
+        response = connection.getresponse()
+        kind = response.getheader("Content-Type", "")
+        # An event stream that was accepted goes on forever: its headers are the answer.
+        body = b"" if kind.startswith("text/event-stream") else response.read(2000)
+        return response.status, kind, body
+    finally:
+        connection.close()
+
+
+def test_bad_headers_and_bodies_get_clean_errors_never_a_500(server, token, http):
+    conversation = http.post("/conversations", json={}).json()
+    base = f"/api/v1/conversations/{conversation['id']}"
+    auth = {"Authorization": f"Bearer {token}".encode()}
+    hostile_headers = [
+        {"Last-Event-ID": "²".encode()},
+        {"Last-Event-ID": b"9" * 5000},
+        {"Last-Event-ID": b"\xff\xfe"},
+        {"Accept-Language": b"\xff;q=x, zz-\x00"},
+        {"X-Request-ID": b"\xe2\x80\xae" * 50},
+        {"Content-Type": b"application/json; charset=\xff"},
+    ]
+    for extra in hostile_headers:
+        status, kind, body = raw_request(server, "GET", f"{base}/events", {**auth, **extra})
+        # 400 with no body: daphne refuses a header holding NUL before Parley sees it.
+        assert status in (200, 400, 422), (extra, status, body)
+        if status == 422:
+            assert kind.startswith("application/json") and b"message" in body
+    for bad_auth in [b"Bearer \xff\xfe", b"Bearer parley_" + b"x" * 5000, b"Basic \x01"]:
+        status, kind, _ = raw_request(
+            server, "GET", "/api/v1/conversations", {"Authorization": bad_auth}
+        )
+        assert status == 401 and kind.startswith("application/json")
+
+    big = json.dumps({"content": "x" * (300 * 1024)}).encode()
+    json_type = {"Content-Type": b"application/json"}
+    for path in ["/api/v1/conversations", f"{base}/messages", f"{base}/respond"]:
+        status, kind, body = raw_request(server, "POST", path, {**auth, **json_type}, big)
+        assert status == 413 and kind.startswith("application/json"), (path, status, body)
+        # Chunked: no length up front; still a clean answer, never a 500.
+        status, kind, body = raw_request(
+            server, "POST", path, {**auth, **json_type}, big, chunked=True
+        )
+        assert status < 500 and kind.startswith("application/json"), (path, status, body)
+    # NUL and lone surrogates in every text field that is stored.
+    for path, body in [
+        ("/api/v1/conversations", {"title": "a\x00b\ud800"}),
+        (f"{base}/messages", {"content": "a\x00b\udfff"}),
+        (f"{base}/respond", {"answers": {"q\x00": "\ud800"}}),
+    ]:
+        encoded = json.dumps(body).encode()  # \u0000 and \ud800 escapes: valid JSON
+        status, kind, reply = raw_request(server, "POST", path, {**auth, **json_type}, encoded)
+        assert status < 500 and kind.startswith("application/json"), (path, status, reply)
 
 
 def test_schemathesis_finds_no_server_error(server, token):

@@ -147,6 +147,10 @@ async def test_anonymous_is_refused(conversation):
     assert not connected
 
 
+# What a browser on http://127.0.0.1:8000 sends: the origin is checked against this host.
+HOST = (b"host", b"127.0.0.1:8000")
+
+
 def session_cookie(user):
     client = Client()
     client.force_login(user)
@@ -158,6 +162,11 @@ def session_cookie(user):
     [
         (b"http://127.0.0.1:8000", True, True),
         (b"http://evil.example", True, False),
+        # The same host on another port or scheme is another origin (issue 12, finding 8).
+        (b"http://127.0.0.1:9999", True, False),
+        (b"https://127.0.0.1:8000", True, False),
+        (b"http://127.0.0.1:8000/", True, True),
+        (b"null", True, False),
         (None, True, False),
         (b"http://127.0.0.1:8000", False, False),
     ],
@@ -165,7 +174,7 @@ def session_cookie(user):
 async def test_the_real_stack_checks_origin_and_session(
     user, conversation, origin, with_session, accepted
 ):
-    headers = []
+    headers = [HOST]
     if origin:
         headers.append((b"origin", origin))
     if with_session:
@@ -180,6 +189,7 @@ async def test_the_real_stack_checks_origin_and_session(
 
 async def test_pushes_follow_the_language_cookie(user, conversation):
     headers = [
+        HOST,
         (b"origin", b"http://127.0.0.1:8000"),
         (b"cookie", f"sessionid={await db(session_cookie)(user)}; django_language=pt-br".encode()),
     ]
@@ -192,14 +202,15 @@ async def test_pushes_follow_the_language_cookie(user, conversation):
     await communicator.disconnect()
 
 
-async def test_a_signed_out_user_stops_receiving_updates(user, conversation, monkeypatch):
-    from chat import consumers
-
-    monkeypatch.setattr(consumers, "SESSION_CHECK_SECONDS", 0)
+async def test_a_signed_out_user_stops_receiving_updates(user, conversation):
     client = Client()
     await db(client.force_login)(user)
     cookie = client.cookies["sessionid"].value
-    headers = [(b"origin", b"http://127.0.0.1:8000"), (b"cookie", f"sessionid={cookie}".encode())]
+    headers = [
+        HOST,
+        (b"origin", b"http://127.0.0.1:8000"),
+        (b"cookie", f"sessionid={cookie}".encode()),
+    ]
     communicator = WebsocketCommunicator(application, ws_path(conversation.pk), headers=headers)
     assert (await communicator.connect())[0]
     await say(conversation.pk, "one")
@@ -209,3 +220,56 @@ async def test_a_signed_out_user_stops_receiving_updates(user, conversation, mon
     await db(client.logout)()
     await say(conversation.pk, "two")
     assert await communicator.receive_output() == {"type": "websocket.close", "code": 4401}
+
+
+@pytest.mark.parametrize("change", ["password", "deactivate", "logout"])
+async def test_auth_changes_close_the_socket_at_once_through_the_user_group(
+    user, conversation, monkeypatch, change
+):
+    """The `auth.changed` event, not the periodic re-check, closes the socket (issue 12)."""
+    from chat import sessions
+
+    monkeypatch.setattr(sessions, "AUTH_RECHECK_SECONDS", 3600)
+    client = Client()
+    await db(client.force_login)(user)
+    cookie = client.cookies["sessionid"].value
+    headers = [
+        HOST,
+        (b"origin", b"http://127.0.0.1:8000"),
+        (b"cookie", f"sessionid={cookie}".encode()),
+    ]
+    communicator = WebsocketCommunicator(application, ws_path(conversation.pk), headers=headers)
+    assert (await communicator.connect())[0]
+
+    def act():
+        if change == "password":
+            user.set_password("another-pw-456")
+            user.save()
+        elif change == "deactivate":
+            user.is_active = False
+            user.save(update_fields=["is_active"])
+        else:
+            client.logout()
+
+    await db(act)()
+    assert await communicator.receive_output(timeout=1) == {
+        "type": "websocket.close",
+        "code": 4401,
+    }
+
+
+async def test_a_sign_in_elsewhere_does_not_close_the_socket(user, conversation):
+    client = Client()
+    await db(client.force_login)(user)
+    cookie = client.cookies["sessionid"].value
+    headers = [
+        HOST,
+        (b"origin", b"http://127.0.0.1:8000"),
+        (b"cookie", f"sessionid={cookie}".encode()),
+    ]
+    communicator = WebsocketCommunicator(application, ws_path(conversation.pk), headers=headers)
+    assert (await communicator.connect())[0]
+    await db(Client().force_login)(user)  # saves last_login only
+    await db(Client().logout)()
+    assert await communicator.receive_nothing(timeout=1.5)
+    await communicator.disconnect()

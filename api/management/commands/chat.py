@@ -1,8 +1,14 @@
 """`python manage.py chat`: talk to a Parley server from the terminal, through its JSON API.
 
-Replies stream in as they are written. A question is asked in the terminal: arrow keys and
-Enter for one choice, Space to tick several, "Other…" for a typed answer, y/N for a
-confirmation; Ctrl+C rejects it. Without a terminal (a pipe), questions are numbered.
+Replies stream in, rendered as markdown (rich) in a terminal; tool calls and their results
+show as they happen. A question is asked in the terminal: arrow keys and Enter for one
+choice, Space to tick several, "Other…" for a typed answer, y/N for a confirmation; Ctrl+C
+rejects it. Without a terminal (a pipe), text is printed plain and questions are numbered;
+a reply that does not fit is asked again.
+
+Everything the server sends is shown as text: terminal control characters (escape sequences
+that clear the screen, write the clipboard, hide links) and invisible characters are dropped
+before anything is printed, and links are printed with their address.
 """
 
 import json
@@ -12,8 +18,32 @@ import sys
 import httpx
 import questionary
 from django.core.management.base import BaseCommand, CommandError
+from rich.console import Console
+from rich.live import Live
+from rich.markdown import Markdown
+
+from chat.text import clean_message, clean_text
 
 OTHER = "\x00other"
+YES, NO = "Yes", "No"
+RESULT_PREVIEW_CHARS = 200
+
+
+def shown(text: str) -> str:
+    """Server text as it may reach the terminal: no control or invisible characters."""
+    return clean_message(str(text))
+
+
+def shown_line(text: str) -> str:
+    return clean_text(str(text))
+
+
+class InvalidToken(CommandError):
+    def __init__(self) -> None:
+        super().__init__(
+            "The server says: invalid or revoked token. Create a new one on the API tokens "
+            "page or with `manage.py create_api_token USERNAME`."
+        )
 
 
 class Command(BaseCommand):
@@ -24,7 +54,13 @@ class Command(BaseCommand):
             "--server", default=os.environ.get("PARLEY_SERVER", "http://127.0.0.1:8000")
         )
         parser.add_argument("--token", default=os.environ.get("PARLEY_TOKEN", ""))
-        parser.add_argument("--conversation", type=int, help="Continue this conversation.")
+        which = parser.add_mutually_exclusive_group()
+        which.add_argument("--conversation", type=int, help="Continue this conversation.")
+        which.add_argument("--new", action="store_true", help="Start a new conversation.")
+        which.add_argument(
+            "--list", action="store_true", help="List your conversations (* = a question waits)."
+        )
+        parser.add_argument("--title", default="", help="The new conversation's title.")
 
     def handle(self, *args, **options) -> None:
         if not options["token"]:
@@ -33,27 +69,53 @@ class Command(BaseCommand):
                 "or with `manage.py create_api_token USERNAME`)."
             )
         self.interactive = sys.stdin.isatty() and sys.stdout.isatty()
+        self.console = Console(highlight=False, emoji=False, markup=False)
         self.http = httpx.Client(
             base_url=options["server"].rstrip("/") + "/api/v1",
             headers={"Authorization": f"Bearer {options['token']}"},
             timeout=httpx.Timeout(30, read=None),
         )
         try:
-            self.chat(options["conversation"])
+            if options["list"]:
+                self.list_conversations()
+            else:
+                self.chat(self.open_conversation(options))
         except httpx.HTTPError as error:
             raise CommandError(f"Cannot reach the server: {error}") from None
         finally:
             self.http.close()
 
+    # --- Which conversation -------------------------------------------------------------------
+
+    def list_conversations(self) -> None:
+        conversations = self.call("GET", "/conversations")
+        waiting = {q["conversationId"] for q in self.call("GET", "/questions")}
+        if not conversations:
+            self.stdout.write("No conversations yet: start one with --new.")
+            return
+        for conversation in conversations:
+            marker = "*" if conversation["id"] in waiting else " "
+            title = shown_line(conversation["title"])
+            pending = "  (a question waits for you)" if marker == "*" else ""
+            self.stdout.write(f"{marker} {conversation['id']:>5}  {title}{pending}")
+
+    def open_conversation(self, options) -> dict:
+        """--conversation, --new, or else the most recent conversation (a new one only when
+        there is none)."""
+        if options["conversation"] is not None:
+            return self.call("GET", f"/conversations/{options['conversation']}")
+        if not options["new"]:
+            recent = self.call("GET", "/conversations")
+            if recent:
+                return self.call("GET", f"/conversations/{recent[0]['id']}")
+        return self.call("POST", "/conversations", {"title": options["title"]})
+
     # --- The conversation loop ----------------------------------------------------------------
 
-    def chat(self, conversation_id: int | None) -> None:
-        if conversation_id is None:
-            conversation = self.call("POST", "/conversations", {"title": "Terminal"})
-        else:
-            conversation = self.call("GET", f"/conversations/{conversation_id}")
+    def chat(self, conversation: dict) -> None:
         self.id = conversation["id"]
-        self.stdout.write(f"Conversation {self.id}. Ctrl+D to leave.")
+        title = shown_line(conversation["title"])
+        self.stdout.write(f"Conversation {self.id}: {title}. Ctrl+D to leave.")
         if conversation.get("pendingQuestion"):
             self.answer(conversation["pendingQuestion"])
         while True:
@@ -65,22 +127,37 @@ class Command(BaseCommand):
             if not text.strip():
                 continue
             cursor = self.cursor()
-            self.call("POST", f"/conversations/{self.id}/messages", {"content": text})
-            self.follow(cursor)
+            if self.send("POST", f"/conversations/{self.id}/messages", {"content": text}):
+                self.follow(cursor)
 
-    def cursor(self) -> tuple[int, dict[int, str]]:
-        """Where the transcript is now: its change cursor, and the text of each reply so far."""
+    def cursor(self) -> tuple[int, dict[int, str], set[str]]:
+        """Where the transcript is now: its change cursor, each reply's text so far, and the
+        blocks already there."""
         conversation = self.call("GET", f"/conversations/{self.id}")
         texts = {m["id"]: m["text"] for m in conversation["messages"] if m["role"] == "assistant"}
-        return conversation["seq"], texts
+        seen = {key for m in conversation["messages"] for key in self.block_keys(m)}
+        return conversation["seq"], texts, seen
 
-    def follow(self, position: tuple[int, dict[int, str]]) -> None:
-        """Print the agent's text as it streams, until its turn ends or asks something."""
-        cursor, known = position
-        printed: dict[int, str] = dict(known)
-        fresh = set()
+    @staticmethod
+    def block_keys(message: dict) -> list[str]:
+        keys = []
+        for block in message["blocks"]:
+            if block.get("type") == "tool_call":
+                keys.append(f"call:{block.get('id')}")
+            elif block.get("type") == "tool_result":
+                keys.append(f"result:{block.get('tool_call_id')}")
+        return keys
+
+    def follow(self, position: tuple[int, dict[int, str], set[str]]) -> None:
+        """Show the agent's text as it streams and its tool use, until its turn ends or asks
+        something."""
+        cursor, known, seen = position
+        self.reply = Reply(self, dict(known))
         headers = {"Last-Event-ID": str(cursor), "Accept": "text/event-stream"}
         with self.http.stream("GET", f"/conversations/{self.id}/events", headers=headers) as stream:
+            if stream.status_code >= 400:
+                stream.read()
+                self.fail(stream)
             event = None
             for line in stream.iter_lines():
                 if line.startswith("event: "):
@@ -88,76 +165,108 @@ class Command(BaseCommand):
                 elif line.startswith("data: ") and event:
                     data = json.loads(line.removeprefix("data: "))
                     if event == "text":
-                        self.show_text(printed, fresh, data)
+                        self.reply.text(data["messageId"], data["text"])
+                    elif event == "message":
+                        self.show_tools(data, seen)
+                    elif event == "revoked":
+                        self.reply.end()
+                        raise InvalidToken
                     elif event == "state_change" and data["state"] not in (
                         "llm_requesting",
                         "tool_executing",
                     ):
-                        if fresh:
-                            self.stdout.write("")
+                        self.reply.end()
                         if data["state"] == "error":
                             self.stderr.write("The agent failed; send a message to go on.")
                         elif data.get("pendingQuestion"):
                             stream.close()
                             self.answer(data["pendingQuestion"])
                         return
+        self.reply.end()
 
-    def show_text(self, printed: dict[int, str], fresh: set[int], data: dict) -> None:
-        message_id, text = data["messageId"], data["text"]
-        before = printed.get(message_id, "")
-        if text == before:
+    def show_tools(self, message: dict, seen: set[str]) -> None:
+        """A line per tool call and per result, once each (not for questions: they are
+        asked, and their answer is what the user chose)."""
+        if any(b.get("type") == "action" for b in message["blocks"]):
+            seen.update(f"result:{b.get('id')}" for b in message["blocks"])
+            seen.update(self.block_keys(message))
             return
-        if message_id not in fresh:
-            if fresh:
-                self.stdout.write("")
-            self.stdout.write("parley: ", ending="")
-            fresh.add(message_id)
-        addition = text[len(before) :] if text.startswith(before) else "\n" + text
-        self.stdout.write(addition, ending="")
-        self.stdout.flush()
-        printed[message_id] = text
+        for block, key in zip(
+            [b for b in message["blocks"] if b.get("type") in ("tool_call", "tool_result")],
+            self.block_keys(message),
+            strict=True,
+        ):
+            if key in seen:
+                continue
+            seen.add(key)
+            self.reply.end()
+            if block["type"] == "tool_call":
+                arguments = json.dumps(block.get("arguments", {}), ensure_ascii=False)
+                self.stdout.write(
+                    f"  ⚙ {shown_line(block.get('name', ''))} {shown_line(arguments)}"
+                )
+            elif not message.get("isDraft"):
+                content = shown_line(block.get("content", ""))
+                if len(content) > RESULT_PREVIEW_CHARS:
+                    content = content[: RESULT_PREVIEW_CHARS - 1] + "…"
+                mark = "✗" if block.get("is_error") else "→"
+                self.stdout.write(f"    {mark} {content}")
 
     # --- Questions ----------------------------------------------------------------------------
 
     def answer(self, pending: dict) -> None:
-        answers = {}
-        try:
-            for question in pending["questions"]:
-                answers[question["question"]] = self.ask(question)
-        except KeyboardInterrupt:
-            self.stdout.write("Rejected.")
+        while True:
+            answers = {}
+            try:
+                for question in pending["questions"]:
+                    answers[question["question"]] = self.ask(question)
+            except KeyboardInterrupt:
+                self.stdout.write("Rejected.")
+                cursor = self.cursor()
+                if self.send("POST", f"/conversations/{self.id}/cancel", {}):
+                    self.follow(cursor)
+                return
+            except EOFError:
+                self.stdout.write("")
+                return
             cursor = self.cursor()
-            self.call("POST", f"/conversations/{self.id}/cancel", {})
+            body = {"answers": answers, "toolCallId": pending["toolCallId"]}
+            response = self.http.post(f"/conversations/{self.id}/respond", json=body)
+            if response.status_code == 422:
+                self.stderr.write(f"{self.message(response)} Try again.")
+                continue  # the same question, asked again
+            if response.status_code >= 400 and response.status_code != 401:
+                self.stderr.write(self.message(response))
+                return
+            self.refuse_errors(response)
             self.follow(cursor)
             return
-        cursor = self.cursor()
-        self.call(
-            "POST",
-            f"/conversations/{self.id}/respond",
-            {"answers": answers, "toolCallId": pending["toolCallId"]},
-        )
-        self.follow(cursor)
 
     def ask(self, question: dict):
-        title = question["question"]
+        title = shown_line(question["question"])
         if question.get("header"):
-            title = f"[{question['header']}] {title}"
+            title = f"[{shown_line(question['header'])}] {title}"
         if question.get("details"):
-            title += f"\n  {question['details']}"
+            title += f"\n  {shown_line(question['details'])}"
         labels = [o["label"] for o in question["options"]]
         if self.interactive:
             return self.ask_tty(title, question, labels)
         return self.ask_numbered(title, question, labels)
 
+    @staticmethod
+    def is_confirmation(question: dict, labels: list[str]) -> bool:
+        return labels == [YES, NO] and not question["custom"]
+
     def ask_tty(self, title: str, question: dict, labels: list[str]):
-        if labels == ["Yes", "No"] and not question["custom"]:
-            yes = questionary.confirm(title, default=question.get("default") != "No").unsafe_ask()
-            return "Yes" if yes else "No"
+        if self.is_confirmation(question, labels):
+            yes = questionary.confirm(title, default=question.get("default") != NO).unsafe_ask()
+            return YES if yes else NO
         if not labels:
-            return questionary.text(title).unsafe_ask()
+            return questionary.text(title, validate=bool).unsafe_ask()
         choices = [
             questionary.Choice(
-                title=o["label"] + (f" — {o['description']}" if o.get("description") else ""),
+                title=shown_line(o["label"])
+                + (f" — {shown_line(o['description'])}" if o.get("description") else ""),
                 value=o["label"],
             )
             for o in question["options"]
@@ -165,49 +274,155 @@ class Command(BaseCommand):
         if question["custom"]:
             choices.append(questionary.Choice(title="Other…", value=OTHER))
         if question["multiSelect"]:
-            chosen = questionary.checkbox(title, choices=choices).unsafe_ask()
+            chosen = questionary.checkbox(
+                title, choices=choices, validate=lambda picked: bool(picked) or "Pick at least one."
+            ).unsafe_ask()
             if OTHER in chosen:
                 chosen = [c for c in chosen if c != OTHER]
-                chosen.append(questionary.text("Your answer:").unsafe_ask())
+                chosen.append(questionary.text("Your answer:", validate=bool).unsafe_ask())
             return chosen
         chosen = questionary.select(title, choices=choices).unsafe_ask()
         if chosen == OTHER:
-            return questionary.text("Your answer:").unsafe_ask()
+            return questionary.text("Your answer:", validate=bool).unsafe_ask()
         return chosen
 
     def ask_numbered(self, title: str, question: dict, labels: list[str]):
+        """Numbered choices; a reply that does not fit is explained and asked again."""
         self.stdout.write(title)
         for number, option in enumerate(question["options"], 1):
-            description = f" — {option['description']}" if option.get("description") else ""
-            self.stdout.write(f"  {number}) {option['label']}{description}")
+            label = shown_line(option["label"])
+            description = (
+                f" — {shown_line(option['description'])}" if option.get("description") else ""
+            )
+            self.stdout.write(f"  {number}) {label}{description}")
+        confirmation = self.is_confirmation(question, labels)
         if not labels:
             hint = "Your answer: "
+        elif confirmation:
+            hint = "1 or y (Yes), 2 or n (No): "
         elif question["multiSelect"]:
-            hint = (
-                "Numbers, comma-separated"
-                + (" (or type an answer)" if question["custom"] else "")
-                + ": "
-            )
+            typed = " (or type an answer)" if question["custom"] else ""
+            hint = f"Numbers 1-{len(labels)}, comma-separated{typed}: "
         else:
-            hint = "Number" + (" (or type an answer)" if question["custom"] else "") + ": "
-        reply = input(hint).strip()
+            typed = " (or type an answer)" if question["custom"] else ""
+            hint = f"Number 1-{len(labels)}{typed}: "
+        while True:
+            reply = input(hint).strip()
+            answer, problem = self.parse_numbered(reply, question, labels, confirmation)
+            if problem is None:
+                return answer
+            self.stdout.write(problem)
+
+    @staticmethod
+    def parse_numbered(reply: str, question: dict, labels: list[str], confirmation: bool):
+        """(answer, None), or (None, what is wrong with the reply)."""
+        if not reply:
+            return None, "Type an answer." if not labels else "Choose an option."
+        if not labels:
+            return reply, None
+        if confirmation and reply.lower() in ("y", "yes", "n", "no"):
+            return (YES if reply.lower().startswith("y") else NO), None
+        parts = [p.strip() for p in reply.split(",")] if question["multiSelect"] else [reply]
         picked = []
-        for part in reply.split(",") if question["multiSelect"] else [reply]:
-            part = part.strip()
-            if part.isdigit() and 1 <= int(part) <= len(labels):
+        for part in filter(None, parts):
+            if part.isdecimal() and part.isascii():
+                if not 1 <= int(part) <= len(labels):
+                    return None, f"There is no option {part}: choose 1-{len(labels)}."
                 picked.append(labels[int(part) - 1])
-            elif part:
+            elif question["custom"]:
                 picked.append(part)
-        return picked if question["multiSelect"] else (picked[0] if picked else "")
+            else:
+                return None, f"Choose by number, 1-{len(labels)}."
+        if not picked:
+            return None, "Choose an option."
+        if question["multiSelect"]:
+            return picked, None
+        if len(picked) > 1:
+            return None, "Choose one option."
+        return picked[0], None
 
     # --- HTTP ---------------------------------------------------------------------------------
 
-    def call(self, method: str, path: str, body: dict | None = None) -> dict:
+    def call(self, method: str, path: str, body: dict | None = None):
         response = self.http.request(method, path, json=body)
-        if response.status_code >= 400:
-            try:
-                message = response.json().get("message", response.text)
-            except ValueError:
-                message = response.text
-            raise CommandError(f"{response.status_code}: {message}")
+        self.refuse_errors(response)
         return response.json()
+
+    def send(self, method: str, path: str, body: dict) -> bool:
+        """A request the server may refuse (busy, too fast, nothing to cancel): the refusal is
+        shown and the session goes on. True when it was accepted."""
+        response = self.http.request(method, path, json=body)
+        if response.status_code in (400, 409, 413, 422, 429):
+            self.stderr.write(self.message(response))
+            return False
+        self.refuse_errors(response)
+        return True
+
+    def refuse_errors(self, response: httpx.Response) -> None:
+        if response.status_code >= 400:
+            self.fail(response)
+
+    def fail(self, response: httpx.Response):
+        if response.status_code == 401:
+            raise InvalidToken
+        raise CommandError(f"{response.status_code}: {self.message(response)}")
+
+    @staticmethod
+    def message(response: httpx.Response) -> str:
+        try:
+            message = response.json().get("message", "")
+        except ValueError:
+            message = ""
+        message = shown_line(message or response.text[:300])
+        retry = response.headers.get("Retry-After")
+        if response.status_code == 429 and retry:
+            message += f" (retry after {shown_line(retry)} s)"
+        return message
+
+
+class Reply:
+    """The assistant's text as it streams: markdown re-rendered in place in a terminal, plain
+    text appended in a pipe."""
+
+    def __init__(self, command: Command, known: dict[int, str]) -> None:
+        self.command = command
+        self.printed = known
+        self.current: int | None = None
+        self.live: Live | None = None
+
+    def text(self, message_id: int, text: str) -> None:
+        text = shown(text)
+        before = self.printed.get(message_id, "")
+        if text == before:
+            return
+        if message_id != self.current:
+            self.end()
+            self.current = message_id
+            self.command.stdout.write("parley:")
+        self.printed[message_id] = text
+        if self.command.interactive:
+            markdown = Markdown(text, hyperlinks=False)
+            if self.live is None:
+                self.live = Live(
+                    markdown,
+                    console=self.command.console,
+                    auto_refresh=False,
+                    vertical_overflow="visible",
+                )
+                self.live.start()
+            else:
+                self.live.update(markdown)
+            self.live.refresh()
+        else:
+            addition = text[len(before) :] if text.startswith(before) else "\n" + text
+            self.command.stdout.write(addition, ending="")
+            self.command.stdout.flush()
+
+    def end(self) -> None:
+        """The current message is over (or something else is printed next)."""
+        if self.live is not None:
+            self.live.stop()
+            self.live = None
+        elif self.current is not None:
+            self.command.stdout.write("")
+        self.current = None

@@ -1,0 +1,47 @@
+"""Every refusal is shown to the person who acted (issue 12): a limit or a login lockout is an
+alert where they acted, and what they typed stays."""
+
+from playwright.sync_api import expect
+
+from tests.browser.pages import log_in, new_conversation
+
+
+def test_limits_and_lockouts_are_shown_where_the_person_acted(start_server, open_page):
+    server = start_server(
+        PARLEY_MESSAGES_PER_MINUTE="1",
+        PARLEY_CONVERSATIONS_PER_MINUTE="1",
+        PARLEY_LOGIN_FAILURES_PER_ACCOUNT="2",
+    )
+    guesser = open_page(server)
+    for _ in range(2):
+        guesser.goto("/login/")
+        guesser.get_by_role("textbox", name="Username").fill("demo")
+        guesser.get_by_role("textbox", name="Password").fill("wrong")
+        guesser.get_by_role("button", name="Log in").click()
+        expect(guesser.get_by_role("alert")).to_be_visible()
+    guesser.get_by_role("textbox", name="Password").fill("demo")  # right, but locked
+    guesser.get_by_role("button", name="Log in").click()
+    expect(guesser.get_by_role("alert")).to_contain_text("Too many failed logins")
+
+    # Another account is not locked.
+    server.manage(
+        "shell",
+        "-c",
+        "from django.contrib.auth.models import User; "
+        "User.objects.create_user('ada', password='pw-ada-123')",
+    )
+    page = open_page(server)
+    log_in(page, "ada", "pw-ada-123")
+    new_conversation(page)
+    box = page.get_by_role("textbox", name="Message")
+    box.fill("hello")
+    box.press("Enter")
+    expect(page.locator(".message-user")).to_contain_text("hello")
+    box.fill("once more")
+    box.press("Enter")
+    expect(page.get_by_role("alert")).to_contain_text("You sent too many messages in a minute")
+    expect(box).to_have_value("once more")
+
+    page.goto("/")
+    page.get_by_role("button", name="New conversation").click()
+    expect(page.get_by_role("alert")).to_contain_text("You started too many conversations")

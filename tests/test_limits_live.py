@@ -1,0 +1,125 @@
+"""One user's flood must not slow another user's turn more than 2 times (issue 12, finding 3),
+against real daphne with the default limits: 200 messages at once over 20 conversations, and
+300 event streams, from one user while another user's turn runs."""
+
+import asyncio
+import time
+from concurrent.futures import ThreadPoolExecutor
+
+import httpx
+import pytest
+
+from tests.live_server import LiveServer
+
+pytestmark = pytest.mark.live
+
+FLOOD_MESSAGES = 200
+FLOOD_STREAMS = 300
+
+
+@pytest.fixture(scope="module")
+def server(tmp_path_factory):
+    server = LiveServer(
+        tmp_path_factory.mktemp("limits"),
+        SCRIPTED_AGENT_DELAY="0.1",  # a victim turn of about 2.5 s, like a model's
+        # The defaults of config/settings.py, which LiveServer otherwise turns off.
+        PARLEY_MESSAGES_PER_MINUTE="30",
+        PARLEY_CONVERSATIONS_PER_MINUTE="20",
+        PARLEY_MAX_RUNNING_TURNS="3",
+        PARLEY_MAX_STREAMS="10",
+    )
+    server.manage("migrate", "--no-input", "-v", "0")
+    server.manage("ensure_demo_user")
+    server.manage(
+        "shell",
+        "-c",
+        "from django.contrib.auth.models import User; "
+        "User.objects.create_user('victim', password='pw-victim-123')",
+    )
+    server.start()
+    yield server
+    server.stop()
+
+
+async def timed_turn(http: httpx.AsyncClient, headers: dict) -> float:
+    conversation = (await http.post("/api/v1/conversations", json={}, headers=headers)).json()
+    started = time.monotonic()
+    result = await http.post(
+        f"/api/v1/conversations/{conversation['id']}/messages",
+        json={"content": "What time is it?", "wait": 60},
+        headers=headers,
+    )
+    elapsed = time.monotonic() - started
+    assert result.json()["status"] == "complete", result.text
+    return elapsed
+
+
+def test_one_users_flood_does_not_slow_another_users_turn_more_than_twice(server):
+    victim = {"Authorization": f"Bearer {server.manage('create_api_token', 'victim').strip()}"}
+    flooder = {"Authorization": f"Bearer {server.manage('create_api_token', 'demo').strip()}"}
+
+    async def scenario() -> dict:
+        # 100 connections at a time: daphne's listen backlog is small, and beyond it the
+        # kernel resets connections, which measures the backlog, not Parley.
+        limits = httpx.Limits(max_connections=100, max_keepalive_connections=100)
+        async with httpx.AsyncClient(base_url=server.url, timeout=120, limits=limits) as http:
+            baseline = min([await timed_turn(http, victim) for _ in range(2)])
+
+            created = [
+                await http.post("/api/v1/conversations", json={}, headers=flooder)
+                for _ in range(25)
+            ]
+            conversations = [r.json()["id"] for r in created if r.status_code == 201]
+            refused_conversations = [r for r in created if r.status_code == 429]
+            assert len(conversations) <= 20 and refused_conversations
+            assert all(r.headers["Retry-After"] for r in refused_conversations)
+
+            async def flood_message(n: int) -> int | str:
+                cid = conversations[n % len(conversations)]
+                try:
+                    response = await http.post(
+                        f"/api/v1/conversations/{cid}/messages",
+                        json={"content": "What time is it?"},
+                        headers=flooder,
+                    )
+                except httpx.TransportError:
+                    return "dropped"
+                return response.status_code
+
+            async def flood_stream(n: int) -> int | str:
+                cid = conversations[n % len(conversations)]
+                url = f"/api/v1/conversations/{cid}/events"
+                try:
+                    async with http.stream("GET", url, headers=flooder) as stream:
+                        if stream.status_code == 200:
+                            await asyncio.sleep(8)  # held open while the victim's turn runs
+                        return stream.status_code
+                except httpx.TransportError:
+                    return "dropped"
+
+            flood = [asyncio.create_task(flood_message(n)) for n in range(FLOOD_MESSAGES)]
+            flood += [asyncio.create_task(flood_stream(n)) for n in range(FLOOD_STREAMS)]
+            await asyncio.sleep(0.5)
+            flooded = await timed_turn(http, victim)
+            statuses = await asyncio.gather(*flood)
+        messages, streams = statuses[:FLOOD_MESSAGES], statuses[FLOOD_MESSAGES:]
+        return {
+            "baseline": baseline,
+            "flooded": flooded,
+            "messages": {code: messages.count(code) for code in set(messages)},
+            "streams": {code: streams.count(code) for code in set(streams)},
+        }
+
+    with ThreadPoolExecutor(1) as thread:
+        result = thread.submit(asyncio.run, scenario()).result()
+    print(
+        f"\nvictim's turn: {result['baseline']:.2f} s alone, {result['flooded']:.2f} s under the "
+        f"flood ({result['flooded'] / result['baseline']:.2f}×); flood messages "
+        f"{result['messages']}, streams {result['streams']}"
+    )
+    assert result["streams"].get(200, 0) <= 10
+    assert result["streams"].get(429, 0) > 0
+    assert set(result["streams"]) <= {200, 429, "dropped"}
+    assert result["messages"].get(429, 0) > 0
+    assert set(result["messages"]) <= {200, 409, 429, "dropped"}
+    assert result["flooded"] <= 2 * result["baseline"], result
