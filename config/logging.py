@@ -6,7 +6,7 @@ import logging
 from contextvars import ContextVar
 from datetime import UTC, datetime
 
-# The id of the request this context is handling (set by config.middleware.RequestIdMiddleware).
+# The id of the request this context is handling (set by config.middleware.request_id_middleware).
 current_request_id: ContextVar[str | None] = ContextVar("current_request_id", default=None)
 
 # Attributes every LogRecord has; anything else on a record came from `extra=`.

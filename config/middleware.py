@@ -1,9 +1,10 @@
 import re
 import uuid
 
-from asgiref.sync import iscoroutinefunction, markcoroutinefunction
+from asgiref.sync import iscoroutinefunction
 from django.contrib.auth.middleware import LoginRequiredMiddleware
 from django.utils.cache import add_never_cache_headers
+from django.utils.decorators import sync_and_async_middleware
 
 from config.logging import current_request_id
 
@@ -23,7 +24,8 @@ class LoginRequiredExceptApiMiddleware(LoginRequiredMiddleware):
         return super().process_view(request, view_func, view_args, view_kwargs)
 
 
-class RequestIdMiddleware:
+@sync_and_async_middleware
+def request_id_middleware(get_response):
     """Give each request an id: the proxy's `X-Request-ID` when well-formed, else a new one.
 
     The id is `request.request_id`, the response's `X-Request-ID`, and the `request_id` of
@@ -31,34 +33,31 @@ class RequestIdMiddleware:
     MIDDLEWARE, so that redirects and refusals by other middleware carry it too.
     """
 
-    sync_capable = True
-    async_capable = True
-
-    def __init__(self, get_response):
-        self.get_response = get_response
-        self.is_async = iscoroutinefunction(get_response)
-        if self.is_async:
-            markcoroutinefunction(self)
-
-    def __call__(self, request):
-        if self.is_async:
-            return self.__acall__(request)
-        token = current_request_id.set(assign_request_id(request))
-        try:
-            response = self.get_response(request)
-        finally:
-            current_request_id.reset(token)
+    def tagged(request, response):
         response[REQUEST_ID_HEADER] = request.request_id
         return response
 
-    async def __acall__(self, request):
-        token = current_request_id.set(assign_request_id(request))
-        try:
-            response = await self.get_response(request)
-        finally:
-            current_request_id.reset(token)
-        response[REQUEST_ID_HEADER] = request.request_id
-        return response
+    if iscoroutinefunction(get_response):
+
+        async def middleware(request):
+            token = current_request_id.set(assign_request_id(request))
+            try:
+                response = await get_response(request)
+            finally:
+                current_request_id.reset(token)
+            return tagged(request, response)
+
+    else:
+
+        def middleware(request):
+            token = current_request_id.set(assign_request_id(request))
+            try:
+                response = get_response(request)
+            finally:
+                current_request_id.reset(token)
+            return tagged(request, response)
+
+    return middleware
 
 
 def assign_request_id(request) -> str:
@@ -70,27 +69,22 @@ def assign_request_id(request) -> str:
     return request.request_id
 
 
-class NoStoreMiddleware:
+@sync_and_async_middleware
+def no_store_middleware(get_response):
     """Pages, API responses and event streams carry transcripts, tokens and questions:
     `Cache-Control: no-store` on every response this middleware sees (static files are
     answered before it, by WhiteNoise, and keep their long cache)."""
+    if iscoroutinefunction(get_response):
 
-    sync_capable = True
-    async_capable = True
+        async def middleware(request):
+            return no_store(await get_response(request))
 
-    def __init__(self, get_response):
-        self.get_response = get_response
-        self.is_async = iscoroutinefunction(get_response)
-        if self.is_async:
-            markcoroutinefunction(self)
+    else:
 
-    def __call__(self, request):
-        if self.is_async:
-            return self.__acall__(request)
-        return no_store(self.get_response(request))
+        def middleware(request):
+            return no_store(get_response(request))
 
-    async def __acall__(self, request):
-        return no_store(await self.get_response(request))
+    return middleware
 
 
 def no_store(response):

@@ -50,6 +50,11 @@ class LiveServer:
             self.env.pop("REDIS_URL", None)
         self.process: subprocess.Popen | None = None
 
+    def set_up_database(self) -> None:
+        """Migrate, and make sure the demo user (demo / demo) exists."""
+        self.manage("migrate", "--no-input", "-v", "0")
+        self.manage("ensure_demo_user")
+
     def manage(self, *args: str) -> str:
         result = subprocess.run(
             [sys.executable, "manage.py", *args],

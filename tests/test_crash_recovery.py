@@ -22,8 +22,7 @@ def test_a_turn_killed_mid_run_completes_exactly_once_after_restart(
         PARLEY_LEASE_SECONDS="2",
         PARLEY_SWEEP_SECONDS="0.3",
     )
-    server.manage("migrate", "--no-input", "-v", "0")
-    server.manage("ensure_demo_user")
+    server.set_up_database()
     server.start()
     try:
         # Posted from another process: the server's sweep finds the turn and runs it.

@@ -39,8 +39,7 @@ def server(tmp_path):
             REDIS_URL=f"{REDIS}/{random.randint(1, 15)}",
             SCRIPTED_AGENT_DELAY=SLOW_AGENT,
         )
-        server.manage("migrate", "--no-input", "-v", "0")
-        server.manage("ensure_demo_user")
+        server.set_up_database()
         workers: list[subprocess.Popen] = []
         server.workers = workers
         try:
@@ -85,8 +84,7 @@ def test_a_web_process_sweeps_from_startup_without_a_request(tmp_path):
     with postgres_database(POSTGRES_URL) as database_url:
         # In-process turns (no Redis): the web process itself runs them.
         server = LiveServer(tmp_path, database_url=database_url, SCRIPTED_AGENT_DELAY="0.02")
-        server.manage("migrate", "--no-input", "-v", "0")
-        server.manage("ensure_demo_user")
+        server.set_up_database()
         # Started while no server runs: nothing takes it until a process sweeps.
         conversation_id = int(server.manage("shell", "-v", "0", "-c", START).strip())
         assert server.query(
@@ -158,8 +156,7 @@ def test_a_stopped_web_process_hands_its_turn_to_another_at_once(tmp_path):
                     tmp_path / name, database_url=database_url, SCRIPTED_AGENT_DELAY=SLOW_AGENT
                 )
             )
-        web[0].manage("migrate", "--no-input", "-v", "0")
-        web[0].manage("ensure_demo_user")
+        web[0].set_up_database()
         try:
             web[0].start()
             # The turn is swept up by the only process running.

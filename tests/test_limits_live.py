@@ -28,8 +28,7 @@ def server(tmp_path_factory):
         PARLEY_MAX_RUNNING_TURNS="3",
         PARLEY_MAX_STREAMS="10",
     )
-    server.manage("migrate", "--no-input", "-v", "0")
-    server.manage("ensure_demo_user")
+    server.set_up_database()
     server.manage(
         "shell",
         "-c",

@@ -38,8 +38,7 @@ class Swallow(socketserver.BaseRequestHandler):
 
 def test_idle_redis_connections_stay_up_and_a_silent_redis_is_noticed(tmp_path):
     server = LiveServer(tmp_path, REDIS_URL=f"{REDIS}/{random.randint(1, 15)}")
-    server.manage("migrate", "--no-input", "-v", "0")
-    server.manage("ensure_demo_user")
+    server.set_up_database()
     token = server.manage("create_api_token", "demo").strip()
 
     silent = socketserver.ThreadingTCPServer(("127.0.0.1", 0), Swallow)

@@ -22,8 +22,7 @@ WITHIN = 2.0  # seconds from the change's commit to the close
 @pytest.fixture(scope="module")
 def server(tmp_path_factory):
     server = LiveServer(tmp_path_factory.mktemp("sessions"), SCRIPTED_AGENT_DELAY="0.05")
-    server.manage("migrate", "--no-input", "-v", "0")
-    server.manage("ensure_demo_user")
+    server.set_up_database()
     server.start()
     yield server
     server.stop()

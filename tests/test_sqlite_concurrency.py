@@ -30,8 +30,7 @@ print(conversation.seq, len(orders), orders == list(range(len(orders))))
 
 def test_concurrent_writer_processes_never_see_database_is_locked(tmp_path):
     server = LiveServer(tmp_path)
-    server.manage("migrate", "--no-input", "-v", "0")
-    server.manage("ensure_demo_user")
+    server.set_up_database()
     server.manage(
         "shell",
         "-v",

@@ -36,8 +36,7 @@ def test_sigkill_while_subagents_run_completes_everything_once(tmp_path, databas
         PARLEY_LEASE_SECONDS="2",
         PARLEY_SWEEP_SECONDS="0.3",
     )
-    server.manage("migrate", "--no-input", "-v", "0")
-    server.manage("ensure_demo_user")
+    server.set_up_database()
     server.start()
     try:
         parent = int(server.manage("shell", "-v", "0", "-c", START_RESEARCH).strip())

@@ -22,8 +22,7 @@ def test_turns_run_on_workers_and_survive_a_killed_worker(tmp_path):
         PARLEY_LEASE_SECONDS="2",
         PARLEY_SWEEP_SECONDS="0.3",
     )
-    server.manage("migrate", "--no-input", "-v", "0")
-    server.manage("ensure_demo_user")
+    server.set_up_database()
     server.start()
     workers = [server.start_worker(), server.start_worker()]
     try:

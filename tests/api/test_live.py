@@ -20,8 +20,7 @@ PIZZA = "Which pizza should I order for the team?"
 @pytest.fixture(scope="module")
 def server(tmp_path_factory):
     server = LiveServer(tmp_path_factory.mktemp("api"), SCRIPTED_AGENT_DELAY="0.02")
-    server.manage("migrate", "--no-input", "-v", "0")
-    server.manage("ensure_demo_user")
+    server.set_up_database()
     server.start()
     yield server
     server.stop()
@@ -182,8 +181,7 @@ def hostile(tmp_path_factory):
     script = root / "script.toml"
     script.write_text(HOSTILE_SCRIPT)
     server = LiveServer(root, SCRIPTED_AGENT_DELAY="0.01", SCRIPTED_AGENT_SCRIPT=str(script))
-    server.manage("migrate", "--no-input", "-v", "0")
-    server.manage("ensure_demo_user")
+    server.set_up_database()
     server.start()
     yield server, server.manage("create_api_token", "demo").strip()
     server.stop()

@@ -29,8 +29,7 @@ def pytest_collection_modifyitems(items):
 @pytest.fixture(scope="session")
 def parley_server(tmp_path_factory):
     server = LiveServer(tmp_path_factory.mktemp("live"))
-    server.manage("migrate", "--no-input", "-v", "0")
-    server.manage("ensure_demo_user")
+    server.set_up_database()
     server.start()
     yield server
     server.stop()
@@ -94,8 +93,7 @@ def start_server(tmp_path):
     def start(**env):
         server = LiveServer(tmp_path / f"server{len(servers)}", **env)
         server.log_path.parent.mkdir()
-        server.manage("migrate", "--no-input", "-v", "0")
-        server.manage("ensure_demo_user")
+        server.set_up_database()
         server.start()
         servers.append(server)
         return server

@@ -48,8 +48,7 @@ def team(tmp_path_factory):
         for name in ("web1", "web2"):
             (root / name).mkdir()
             web.append(LiveServer(root / name, database_url=database_url, **env))
-        web[0].manage("migrate", "--no-input", "-v", "0")
-        web[0].manage("ensure_demo_user")
+        web[0].set_up_database()
         web[0].manage("collectstatic", "--no-input", "-v", "0")
         workers = []
         nginx = Nginx(

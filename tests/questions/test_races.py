@@ -130,8 +130,7 @@ def test_two_processes_answering_at_once_on_postgresql_one_wins(tmp_path):
     admin_url = os.environ.get("TEST_POSTGRES_URL", "postgres://postgres@127.0.0.1:5432/test")
     with postgres_database(admin_url) as url:
         server = LiveServer(tmp_path, database_url=url, SCRIPTED_AGENT_DELAY="0")
-        server.manage("migrate", "--no-input", "-v", "0")
-        server.manage("ensure_demo_user")
+        server.set_up_database()
         conversation_id, state = server.manage("shell", "-v", "0", "-c", ASK).split()
         assert state == "awaiting_user"
         start_at = time.time() + 3  # both processes are up by then
