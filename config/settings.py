@@ -69,6 +69,7 @@ INSTALLED_APPS = [
     "chat",
     "questions",
     "api",
+    "accounts",
 ]
 
 MIDDLEWARE = [

@@ -21,6 +21,7 @@ urlpatterns = [
     path("settings/tokens/<int:token_id>/revoke/", api_views.revoke, name="api_token_revoke"),
     path("", include("chat.urls")),
     path("", include("questions.urls")),
+    path("", include("accounts.urls")),
 ]
 
 handler400 = "chat.views.bad_request"

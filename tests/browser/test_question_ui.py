@@ -393,5 +393,7 @@ def test_no_page_scrolls_sideways_on_a_phone_and_touch_shows_no_enter_hint(
     assert not scrolls_sideways(page), "conversation"
     expect(page.get_by_text("Enter sends")).to_be_hidden()
     expect(page.get_by_role("button", name="Log out")).to_be_in_viewport()
+    page.get_by_role("link", name="Settings").click()
+    assert not scrolls_sideways(page), "settings"
     page.get_by_role("link", name="API tokens").click()
     assert not scrolls_sideways(page), "tokens"

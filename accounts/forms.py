@@ -1,0 +1,10 @@
+from django import forms
+
+from accounts.models import Preferences
+
+
+class PreferencesForm(forms.ModelForm):
+    class Meta:
+        model = Preferences
+        fields = ["theme", "notify_in_browser", "question_expire_after"]
+        widgets = {"theme": forms.RadioSelect}

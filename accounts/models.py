@@ -1,0 +1,40 @@
+"""Per-user preferences: one row per user, created the first time it is read."""
+
+from django.conf import settings
+from django.db import models
+from django.utils.translation import gettext_lazy as _
+
+
+class Theme(models.TextChoices):
+    SYSTEM = "system", _("Follow the system")
+    LIGHT = "light", _("Light")
+    DARK = "dark", _("Dark")
+
+
+class Preferences(models.Model):
+    user = models.OneToOneField(
+        settings.AUTH_USER_MODEL,
+        on_delete=models.CASCADE,
+        related_name="preferences",
+        verbose_name=_("user"),
+    )
+    theme = models.CharField(_("theme"), max_length=10, choices=Theme.choices, default=Theme.SYSTEM)
+    notify_in_browser = models.BooleanField(
+        _("browser notifications"),
+        default=False,
+        help_text=_("Notify me when a question is asked while Parley's tab is in the background."),
+    )
+    # Seconds; empty: the server's QUESTION_EXPIRE_AFTER applies.
+    question_expire_after = models.PositiveIntegerField(
+        _("questions expire after (seconds)"),
+        null=True,
+        blank=True,
+        help_text=_("Leave empty to use the server's setting."),
+    )
+
+    class Meta:
+        verbose_name = _("preferences")
+        verbose_name_plural = _("preferences")
+
+    def __str__(self) -> str:
+        return str(self.user)

@@ -1,0 +1,9 @@
+from django.urls import path
+
+from accounts import views
+
+app_name = "accounts"
+
+urlpatterns = [
+    path("settings/", views.preferences, name="preferences"),
+]
