@@ -1,11 +1,79 @@
-from django import template
+from dataclasses import dataclass
+from datetime import datetime
+from typing import Any
 
-from questions.blocks import QuestionPayload, payload_of
+from django import template
+from django.utils.dateparse import parse_datetime
+from django.utils.translation import gettext_lazy as _
+
+from questions.blocks import Answer, QuestionPayload, payload_of
+from questions.schemas import Question
 
 register = template.Library()
+
+# The admin's label for each questionResolution; one this version does not know shows as is.
+RESOLUTION_LABELS = {
+    "asked": _("Pending"),
+    "replied": _("Answered"),
+    "rejected": _("Rejected"),
+    "expired": _("Expired"),
+}
 
 
 @register.filter
 def question_payload(block) -> QuestionPayload | None:
     """The typed payload of a question block (None if it cannot be read)."""
     return payload_of(block)
+
+
+@dataclass(frozen=True)
+class QuestionCard:
+    """A question block as the operators' transcript shows it, read leniently: fields this
+    version does not know (such as the audit of who answered) are read from the stored JSON."""
+
+    resolution: str
+    answered: list[tuple[Question, Answer | None]]
+    answer_text: str
+    answered_by: str
+    answered_at: datetime | str
+    answered_via: str
+
+    @property
+    def status_label(self) -> str:
+        return RESOLUTION_LABELS.get(self.resolution, self.resolution)
+
+    @property
+    def resolved(self) -> bool:
+        return self.resolution != "asked"
+
+
+@register.filter
+def question_card(block) -> QuestionCard | None:
+    extra: dict[str, Any] = getattr(block, "extra", None) or {}
+    payload = payload_of(block) or _lenient_payload(extra)
+    if payload is None:
+        return None
+    resolution = extra.get("questionResolution")
+    answered_at = extra.get("answeredAt")
+    return QuestionCard(
+        resolution=resolution if isinstance(resolution, str) else payload.question_resolution,
+        answered=payload.answered,
+        answer_text=payload.answer_text or "",
+        answered_by=str(extra.get("answeredBy") or ""),
+        answered_at=(parse_datetime(answered_at) or answered_at)
+        if isinstance(answered_at, str)
+        else "",
+        answered_via=str(extra.get("answeredVia") or ""),
+    )
+
+
+def _lenient_payload(extra: dict[str, Any]) -> QuestionPayload | None:
+    """What was asked and answered, from a block with fields or a resolution this version
+    does not know."""
+    known = {field.alias or name for name, field in QuestionPayload.model_fields.items()}
+    data = {key: value for key, value in extra.items() if key in known}
+    data.pop("questionResolution", None)
+    try:
+        return QuestionPayload.model_validate(data)
+    except ValueError:
+        return None

@@ -1,0 +1,154 @@
+"""The operators' admin: a readable transcript, search over message text, the "waiting for an
+answer" filter and the JSON export, for staff only."""
+
+import json
+
+import pytest
+from django.contrib.auth.models import Permission
+from django.urls import reverse
+
+from chat import services
+from chat.blocks import ActionBlock
+from chat.models import Conversation
+from questions import services as questions
+from questions.blocks import Answer
+
+pytestmark = pytest.mark.django_db(transaction=True)
+
+CHANGELIST = "admin:chat_conversation_changelist"
+
+
+@pytest.fixture
+def operator(client, django_user_model):
+    staff = django_user_model.objects.create_superuser(username="op", password="pw-op-12345")
+    client.force_login(staff)
+    return client
+
+
+@pytest.fixture
+def asked(conversation, user, model):
+    model.asks(
+        arguments={
+            "header": "Pizza",
+            "question": "Which **pizza** for zanzibar?",
+            "options": [{"label": "Margherita"}, {"label": "Funghi"}],
+        }
+    )
+    services.post_user_message(user=user, conversation_id=conversation.pk, text="Order lunch")
+    return conversation
+
+
+def change_page(client, conversation) -> str:
+    url = reverse("admin:chat_conversation_change", args=[conversation.pk])
+    response = client.get(url)
+    assert response.status_code == 200
+    return response.content.decode()
+
+
+def test_a_pending_question_is_a_card_with_its_status_and_the_raw_json(operator, asked):
+    html = change_page(operator, asked)
+    assert 'class="parley-question parley-question-asked"' in html
+    assert '<span class="parley-badge">Pending</span>' in html
+    # Tool-provided text is escaped, never markdown.
+    assert "Which **pizza** for zanzibar?" in html
+    assert "<summary>Raw JSON</summary>" in html
+    assert "&quot;questionResolution&quot;: &quot;asked&quot;" in html
+
+
+def test_an_answered_question_shows_its_answer_and_audit_placeholders(operator, asked, user):
+    questions.answer_question(
+        user=user, conversation_id=asked.pk, tool_call_id="q1", answers=[Answer(labels=["Funghi"])]
+    )
+    html = change_page(operator, asked)
+    assert '<span class="parley-badge">Answered</span>' in html
+    assert '<li class="parley-chosen">Funghi</li>' in html
+    assert "<dt>Answered by</dt><dd>—</dd>" in html  # no audit fields stored on this branch
+
+
+def test_audit_fields_in_the_stored_json_are_shown(operator, conversation):
+    block = ActionBlock(
+        action_type="question_request",
+        status="denied",
+        extra={
+            "toolCallId": "q9",
+            "toolName": "question",
+            "questions": [{"question": "Deploy now?", "options": []}],
+            "questionResolution": "expired",
+            "answeredBy": "ada",
+            "answeredAt": "2026-11-26T07:00:00+00:00",
+            "answeredVia": "expiry",
+        },
+    )
+    conversation.messages.create(
+        role="assistant", order=1, blocks=[block.model_dump(mode="json")], created_seq=1, seq=1
+    )
+    html = change_page(operator, conversation)
+    assert '<span class="parley-badge">Expired</span>' in html
+    assert "Deploy now?" in html
+    assert "<dt>Answered by</dt><dd>ada</dd>" in html
+    assert "<dt>Answered via</dt><dd>expiry</dd>" in html
+
+
+def test_assistant_markdown_is_rendered_and_sanitised(operator, conversation):
+    text = "Some **bold** <script>alert(1)</script> [x](javascript:alert(1))"
+    conversation.messages.create(
+        role="assistant", order=1, blocks=[{"type": "text", "text": text}], created_seq=1, seq=1
+    )
+    html = change_page(operator, conversation)
+    assert "<strong>bold</strong>" in html
+    assert "<script>alert(1)</script>" not in html
+    assert 'href="javascript:' not in html
+
+
+def test_search_finds_a_word_of_a_pending_question(operator, asked, user):
+    services.create_conversation(owner=user, title="Unrelated")
+    response = operator.get(reverse(CHANGELIST), {"q": "zanzibar"})
+    assert list(response.context["cl"].result_list) == [asked]
+
+
+def test_waiting_for_an_answer_filter(operator, asked, user):
+    idle = services.create_conversation(owner=user, title="Idle one")
+    waiting = operator.get(reverse(CHANGELIST), {"waiting": "yes"}).context["cl"].result_list
+    others = operator.get(reverse(CHANGELIST), {"waiting": "no"}).context["cl"].result_list
+    assert list(waiting) == [asked]
+    assert list(others) == [idle]
+
+
+def export(client, *conversations):
+    return client.post(
+        reverse(CHANGELIST),
+        {"action": "export_json", "_selected_action": [c.pk for c in conversations]},
+    )
+
+
+def test_export_downloads_the_selected_conversations_with_their_messages(operator, asked, user):
+    services.create_conversation(owner=user, title="Not selected")
+    response = export(operator, asked)
+    assert response.status_code == 200
+    assert response["Content-Disposition"].startswith("attachment;")
+    data = json.loads(response.content)
+    [exported] = data["conversations"]
+    assert (exported["id"], exported["owner"], exported["agentState"]) == (
+        asked.pk,
+        "ada",
+        "awaiting_user",
+    )
+    blocks = [b for m in exported["messages"] for b in m["blocks"]]
+    assert any(
+        b.get("extra", {}).get("questionText") == "Which **pizza** for zanzibar?" for b in blocks
+    )
+
+
+def test_export_is_for_staff_only(client, conversation, user, django_user_model):
+    client.force_login(user)  # not staff
+    response = export(client, conversation)
+    assert response.status_code == 302 and "/admin/login/" in response["Location"]
+    # Staff without permission to view conversations: no export either.
+    staff = django_user_model.objects.create_user(username="clerk", password="pw", is_staff=True)
+    client.force_login(staff)
+    assert export(client, conversation).status_code == 403
+    staff.user_permissions.add(Permission.objects.get(codename="view_conversation"))
+    assert json.loads(export(client, conversation).content)["conversations"][0]["id"] == (
+        conversation.pk
+    )
+    assert Conversation.objects.count() == 1
