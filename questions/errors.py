@@ -13,3 +13,8 @@ class QuestionAlreadyResolved(ParleyError):
 class InvalidAnswer(ParleyError):
     status = 422
     default_message = _("That answer does not fit the question.")
+
+
+class DraftTooLong(ParleyError):
+    status = 413
+    default_message = _("This draft is too long to be saved. Shorten it, or send it as it is.")

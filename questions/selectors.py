@@ -5,7 +5,8 @@ from dataclasses import dataclass
 from chat.blocks import parse_blocks
 from chat.models import AgentState, Conversation, Message, Role
 from chat.selectors import conversations_for_user
-from questions.blocks import PENDING, QuestionPayload, payload_of
+from questions.blocks import PENDING, Answer, QuestionPayload, payload_of
+from questions.models import QuestionDraft
 
 
 @dataclass(frozen=True)
@@ -38,3 +39,20 @@ def pending_questions_for_user(*, user) -> list[PendingQuestion]:
     """The user's pending questions in every conversation, most recently active first."""
     waiting = conversations_for_user(user=user).filter(agent_state=AgentState.AWAITING_USER)
     return [q for c in waiting if (q := pending_question(c)) is not None]
+
+
+def draft_answers(conversation_id: int, tool_call_id: str) -> list[Answer]:
+    """The saved, unsent answer to a question (questions.services.save_draft), if any; the
+    caller has checked access to the conversation."""
+    draft = QuestionDraft.objects.filter(
+        conversation_id=conversation_id, tool_call_id=tool_call_id
+    ).first()
+    if draft is None or not isinstance(draft.data, list):
+        return []
+    answers = []
+    for item in draft.data:
+        try:
+            answers.append(Answer.model_validate(item))
+        except ValueError:
+            answers.append(Answer())
+    return answers

@@ -8,13 +8,15 @@ terminal client all resolve questions here.
 """
 
 import json
+import re
 
 from django.conf import settings
 from django.db import transaction
+from django.utils import timezone
 from django.utils.translation import gettext_lazy as _
 from django.utils.translation import gettext_noop
 
-from chat import transcript, turns
+from chat import events, transcript, turns
 from chat.blocks import TextBlock, ToolResultBlock, parse_blocks
 from chat.errors import NothingToStop
 from chat.models import Conversation, Message, Role
@@ -22,7 +24,8 @@ from chat.selectors import conversation_for_user
 from chat.text import clean_text
 from questions import blocks
 from questions.blocks import Answer
-from questions.errors import InvalidAnswer, QuestionAlreadyResolved
+from questions.errors import DraftTooLong, InvalidAnswer, QuestionAlreadyResolved
+from questions.models import QuestionDraft
 from questions.schemas import (
     TOOL_ASK_USER_QUESTION,
     TOOL_CONFIRM_ACTION,
@@ -269,3 +272,55 @@ def _store(
     stored = parse_blocks(pending.message.blocks)
     stored[pending.block_index] = blocks.question_block(payload)
     transcript.update_message(conversation, pending.message, blocks=stored, is_draft=False)
+    # Resolved: what was typed but not sent is gone with the question.
+    QuestionDraft.objects.filter(
+        conversation=conversation, tool_call_id=pending.tool_call_id
+    ).delete()
+
+
+# --- Drafts: what the user chose or typed, saved while a question waits ----------------------
+
+DRAFT_CLIENT = re.compile(r"[A-Za-z0-9_-]{1,64}")
+
+
+@transaction.atomic
+def save_draft(
+    *, user, conversation_id: int, tool_call_id: str, answers: list[Answer], client: str = ""
+) -> QuestionDraft | None:
+    """Save the user's unsent answer to the pending question, for their other tabs and
+    devices; `client` names the page that typed it. A draft never answers: once the question
+    is resolved (or for any other tool-call id) it is ignored and None returned. Raises
+    DraftTooLong, ConversationNotFound."""
+    conversation = conversation_for_user(user=user, conversation_id=conversation_id, lock=True)
+    pending = pending_question(conversation)
+    if pending is None or pending.tool_call_id != tool_call_id:
+        return None
+    questions = pending.payload.questions
+    if len(answers) > len(questions) or any(
+        len(answer.custom) > settings.PARLEY_MAX_MESSAGE_CHARS for answer in answers
+    ):
+        raise DraftTooLong
+    # Only the question's own labels are kept; nothing here is validated as an answer yet.
+    data = [
+        Answer(
+            labels=[label for label in answer.labels if label in question.labels],
+            custom=answer.custom,
+        ).model_dump()
+        for question, answer in zip(questions, answers, strict=False)
+    ]
+    client = client if DRAFT_CLIENT.fullmatch(client) else ""
+    draft, _created = QuestionDraft.objects.update_or_create(
+        conversation=conversation,
+        tool_call_id=tool_call_id,
+        defaults={"user": user, "data": data, "client": client, "updated_at": timezone.now()},
+    )
+    events.send_user_event_on_commit(
+        user.pk,
+        {
+            "type": "questions.draft_saved",
+            "conversation_id": conversation.pk,
+            "tool_call_id": tool_call_id,
+            "client": client,
+        },
+    )
+    return draft

@@ -11,4 +11,5 @@ urlpatterns = [
     path(
         "c/<int:conversation_id>/questions/<str:tool_call_id>/reject/", views.reject, name="reject"
     ),
+    path("c/<int:conversation_id>/questions/<str:tool_call_id>/draft/", views.draft, name="draft"),
 ]

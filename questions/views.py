@@ -57,6 +57,24 @@ def reject(request: HttpRequest, conversation_id: int, tool_call_id: str) -> Htt
     )
 
 
+@require_POST
+@conversation_view
+def draft(request: HttpRequest, conversation_id: int, tool_call_id: str) -> HttpResponse:
+    """Save what the user has chosen or typed so far (posted by the block as they go)."""
+    return control_response(
+        request,
+        conversation_id,
+        lambda: services.save_draft(
+            user=request.user,
+            conversation_id=conversation_id,
+            tool_call_id=tool_call_id,
+            answers=answers_from_form(request.POST),
+            client=request.POST.get("client", ""),
+        ),
+        alert=alert_id(tool_call_id),
+    )
+
+
 def alert_id(tool_call_id: str) -> str:
     """The question block's alert (templates/questions/question.html)."""
     return f"question-{tool_call_id}-alert"

@@ -1,3 +1,4 @@
+import json
 from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
@@ -8,6 +9,7 @@ from django.utils.translation import gettext_lazy as _
 
 from questions.blocks import Answer, QuestionPayload, payload_of
 from questions.schemas import Question
+from questions.selectors import draft_answers
 
 register = template.Library()
 
@@ -24,6 +26,14 @@ RESOLUTION_LABELS = {
 def question_payload(block) -> QuestionPayload | None:
     """The typed payload of a question block (None if it cannot be read)."""
     return payload_of(block)
+
+
+@register.simple_tag
+def question_draft_json(conversation, payload: QuestionPayload) -> str:
+    """The saved draft of a pending question as JSON ("" if none), for static/parley-drafts.js
+    to restore; the page has checked access to `conversation`."""
+    answers = draft_answers(conversation.pk, payload.tool_call_id)
+    return json.dumps([a.model_dump() for a in answers], ensure_ascii=False) if answers else ""
 
 
 @dataclass(frozen=True)
