@@ -64,6 +64,16 @@ class ConversationAdmin(admin.ModelAdmin):
     def get_queryset(self, request):
         return super().get_queryset(request).annotate(_message_count=Count("messages"))
 
+    def get_search_results(self, request, queryset, search_term):
+        results, may_have_duplicates = super().get_search_results(request, queryset, search_term)
+        escaped = json.dumps(search_term.strip())[1:-1]
+        if escaped != search_term.strip():
+            # SQLite keeps JSON as text with non-ASCII characters escaped (\u4f60): a word in
+            # Chinese or with accents is found in that form too.
+            matching = Message.objects.filter(blocks__icontains=escaped).values("conversation")
+            results |= queryset.filter(pk__in=matching)
+        return results, may_have_duplicates
+
     @admin.display(description=_("messages"), ordering="_message_count")
     def message_count(self, conversation: Conversation) -> int:
         return conversation._message_count

@@ -124,8 +124,10 @@ def test_the_transcript_is_readable_and_nothing_is_cut_off_at_1280(
     page.evaluate("document.querySelectorAll('details').forEach(d => d.open = true)")
     expect(transcript.locator(".parley-plain").get_by_text(LONG_WORD[:40])).to_be_visible()
     assert transcript.evaluate(CLIPPED) == []
+    # Photographed with the first tool call and its result open, the rest folded.
     page.evaluate(
-        "document.querySelectorAll('.parley-raw, .parley-tool').forEach(d => d.open = false)"
+        "document.querySelectorAll('.parley-raw').forEach(d => d.open = false);"
+        "document.querySelectorAll('.parley-tool').forEach((d, i) => d.open = i === 0 || i === 2)"
     )
     SCREENSHOTS.mkdir(parents=True, exist_ok=True)
     page.screenshot(path=str(SCREENSHOTS / "admin-transcript.png"), full_page=True)

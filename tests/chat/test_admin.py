@@ -106,6 +106,20 @@ def test_search_finds_a_word_of_a_pending_question(operator, asked, user):
     assert list(response.context["cl"].result_list) == [asked]
 
 
+def test_search_finds_words_beyond_ascii(operator, conversation, user):
+    services.create_conversation(owner=user, title="Unrelated")
+    conversation.messages.create(
+        role="assistant",
+        order=1,
+        blocks=[{"type": "text", "text": "我们订披萨吧, São Paulo"}],
+        created_seq=1,
+        seq=1,
+    )
+    for word in ["披萨", "são"]:
+        response = operator.get(reverse(CHANGELIST), {"q": word})
+        assert list(response.context["cl"].result_list) == [conversation], word
+
+
 def test_waiting_for_an_answer_filter(operator, asked, user):
     idle = services.create_conversation(owner=user, title="Idle one")
     waiting = operator.get(reverse(CHANGELIST), {"waiting": "yes"}).context["cl"].result_list
