@@ -127,7 +127,8 @@ def test_the_transcript_is_readable_and_nothing_is_cut_off_at_1280(
     # Photographed with the first tool call and its result open, the rest folded.
     page.evaluate(
         "document.querySelectorAll('.parley-raw').forEach(d => d.open = false);"
-        "document.querySelectorAll('.parley-tool').forEach((d, i) => d.open = i === 0 || i === 2)"
+        "document.querySelectorAll('.parley-tool').forEach(d => "
+        "d.open = d.querySelector('summary code').textContent === 'scripted-1-0')"
     )
     SCREENSHOTS.mkdir(parents=True, exist_ok=True)
     page.screenshot(path=str(SCREENSHOTS / "admin-transcript.png"), full_page=True)
