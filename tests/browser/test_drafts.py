@@ -79,3 +79,18 @@ def test_typed_other_answer_of_a_single_choice_is_restored(page, open_page, parl
     expect(restored.get_by_role("button", name="Other…")).to_have_attribute("aria-expanded", "true")
     expect(restored.get_by_role("textbox", name="Your answer")).to_have_value("Calzone")
     expect(restored.get_by_role("button", name="Submit")).to_be_visible()
+
+
+def test_a_draft_too_long_to_save_is_refused_in_the_block(page, console_errors):
+    console_errors.expect("status of 413")
+    log_in(page)
+    new_conversation(page)
+    send(page, "Name the project")
+    question = page.get_by_role("group", name="Name")
+    question.get_by_role("textbox", name="Your answer").fill("x" * 20_001)
+    expect(question.get_by_role("alert")).to_have_text(
+        "This draft is too long to be saved. Shorten it, or send it as it is."
+    )
+    # What was typed stays; the question still waits.
+    expect(question.get_by_role("textbox", name="Your answer")).to_have_value("x" * 20_001)
+    expect(page.get_by_text("Parley is waiting for your answer.")).to_be_visible()
