@@ -64,17 +64,24 @@ def question_card(block) -> QuestionCard | None:
     if payload is None:
         return None
     resolution = extra.get("questionResolution")
-    answered_at = extra.get("answeredAt")
     return QuestionCard(
         resolution=resolution if isinstance(resolution, str) else payload.question_resolution,
         answered=payload.answered,
         answer_text=payload.answer_text or "",
         answered_by=str(extra.get("answeredBy") or ""),
-        answered_at=(parse_datetime(answered_at) or answered_at)
-        if isinstance(answered_at, str)
-        else "",
+        answered_at=_time(extra.get("answeredAt")),
         answered_via=str(extra.get("answeredVia") or ""),
     )
+
+
+def _time(value: Any) -> datetime | str:
+    """A stored ISO time as a datetime (shown in the operator's time zone), else as stored."""
+    if not isinstance(value, str):
+        return ""
+    try:
+        return parse_datetime(value) or value
+    except ValueError:
+        return value
 
 
 def _lenient_payload(extra: dict[str, Any]) -> QuestionPayload | None:

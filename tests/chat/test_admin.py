@@ -87,6 +87,24 @@ def test_audit_fields_in_the_stored_json_are_shown(operator, conversation):
     assert "Deploy now?" in html
     assert "<dt>Answered by</dt><dd>ada</dd>" in html
     assert "<dt>Answered via</dt><dd>expiry</dd>" in html
+    assert "<dt>Answered at</dt><dd>Nov. 26, 2026, 7 a.m.</dd>" in html
+
+
+def test_odd_audit_values_never_break_the_page(operator, conversation):
+    extra = {
+        "toolCallId": "q9",
+        "toolName": "question",
+        "questions": [{"question": "Deploy now?"}],
+        "questionResolution": "replied",
+        "answeredAt": "2026-13-45T99:00:00",
+        "answeredBy": None,
+        "answeredVia": ["api"],
+    }
+    block = {"type": "action", "action_type": "question_request", "status": "x", "extra": extra}
+    conversation.messages.create(role="assistant", order=1, blocks=[block], created_seq=1, seq=1)
+    html = change_page(operator, conversation)
+    assert "<dt>Answered at</dt><dd>2026-13-45T99:00:00</dd>" in html
+    assert "<dt>Answered by</dt><dd>—</dd>" in html
 
 
 def test_assistant_markdown_is_rendered_and_sanitised(operator, conversation):
