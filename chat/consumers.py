@@ -88,17 +88,13 @@ class ConversationConsumer(AsyncWebsocketConsumer):
         ):
             await self.push_changes()
 
-    async def questions_draft_saved(self, event: dict) -> None:
-        """A tab of this user saved a draft answer (questions.services.save_draft): say in the
-        question's block that it is being answered elsewhere. The event names the page that
-        typed it; that page hides the line (static/parley-drafts.js)."""
+    async def chat_fragment(self, event: dict) -> None:
+        """A fragment for this conversation's pages (chat.events.conversation_fragment), e.g.
+        that a question is being answered in another tab."""
         if event["conversation_id"] != self.conversation_id:
             return
         with translation.override(self.language()):
-            html = render_to_string(
-                "questions/question.html#elsewhere",
-                {"q": {"tool_call_id": event["tool_call_id"]}, "client": event["client"] or "-"},
-            )
+            html = render_to_string(event["template"], event["context"])
         async with self.pushing:
             if not getattr(self, "signed_out", False):
                 await self.send(text_data=html)

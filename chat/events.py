@@ -59,6 +59,18 @@ def subagent_changed(parent_id: int, child_id: int, seq: int) -> dict:
     }
 
 
+def conversation_fragment(conversation_id: int, template: str, context: dict) -> dict:
+    """A fragment for the open pages of one conversation, which each page's consumer renders
+    in its own language (a pause handler's live notice: chat pushes it without knowing what it
+    says). `template` and `context` come from server code only."""
+    return {
+        "type": "chat.fragment",
+        "conversation_id": conversation_id,
+        "template": template,
+        "context": context,
+    }
+
+
 def auth_changed(user_id: int, *, session: str = "") -> dict:
     """The user's credentials changed: streams re-check theirs (`session`: the digest of a
     session that just ended)."""

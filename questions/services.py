@@ -314,13 +314,13 @@ def save_draft(
         tool_call_id=tool_call_id,
         defaults={"user": user, "data": data, "client": client, "updated_at": timezone.now()},
     )
+    # Every tab hears of it; the tab that typed it hides the line (static/parley-drafts.js).
     events.send_user_event_on_commit(
         user.pk,
-        {
-            "type": "questions.draft_saved",
-            "conversation_id": conversation.pk,
-            "tool_call_id": tool_call_id,
-            "client": client,
-        },
+        events.conversation_fragment(
+            conversation.pk,
+            "questions/question.html#elsewhere",
+            {"q": {"tool_call_id": tool_call_id}, "client": client or "-"},
+        ),
     )
     return draft

@@ -74,12 +74,11 @@ def test_a_draft_is_saved_and_rendered_for_every_tab_and_never_answers(client, u
     assert sent == [
         (
             user.pk,
-            {
-                "type": "questions.draft_saved",
-                "conversation_id": asked.pk,
-                "tool_call_id": "q1",
-                "client": "tab-1",
-            },
+            events.conversation_fragment(
+                asked.pk,
+                "questions/question.html#elsewhere",
+                {"q": {"tool_call_id": "q1"}, "client": "tab-1"},
+            ),
         )
     ]
     client.force_login(user)
@@ -151,12 +150,11 @@ async def test_other_tabs_are_told_the_question_is_being_answered_elsewhere(user
     )
     await get_channel_layer().group_send(
         events.user_group(user.pk),
-        {
-            "type": "questions.draft_saved",
-            "conversation_id": asked.pk,
-            "tool_call_id": "q1",
-            "client": "tab-1",
-        },
+        events.conversation_fragment(
+            asked.pk,
+            "questions/question.html#elsewhere",
+            {"q": {"tool_call_id": "q1"}, "client": "tab-1"},
+        ),
     )
     html = await communicator.receive_from()
     assert 'id="question-q1-elsewhere"' in html
@@ -165,12 +163,11 @@ async def test_other_tabs_are_told_the_question_is_being_answered_elsewhere(user
     # Another conversation's draft says nothing here.
     await get_channel_layer().group_send(
         events.user_group(user.pk),
-        {
-            "type": "questions.draft_saved",
-            "conversation_id": asked.pk + 1,
-            "tool_call_id": "q1",
-            "client": "tab-1",
-        },
+        events.conversation_fragment(
+            asked.pk + 1,
+            "questions/question.html#elsewhere",
+            {"q": {"tool_call_id": "q1"}, "client": "tab-1"},
+        ),
     )
     assert await communicator.receive_nothing()
     await communicator.disconnect()
