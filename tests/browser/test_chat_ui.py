@@ -107,6 +107,8 @@ def test_code_is_highlighted_and_code_messages_and_tokens_copy(open_page, parley
     send(page, "Show me some code")
     reply = last_reply(page)
     expect(reply).to_contain_text(CODE_REPLY)
+    # Named after its first message, live: the tab title follows without a reload.
+    expect(page).to_have_title("Show me some code · Parley")
     # Highlighted on the server: Pygments' token spans (a keyword, a function name).
     code = reply.locator("pre code.language-python")
     expect(code.locator("span.k").first).to_have_text("def")
