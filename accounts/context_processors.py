@@ -5,10 +5,10 @@ from accounts.selectors import preferences_for
 
 
 def theme(request) -> dict:
-    """The theme every page renders with (`<html data-theme>`), and the choices to switch to."""
+    """The theme every page renders with (`<html data-theme>`) and the header switch shows."""
     try:
         current = preferences_for(getattr(request, "user", None)).theme
     except DatabaseError:
         # The error page must render even when the database is what failed.
         current = Theme.SYSTEM
-    return {"theme": current, "themes": Theme.choices}
+    return {"ui_theme": current}

@@ -3,11 +3,9 @@
 from django.contrib import messages
 from django.http import HttpRequest, HttpResponse
 from django.shortcuts import redirect, render
-from django.utils.html import escape
 from django.utils.http import url_has_allowed_host_and_scheme
 from django.utils.translation import gettext as _
 from django.views.decorators.http import require_http_methods, require_POST
-from django_htmx.http import reswap, retarget
 
 from accounts.forms import PreferencesForm, ThemeForm
 from accounts.selectors import preferences_for
@@ -34,8 +32,8 @@ def theme(request: HttpRequest) -> HttpResponse:
     if not form.is_valid():
         message = _("Choose one of the themes offered.")
         if request.htmx:
-            response = HttpResponse(escape(message), status=400)
-            return reswap(retarget(response, "#theme-alert"), "innerHTML")
+            # The switch again, with the refusal in it (no empty alert waits on every page).
+            return render(request, THEME_SWITCH, {"theme_error": message}, status=400)
         return render(request, "error.html", {"status": 400, "message": message}, status=400)
     form.save()
     if request.htmx:
