@@ -126,14 +126,14 @@
 
   // --- The tab title follows the conversation's title (renamed, or named after its first
   // message). Another script may prefix it with a count; it re-applies that itself.
+  // The page arrives with the right title (set by the server): only later changes are copied.
+  var shownTitle = null;
   function followTitle() {
     var heading = byId("conversation-title");
     if (!heading) { return; }
     var title = heading.textContent.trim() + " · Parley";
-    if (document.documentElement.getAttribute("data-title") !== title) {
-      document.documentElement.setAttribute("data-title", title);
-      document.title = title;
-    }
+    if (shownTitle !== null && shownTitle !== title) { document.title = title; }
+    shownTitle = title;
   }
 
   // --- While the agent replies, Send is disabled (Stop is offered instead); when the reply
