@@ -8,3 +8,11 @@ class PreferencesForm(forms.ModelForm):
         model = Preferences
         fields = ["theme", "notify_in_browser", "question_expire_after"]
         widgets = {"theme": forms.RadioSelect}
+
+
+class ThemeForm(forms.ModelForm):
+    """The header's theme switch: only the theme changes."""
+
+    class Meta:
+        model = Preferences
+        fields = ["theme"]

@@ -6,4 +6,5 @@ app_name = "accounts"
 
 urlpatterns = [
     path("settings/", views.preferences, name="preferences"),
+    path("settings/theme/", views.theme, name="theme"),
 ]

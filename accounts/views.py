@@ -3,11 +3,14 @@
 from django.contrib import messages
 from django.http import HttpRequest, HttpResponse
 from django.shortcuts import redirect, render
+from django.utils.http import url_has_allowed_host_and_scheme
 from django.utils.translation import gettext as _
-from django.views.decorators.http import require_http_methods
+from django.views.decorators.http import require_http_methods, require_POST
 
-from accounts.forms import PreferencesForm
+from accounts.forms import PreferencesForm, ThemeForm
 from accounts.selectors import preferences_for
+
+THEME_SWITCH = "accounts/theme_switch.html"
 
 
 @require_http_methods(["GET", "POST"])
@@ -20,3 +23,24 @@ def preferences(request: HttpRequest) -> HttpResponse:
             return redirect("accounts:preferences")
         return render(request, "accounts/preferences.html", {"form": form}, status=400)
     return render(request, "accounts/preferences.html", {"form": form})
+
+
+@require_POST
+def theme(request: HttpRequest) -> HttpResponse:
+    """The header's theme switch: save the choice, then show the page again in it."""
+    form = ThemeForm(request.POST, instance=preferences_for(request.user))
+    if not form.is_valid():
+        message = _("Choose one of the themes offered.")
+        if request.htmx:
+            # The switch again, with the refusal in it (no empty alert waits on every page).
+            return render(request, THEME_SWITCH, {"theme_error": message}, status=400)
+        return render(request, "error.html", {"status": 400, "message": message}, status=400)
+    form.save()
+    if request.htmx:
+        return render(request, THEME_SWITCH)
+    next_url = request.POST.get("next", "")
+    if not url_has_allowed_host_and_scheme(
+        next_url, allowed_hosts={request.get_host()}, require_https=request.is_secure()
+    ):
+        next_url = "/"
+    return redirect(next_url)

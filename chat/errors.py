@@ -47,6 +47,21 @@ class NothingToStop(ParleyError):
     default_message = _("The agent is not running.")
 
 
+class QuestionPending(ParleyError):
+    status = 409
+    default_message = _("Parley is waiting for your answer: answer or reject the question first.")
+
+
+class NothingToRegenerate(ParleyError):
+    status = 409
+    default_message = _("There is no reply to regenerate yet.")
+
+
+class NotLastMessage(ParleyError):
+    status = 409
+    default_message = _("Only your last message can be edited.")
+
+
 class RateLimited(ParleyError):
     """Too much at once: HTTP 429, with the seconds after which trying again may work."""
 

@@ -119,6 +119,9 @@ class Message(models.Model):
     blocks = models.JSONField(_("blocks"), default=list)
     # An assistant message still being streamed by a running turn.
     is_draft = models.BooleanField(_("draft"), default=False)
+    # Replaced by a later attempt at the same turn (Regenerate, or an edited user message):
+    # kept for the record, but neither shown in the transcript nor sent to the model.
+    superseded = models.BooleanField(_("superseded"), default=False)
     # Bumped by every change to this message.
     version = models.PositiveIntegerField(_("version"), default=1)
     # The conversation's change cursor at this message's creation and at its last change.
@@ -146,11 +149,15 @@ class Message(models.Model):
 
     @property
     def shown_blocks(self) -> list[Block]:
-        """The blocks the transcript shows: not those another block shows, nor failures a
-        retry replaced."""
+        """The blocks the transcript shows: none of a superseded message; not those another
+        block shows (a tool result is shown on its call's card), nor failures a retry
+        replaced."""
+        if self.superseded:
+            return []
         return [
             block
             for block in self.parsed_blocks
             if not getattr(block, "shown_elsewhere", False)
             and not getattr(block, "superseded", False)
+            and block.type != "tool_result"
         ]

@@ -40,7 +40,11 @@ def build_history(conversation_id: int) -> list[HistoryMessage]:
     history: list[HistoryMessage] = []
     results: dict[str, ToolResultBlock] = {}
     replies: set[int] = set()
-    messages = selectors.messages_changed_since(conversation_id=conversation_id, after=-1)
+    messages = [
+        m
+        for m in selectors.messages_changed_since(conversation_id=conversation_id, after=-1)
+        if not m.superseded  # replaced by Regenerate or an edit
+    ]
     for message in messages:
         for block in parse_blocks(message.blocks):
             if isinstance(block, ToolResultBlock):

@@ -4,8 +4,9 @@ from dataclasses import dataclass
 
 from django.db.models import QuerySet
 
+from chat.blocks import TextBlock, ToolResultBlock, parse_blocks
 from chat.errors import ConversationNotFound
-from chat.models import Conversation, Message
+from chat.models import Conversation, Message, Role
 
 
 def conversations_for_user(*, user) -> QuerySet[Conversation]:
@@ -64,3 +65,51 @@ def transcript_changes(*, user, conversation_id: int, after: int) -> TranscriptC
     cursor = max([after, first.seq, *(m.seq for m in messages)])
     latest = conversation_for_user(user=user, conversation_id=conversation_id)
     return TranscriptChanges(conversation=latest, messages=messages, cursor=cursor)
+
+
+@dataclass(frozen=True)
+class LastTurn:
+    """The conversation's last turn: the user message that started it, and what followed."""
+
+    prompt: Message
+    after: list[Message]
+
+    @property
+    def prompt_text(self) -> str:
+        return "\n\n".join(b.text for b in self.prompt.parsed_blocks if isinstance(b, TextBlock))
+
+
+def last_turn(*, conversation_id: int) -> LastTurn | None:
+    """The last turn in the transcript shown (superseded messages left out), or None before
+    the first message. A user message that answered a question is part of its turn, not the
+    start of one."""
+    messages = list(
+        Message.objects.filter(conversation_id=conversation_id, superseded=False).order_by("order")
+    )
+    replies = {
+        block.reply_message_id
+        for message in messages
+        if message.role == Role.TOOL
+        for block in parse_blocks(message.blocks)
+        if isinstance(block, ToolResultBlock) and block.reply_message_id is not None
+    }
+    for index in range(len(messages) - 1, -1, -1):
+        message = messages[index]
+        if message.role == Role.USER and message.pk not in replies:
+            return LastTurn(prompt=message, after=messages[index + 1 :])
+    return None
+
+
+def tool_result(*, message: Message, call_id: str) -> ToolResultBlock | None:
+    """The result of the tool call `call_id` made in `message`, once there is one."""
+    later = Message.objects.filter(
+        conversation_id=message.conversation_id,
+        role=Role.TOOL,
+        order__gt=message.order,
+        superseded=False,
+    ).order_by("order")
+    for result_message in later:
+        for block in parse_blocks(result_message.blocks):
+            if isinstance(block, ToolResultBlock) and block.tool_call_id == call_id:
+                return block
+    return None

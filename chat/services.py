@@ -9,9 +9,18 @@ from django.db import transaction
 
 from chat import events, limits, pausing, transcript, turns
 from chat.blocks import TextBlock
-from chat.errors import AgentBusy, EmptyMessage, MessageTooLong, NothingToRetry, NothingToStop
+from chat.errors import (
+    AgentBusy,
+    EmptyMessage,
+    MessageTooLong,
+    NothingToRegenerate,
+    NothingToRetry,
+    NothingToStop,
+    NotLastMessage,
+    QuestionPending,
+)
 from chat.models import AgentState, Conversation, Message, Role
-from chat.selectors import conversation_for_user
+from chat.selectors import conversation_for_user, last_turn
 from chat.text import clean_message, clean_text
 
 TITLE_MAX_CHARS = Conversation._meta.get_field("title").max_length
@@ -50,14 +59,20 @@ def post_user_message(*, user, conversation_id: int, text: str) -> Message:
     Raises EmptyMessage, MessageTooLong, AgentBusy (a turn is running), ConversationNotFound,
     TooManyMessages or TooManyRunningTurns (chat.limits).
     """
+    text = _checked_message(user=user, text=text)
+    return _append_user_message(user=user, conversation_id=conversation_id, text=text)
+
+
+def _checked_message(*, user, text: str) -> str:
+    """The message to store; raises EmptyMessage, MessageTooLong or TooManyMessages. Before
+    any transaction: a flood is refused without taking a lock."""
     text = clean_message(text)
     if not text:
         raise EmptyMessage
     if len(text) > settings.PARLEY_MAX_MESSAGE_CHARS:
         raise MessageTooLong
-    # Before the transaction: a flood is refused without taking any lock.
     limits.check_message_rate(user=user)
-    return _append_user_message(user=user, conversation_id=conversation_id, text=text)
+    return text
 
 
 @transaction.atomic
@@ -85,6 +100,59 @@ def retry_turn(*, user, conversation_id: int) -> None:
         raise NothingToRetry
     limits.check_turn_slot(user=user, conversation=conversation)
     turns.begin_turn(conversation, retrying=True)
+
+
+@transaction.atomic
+def regenerate_reply(*, user, conversation_id: int) -> None:
+    """Answer the last user message again: the last reply is superseded (kept, not shown,
+    not sent to the model) and a new turn starts.
+
+    Raises AgentBusy, QuestionPending, NothingToRegenerate, ConversationNotFound or
+    TooManyRunningTurns.
+    """
+    conversation = _lock_between_turns(user=user, conversation_id=conversation_id)
+    turn = last_turn(conversation_id=conversation.pk)
+    if turn is None or not turn.after:
+        raise NothingToRegenerate
+    limits.check_turn_slot(user=user, conversation=conversation)
+    transcript.supersede(conversation, turn.after)
+    turns.begin_turn(conversation)
+
+
+def edit_last_message(*, user, conversation_id: int, message_id: int, text: str) -> Message:
+    """Replace the last user message (`message_id`) with `text` and answer it anew: the old
+    message and its reply are superseded (kept, not shown, not sent to the model).
+
+    Raises what post_user_message raises, QuestionPending, and NotLastMessage when
+    `message_id` is not the last user message.
+    """
+    text = _checked_message(user=user, text=text)
+    return _replace_last_message(
+        user=user, conversation_id=conversation_id, message_id=message_id, text=text
+    )
+
+
+@transaction.atomic
+def _replace_last_message(*, user, conversation_id: int, message_id: int, text: str) -> Message:
+    conversation = _lock_between_turns(user=user, conversation_id=conversation_id)
+    turn = last_turn(conversation_id=conversation.pk)
+    if turn is None or turn.prompt.pk != message_id:
+        raise NotLastMessage
+    limits.check_turn_slot(user=user, conversation=conversation)
+    transcript.supersede(conversation, [turn.prompt, *turn.after])
+    message = transcript.append_message(conversation, role=Role.USER, blocks=[TextBlock(text=text)])
+    turns.begin_turn(conversation)
+    return message
+
+
+def _lock_between_turns(*, user, conversation_id: int) -> Conversation:
+    """The conversation, locked, when no turn is running or paused for the user."""
+    conversation = conversation_for_user(user=user, conversation_id=conversation_id, lock=True)
+    if conversation.is_running:
+        raise AgentBusy
+    if conversation.agent_state == AgentState.AWAITING_USER:
+        raise QuestionPending
+    return conversation
 
 
 @transaction.atomic

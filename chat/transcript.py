@@ -7,7 +7,7 @@ each change advances the conversation's change cursor and pushes `chat.changed` 
 from django.utils import timezone
 
 from chat import events
-from chat.blocks import Block, dump_blocks
+from chat.blocks import Block, ToolCallBlock, ToolResultBlock, dump_blocks, parse_blocks
 from chat.errors import ConversationNotFound
 from chat.models import Conversation, Message, Role
 
@@ -44,7 +44,7 @@ def append_message(
 ) -> Message:
     last = conversation.messages.order_by("-order").values_list("order", flat=True).first()
     seq = save_conversation(conversation)
-    return Message.objects.create(
+    message = Message.objects.create(
         conversation=conversation,
         role=role,
         order=0 if last is None else last + 1,
@@ -55,6 +55,8 @@ def append_message(
         created_at=conversation.updated_at,
         updated_at=conversation.updated_at,
     )
+    _refresh_calls_answered(conversation, blocks)
+    return message
 
 
 def update_message(
@@ -67,3 +69,38 @@ def update_message(
     message.updated_at = conversation.updated_at
     message.save(update_fields=["blocks", "is_draft", "version", "seq", "updated_at"])
     return message
+
+
+def supersede(conversation: Conversation, messages: list[Message]) -> None:
+    """Take `messages` out of the transcript and the model's view, keeping them stored; open
+    pages replace each with nothing."""
+    for message in messages:
+        message.superseded = True
+        message.version += 1
+        message.seq = save_conversation(conversation)
+        message.updated_at = conversation.updated_at
+        message.save(update_fields=["superseded", "version", "seq", "updated_at"])
+
+
+def _refresh_calls_answered(conversation: Conversation, blocks: list[Block]) -> None:
+    """A tool result is shown on its call's card: mark the message holding the call changed,
+    so open pages render the card again, now with the result."""
+    call_ids = {b.tool_call_id for b in blocks if isinstance(b, ToolResultBlock)}
+    if not call_ids:
+        return
+    for message in conversation.messages.filter(role=Role.ASSISTANT, superseded=False).order_by(
+        "-order"
+    ):
+        found = {
+            b.id
+            for b in parse_blocks(message.blocks)
+            if isinstance(b, ToolCallBlock) and b.id in call_ids
+        }
+        if found:
+            message.version += 1
+            message.seq = save_conversation(conversation)
+            message.updated_at = conversation.updated_at
+            message.save(update_fields=["version", "seq", "updated_at"])
+            call_ids -= found
+        if not call_ids:
+            return

@@ -47,6 +47,7 @@ STEP_LIMIT = gettext_noop(
 )
 STOPPED_RESULT = "The user stopped the agent before this tool ran."
 SUBAGENT_STOPPED = gettext_noop("Stopped together with the agent that started it.")
+STOPPED = gettext_noop("Stopped")
 MISSING_RESULT = "No result was recorded for this tool call."
 
 TOOL_CALL_ID = re.compile(r"[A-Za-z0-9_-]{1,64}")
@@ -106,6 +107,7 @@ def stop_turn(conversation: Conversation) -> None:
     sub-agents it started are stopped with it."""
     _finalize_draft(conversation)
     _close_open_tool_calls(conversation, STOPPED_RESULT)
+    transcript.append_message(conversation, role=Role.SYSTEM, blocks=[NoticeBlock(message=STOPPED)])
     conversation.lease_token += 1
     _end(conversation, AgentState.IDLE)
     runner.cancel_local_on_commit(conversation.pk)
@@ -448,7 +450,7 @@ def _open_tool_calls(conversation: Conversation) -> list[ToolCallBlock]:
     """Tool calls of the transcript that have no result yet, in order."""
     calls: list[ToolCallBlock] = []
     answered: set[str] = set()
-    for message in conversation.messages.filter(is_draft=False).order_by("order"):
+    for message in conversation.messages.filter(is_draft=False, superseded=False).order_by("order"):
         for block in parse_blocks(message.blocks):
             if isinstance(block, ToolCallBlock):
                 calls.append(block)

@@ -13,4 +13,10 @@ urlpatterns = [
     path("c/<int:conversation_id>/delete/", views.conversation_delete, name="conversation_delete"),
     path("c/<int:conversation_id>/retry/", views.retry, name="retry"),
     path("c/<int:conversation_id>/stop/", views.stop, name="stop"),
+    path("c/<int:conversation_id>/regenerate/", views.regenerate, name="regenerate"),
+    path(
+        "c/<int:conversation_id>/messages/<int:message_id>/edit/",
+        views.edit_message,
+        name="edit_message",
+    ),
 ]

@@ -119,6 +119,33 @@ def stop(request: HttpRequest, conversation_id: int) -> HttpResponse:
     )
 
 
+@require_POST
+@conversation_view
+def regenerate(request: HttpRequest, conversation_id: int) -> HttpResponse:
+    return control_response(
+        request,
+        conversation_id,
+        lambda: services.regenerate_reply(user=request.user, conversation_id=conversation_id),
+        alert="regenerate-alert",
+    )
+
+
+@require_POST
+@conversation_view
+def edit_message(request: HttpRequest, conversation_id: int, message_id: int) -> HttpResponse:
+    return control_response(
+        request,
+        conversation_id,
+        lambda: services.edit_last_message(
+            user=request.user,
+            conversation_id=conversation_id,
+            message_id=message_id,
+            text=request.POST.get("text", ""),
+        ),
+        alert="edit-alert",
+    )
+
+
 def control_response(
     request: HttpRequest, conversation_id: int, action, *, alert: str
 ) -> HttpResponse:

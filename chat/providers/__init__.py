@@ -16,6 +16,22 @@ SYSTEM_PROMPT = (
 )
 
 
+def scripted_agent_script() -> Path:
+    from chat.providers.scripted import DEFAULT_SCRIPT
+
+    return Path(settings.SCRIPTED_AGENT_SCRIPT or DEFAULT_SCRIPT)
+
+
+def suggestions() -> list[str]:
+    """Messages to try first: the scripted agent's script lists those it answers; other
+    agents answer anything, so there is no list."""
+    if settings.AGENT_PROVIDER != "scripted":
+        return []
+    from chat.providers.scripted import load_suggestions
+
+    return load_suggestions(scripted_agent_script())
+
+
 def get_provider() -> Provider:
     name = settings.AGENT_PROVIDER
     common = {
@@ -24,10 +40,9 @@ def get_provider() -> Provider:
         "timeout": settings.AGENT_REQUEST_TIMEOUT,
     }
     if name == "scripted":
-        from chat.providers.scripted import DEFAULT_SCRIPT, ScriptedProvider
+        from chat.providers.scripted import ScriptedProvider
 
-        script = Path(settings.SCRIPTED_AGENT_SCRIPT or DEFAULT_SCRIPT)
-        return ScriptedProvider(script=script, delay=settings.SCRIPTED_AGENT_DELAY)
+        return ScriptedProvider(script=scripted_agent_script(), delay=settings.SCRIPTED_AGENT_DELAY)
     if name == "openai":
         from chat.providers.openai import OpenAIProvider
 

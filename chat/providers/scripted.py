@@ -5,6 +5,7 @@ runtime (streaming, tool calls, several steps in a turn) runs without a network.
 """
 
 import asyncio
+import functools
 import re
 import tomllib
 from collections.abc import AsyncIterator
@@ -42,6 +43,14 @@ def load_script(path: Path) -> tuple[list[Rule], list[Step]]:
         for rule in data.get("rules", [])
     ]
     return rules, steps(data.get("fallback", [{"text": "{said}"}]))
+
+
+@functools.cache
+def load_suggestions(path: Path) -> list[str]:
+    """The script's `suggestions`: messages its rules answer, offered on an empty
+    conversation. Kept in the script, beside the rules they match."""
+    data = tomllib.loads(path.read_text(encoding="utf-8"))
+    return [s for s in data.get("suggestions", []) if isinstance(s, str) and s.strip()]
 
 
 class _Format(dict):

@@ -3,8 +3,10 @@ import json
 from django import template
 from django.utils.translation import gettext
 
-from chat import pausing, subagents
+from chat import pausing, providers, selectors, subagents
+from chat.blocks import ToolResultBlock
 from chat.markdown import render_markdown
+from chat.models import AgentState, Conversation, Message
 
 register = template.Library()
 
@@ -48,3 +50,23 @@ def is_spawn_call(name: str) -> bool:
 def subagents_of(conversation, call_id: str) -> list[subagents.Subagent]:
     """The sub-agents one call of `conversation` started (the page has checked access)."""
     return subagents.subagents_of(conversation, call_id)
+
+
+@register.simple_tag
+def tool_result(message: Message, call_id: str) -> ToolResultBlock | None:
+    """The result of a tool call made in `message` (None while the tool runs)."""
+    return selectors.tool_result(message=message, call_id=call_id)
+
+
+@register.simple_tag
+def last_turn(conversation: Conversation) -> selectors.LastTurn | None:
+    """The turn Regenerate and Edit act on; None while a turn runs or waits for the user."""
+    if conversation.agent_state not in (AgentState.IDLE, AgentState.ERROR):
+        return None
+    return selectors.last_turn(conversation_id=conversation.pk)
+
+
+@register.simple_tag
+def agent_suggestions() -> list[str]:
+    """What to try first with the configured agent (the scripted agent's own list)."""
+    return providers.suggestions()

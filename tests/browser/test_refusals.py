@@ -37,6 +37,8 @@ def test_limits_and_lockouts_are_shown_where_the_person_acted(start_server, open
     box.fill("hello")
     box.press("Enter")
     expect(page.locator(".message-user")).to_contain_text("hello")
+    # Send is disabled while the agent replies: the second message goes once it is done.
+    expect(page.get_by_role("button", name="Send")).to_be_enabled()
     box.fill("once more")
     box.press("Enter")
     # The composer's alert (other alerts on the page, such as Stop's, stay empty).

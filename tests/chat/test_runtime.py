@@ -4,7 +4,14 @@ import pytest
 from django.utils import timezone
 
 from chat import runtime, services, turns
-from chat.blocks import ErrorBlock, TextBlock, ToolCallBlock, ToolResultBlock, parse_blocks
+from chat.blocks import (
+    ErrorBlock,
+    NoticeBlock,
+    TextBlock,
+    ToolCallBlock,
+    ToolResultBlock,
+    parse_blocks,
+)
 from chat.models import AgentState, Conversation, Message, Role
 from chat.providers.base import CAUSE_PROVIDER_ERROR, ProviderError, TextDelta, ToolCallRequest
 from chat.providers.scripted import ScriptedProvider
@@ -213,11 +220,12 @@ def test_stop_keeps_the_text_so_far_and_fences_out_the_runner(conversation, user
 
     conversation.refresh_from_db()
     assert conversation.agent_state == AgentState.IDLE
-    message = Message.objects.get()
+    message, marker = Message.objects.order_by("order")
     assert (message.is_draft, parse_blocks(message.blocks)) == (
         False,
         [TextBlock(text="Half a tho")],
     )
+    assert parse_blocks(marker.blocks) == [NoticeBlock(message=turns.STOPPED)]
     with pytest.raises(turns.LeaseLost):
         turns.stream_text(lease, "Half a thought")
     # The user can carry on at once.
@@ -233,7 +241,7 @@ def test_stop_during_tools_gives_every_open_call_a_result(conversation, user):
     services.stop_turn(user=user, conversation_id=conversation.pk)
 
     assert_every_call_has_one_result(conversation)
-    _, [stopped] = blocks_of(conversation)[-1]
+    _, [stopped] = blocks_of(conversation)[-2]
     assert (stopped.tool_call_id, stopped.is_error) == ("c1", True)
 
 

@@ -1,0 +1,207 @@
+"""The everyday chat parts (issue 14): themes, highlighted code and copy buttons, message
+times, regenerate and edit, Send while the agent replies, the tab title, the empty state and
+the API tokens page."""
+
+from pathlib import Path
+
+from playwright.sync_api import expect
+
+from tests.browser.pages import log_in, new_conversation, send
+
+ROOT = Path(__file__).resolve().parents[2]
+AXE = ROOT / "tests" / "vendor" / "axe-core" / "axe.min.js"
+SCREENSHOTS = ROOT / "docs" / "screenshots"
+CODE_REPLY = "Press Copy code"
+
+
+def axe_violations(page) -> list[dict]:
+    page.add_script_tag(path=str(AXE))
+    result = page.evaluate("async () => await axe.run(document)")
+    return [
+        {"id": v["id"], "impact": v["impact"], "nodes": [n["html"][:160] for n in v["nodes"]]}
+        for v in result["violations"]
+        if v["impact"] in ("serious", "critical")
+    ]
+
+
+def background(page) -> str:
+    return page.evaluate("getComputedStyle(document.documentElement).backgroundColor")
+
+
+def choose_theme(page, name: str) -> None:
+    page.get_by_role("group", name="Theme").get_by_role("button", name=name).click()
+    expect(page.locator("html")).to_have_attribute("data-theme", name.lower())
+
+
+def last_reply(page):
+    return page.locator(".message-assistant").last
+
+
+def wait_until_idle(page):
+    expect(page.get_by_role("button", name="Stop")).to_have_count(0)
+    expect(page.get_by_role("button", name="Send")).to_be_enabled()
+
+
+def test_themes_switch_persist_and_pass_axe_at_both_widths(open_page, parley_server):
+    # axe is injected for the scan only: the page's CSP allows no inline script.
+    page = open_page(parley_server, bypass_csp=True, viewport={"width": 1280, "height": 900})
+    SCREENSHOTS.mkdir(parents=True, exist_ok=True)
+    log_in(page)
+    new_conversation(page)
+    send(page, "Show me some code")
+    expect(last_reply(page)).to_contain_text(CODE_REPLY)
+    wait_until_idle(page)
+    colours = {}
+    for theme in ("Light", "Dark"):
+        choose_theme(page, theme)
+        colours[theme] = background(page)
+        assert axe_violations(page) == [], theme
+        page.evaluate("window.scrollTo(0, 0)")
+        page.screenshot(path=str(SCREENSHOTS / f"conversation-{theme.lower()}.png"))
+    assert colours["Light"] != colours["Dark"]
+
+    # Tool cards (open), the regenerate and edit controls, at a phone's width too.
+    send(page, "What time is it? Use your tools.")
+    expect(last_reply(page)).to_contain_text("Two tools, one turn.")
+    wait_until_idle(page)
+    page.locator(".block-tool").first.locator("summary").click()
+    page.get_by_text("Edit last message").click()
+    for theme in ("Light", "Dark"):
+        choose_theme(page, theme)
+        assert axe_violations(page) == [], theme
+        page.set_viewport_size({"width": 390, "height": 844})
+        assert axe_violations(page) == [], f"{theme} at 390 px"
+        page.screenshot(path=str(SCREENSHOTS / f"conversation-{theme.lower()}-phone.png"))
+        page.set_viewport_size({"width": 1280, "height": 900})
+
+    # Remembered for the user: a reload (and any other page) keeps the dark theme.
+    page.reload()
+    expect(page.locator("html")).to_have_attribute("data-theme", "dark")
+    dark_switch = page.get_by_role("group", name="Theme").get_by_role("button", name="Dark")
+    expect(dark_switch).to_have_attribute("aria-pressed", "true")
+    page.goto("/settings/")
+    expect(page.get_by_role("radio", name="Dark")).to_be_checked()
+    assert background(page) == colours["Dark"]
+    choose_theme(page, "System")
+
+
+def test_login_and_error_pages_follow_the_system_scheme(open_page, parley_server):
+    colours = {}
+    for scheme in ("light", "dark"):
+        page = open_page(parley_server, bypass_csp=True, color_scheme=scheme)
+        page.goto("/login/")
+        colours[scheme] = background(page)
+        assert axe_violations(page) == [], scheme
+        log_in(page)
+        page.goto("/c/999999/")
+        expect(page.get_by_role("heading", name="There is nothing here.")).to_be_visible()
+        assert background(page) == colours[scheme]
+        assert axe_violations(page) == [], f"error page, {scheme}"
+    assert colours["light"] != colours["dark"]
+
+
+def test_code_is_highlighted_and_code_messages_and_tokens_copy(open_page, parley_server):
+    page = open_page(parley_server, permissions=["clipboard-read", "clipboard-write"])
+    log_in(page)
+    new_conversation(page)
+    send(page, "Show me some code")
+    reply = last_reply(page)
+    expect(reply).to_contain_text(CODE_REPLY)
+    # Named after its first message, live: the tab title follows without a reload.
+    expect(page).to_have_title("Show me some code · Parley")
+    # Highlighted on the server: Pygments' token spans (a keyword, a function name).
+    code = reply.locator("pre code.language-python")
+    expect(code.locator("span.k").first).to_have_text("def")
+    expect(code.locator("span.nf").first).to_have_text("greet")
+
+    reply.get_by_role("button", name="Copy code").click()
+    expect(page.get_by_role("status").filter(has_text="Copied")).to_have_count(1)
+    copied = page.evaluate("navigator.clipboard.readText()")
+    assert copied.startswith("def greet(name: str) -> str:")
+    assert 'print(greet("Parley"))' in copied
+
+    reply.get_by_role("button", name="Copy message").click()
+    expect(reply.get_by_role("button", name="Copied")).to_be_visible()
+    copied = page.evaluate("navigator.clipboard.readText()")
+    assert copied.startswith("Here is a small Python function:")
+
+    # Every message has its time: exact on hover, relative in the text.
+    time = reply.locator("time")
+    expect(time).to_have_text("now")
+    assert time.get_attribute("datetime")
+    assert "20" in time.get_attribute("title")
+
+    page.goto("/settings/tokens/")
+    docs = page.get_by_role("link", name="Read the API documentation")
+    assert docs.get_attribute("href").endswith("/api/v1/docs")
+    page.get_by_role("textbox", name="Token name").fill("laptop")
+    page.get_by_role("button", name="Create token").click()
+    token = page.get_by_role("textbox", name="New token").input_value()
+    page.get_by_role("button", name="Copy token").click()
+    expect(page.get_by_role("button", name="Copied")).to_be_visible()
+    assert page.evaluate("navigator.clipboard.readText()") == token
+
+
+def test_regenerate_and_edit_replace_the_last_turn_and_keep_the_old_one(page, parley_server):
+    log_in(page)
+    new_conversation(page)
+    # The empty conversation suggests what the scripted agent answers; one click sends it.
+    page.get_by_role("button", name="Hello!").click()
+    expect(last_reply(page)).to_contain_text("scripted")
+    # The tab is named after the conversation, which is named after its first message.
+    expect(page).to_have_title("Hello! · Parley")
+    wait_until_idle(page)
+    first_reply = last_reply(page).get_attribute("id")
+
+    page.get_by_role("button", name="Regenerate reply").click()
+    expect(last_reply(page)).not_to_have_id(first_reply)
+    expect(last_reply(page)).to_contain_text("scripted")
+    expect(page.locator(f"#{first_reply}")).to_be_hidden()
+    expect(page.locator(".message-assistant:visible")).to_have_count(1)
+    wait_until_idle(page)
+
+    send(page, "first words")
+    expect(last_reply(page)).to_contain_text("You said: “first words” (message 2 of this chat)")
+    wait_until_idle(page)
+    page.get_by_text("Edit last message").click()
+    box = page.get_by_role("textbox", name="Your last message")
+    expect(box).to_have_value("first words")
+    box.fill("second words")
+    page.get_by_role("button", name="Save and send").click()
+    # The model saw the new text, and only it: still message 2 of this chat.
+    expect(last_reply(page)).to_contain_text("You said: “second words” (message 2 of this chat)")
+    transcript = page.get_by_role("list", name="Transcript")
+    expect(transcript).not_to_contain_text("first words")
+    expect(page.locator(".message-user:visible")).to_have_count(2)
+
+    # The old branch is kept in the data.
+    conversation_id = int(page.url.rstrip("/").rsplit("/", 1)[1])
+    kept = parley_server.query(
+        "SELECT role, blocks FROM chat_message WHERE conversation_id = %s AND superseded "
+        'ORDER BY "order"',
+        conversation_id,
+    )
+    assert [role for role, _ in kept] == ["assistant", "user", "assistant"]
+    assert "first words" in kept[1][1]
+
+    # After a reload the page shows the new branch only.
+    page.reload()
+    expect(page.get_by_role("list", name="Transcript")).not_to_contain_text("first words")
+    expect(last_reply(page)).to_contain_text("second words")
+
+
+def test_send_is_disabled_while_the_agent_replies_and_stop_marks_the_reply(start_server, open_page):
+    server = start_server(SCRIPTED_AGENT_DELAY="0.25")
+    page = open_page(server)
+    log_in(page)
+    new_conversation(page)
+    send(page, "Tell me everything")
+    expect(last_reply(page)).to_contain_text("You said:")
+    expect(page.get_by_role("button", name="Send")).to_be_disabled()
+    # Regenerate and Edit wait for the turn to end.
+    expect(page.get_by_role("button", name="Regenerate reply")).to_have_count(0)
+    page.get_by_role("button", name="Stop").click()
+    expect(last_reply(page)).to_be_visible()
+    expect(page.get_by_role("list", name="Transcript").get_by_text("Stopped")).to_be_visible()
+    expect(page.get_by_role("button", name="Send")).to_be_enabled()
+    expect(page.get_by_role("button", name="Regenerate reply")).to_be_visible()

@@ -1,0 +1,158 @@
+"""Regenerate the last reply and edit-and-resend the last user message: the old branch is
+kept (superseded), the model and the page see only the new one."""
+
+import pytest
+from django.urls import reverse
+
+from chat import services
+from chat.blocks import NoticeBlock, TextBlock, parse_blocks
+from chat.errors import (
+    AgentBusy,
+    ConversationNotFound,
+    NothingToRegenerate,
+    NotLastMessage,
+    QuestionPending,
+)
+from chat.models import AgentState, Conversation, Message, Role
+from chat.runtime import build_history
+
+
+def shown(conversation):
+    return [
+        (m.role, "".join(b.text for b in parse_blocks(m.blocks) if isinstance(b, TextBlock)))
+        for m in conversation.messages.filter(superseded=False).order_by("order")
+    ]
+
+
+def user_texts_in_history(conversation):
+    return [
+        block.text
+        for message in build_history(conversation.pk)
+        if message.role == "user"
+        for block in message.blocks
+    ]
+
+
+@pytest.mark.django_db(transaction=True)
+def test_regenerate_supersedes_the_last_reply_and_runs_a_new_one(conversation, user):
+    services.post_user_message(user=user, conversation_id=conversation.pk, text="first")
+    services.post_user_message(user=user, conversation_id=conversation.pk, text="second")
+    old_reply = conversation.messages.order_by("-order").first()
+
+    services.regenerate_reply(user=user, conversation_id=conversation.pk)
+
+    old_reply.refresh_from_db()
+    assert old_reply.superseded
+    roles = [role for role, _ in shown(conversation)]
+    assert roles == [Role.USER, Role.ASSISTANT, Role.USER, Role.ASSISTANT]
+    new_reply = conversation.messages.filter(superseded=False).order_by("-order").first()
+    assert new_reply.pk != old_reply.pk
+    assert "(message 2 of this chat)" in shown(conversation)[-1][1]
+    # Kept: the old reply's text is still stored.
+    assert Message.objects.filter(pk=old_reply.pk).exists()
+    conversation.refresh_from_db()
+    assert conversation.agent_state == AgentState.IDLE
+
+
+@pytest.mark.django_db(transaction=True)
+def test_edit_replaces_the_last_message_and_the_model_sees_only_the_new_text(conversation, user):
+    services.post_user_message(user=user, conversation_id=conversation.pk, text="hello")
+    old = services.post_user_message(user=user, conversation_id=conversation.pk, text="typo here")
+
+    new = services.edit_last_message(
+        user=user, conversation_id=conversation.pk, message_id=old.pk, text="  fixed text "
+    )
+
+    old.refresh_from_db()
+    assert old.superseded
+    assert new.order > old.order
+    assert user_texts_in_history(conversation) == ["hello", "fixed text"]
+    reply = shown(conversation)[-1]
+    assert reply[0] == Role.ASSISTANT
+    assert "You said: “fixed text” (message 2 of this chat)" in reply[1]
+    superseded = conversation.messages.filter(superseded=True).order_by("order")
+    assert [m.role for m in superseded] == [Role.USER, Role.ASSISTANT]
+
+
+@pytest.mark.django_db(transaction=True)
+def test_only_the_last_user_message_can_be_edited(conversation, user):
+    first = services.post_user_message(user=user, conversation_id=conversation.pk, text="one")
+    services.post_user_message(user=user, conversation_id=conversation.pk, text="two")
+    before = list(conversation.messages.values_list("pk", "superseded"))
+    with pytest.raises(NotLastMessage):
+        services.edit_last_message(
+            user=user, conversation_id=conversation.pk, message_id=first.pk, text="changed"
+        )
+    assert list(conversation.messages.values_list("pk", "superseded")) == before
+
+
+@pytest.mark.django_db
+def test_nothing_to_regenerate_before_the_first_message(conversation, user):
+    with pytest.raises(NothingToRegenerate):
+        services.regenerate_reply(user=user, conversation_id=conversation.pk)
+
+
+@pytest.mark.django_db(transaction=True)
+@pytest.mark.parametrize(
+    ("state", "error"),
+    [(AgentState.LLM_REQUESTING, AgentBusy), (AgentState.AWAITING_USER, QuestionPending)],
+)
+def test_regenerate_and_edit_are_refused_while_a_turn_runs_or_waits(
+    conversation, user, state, error
+):
+    message = services.post_user_message(user=user, conversation_id=conversation.pk, text="hi")
+    Conversation.objects.filter(pk=conversation.pk).update(agent_state=state)
+    with pytest.raises(error):
+        services.regenerate_reply(user=user, conversation_id=conversation.pk)
+    with pytest.raises(error):
+        services.edit_last_message(
+            user=user, conversation_id=conversation.pk, message_id=message.pk, text="hey"
+        )
+    assert not conversation.messages.filter(superseded=True).exists()
+
+
+@pytest.mark.django_db(transaction=True)
+def test_another_users_conversation_cannot_be_regenerated(conversation, user, other_user):
+    services.post_user_message(user=user, conversation_id=conversation.pk, text="hi")
+    with pytest.raises(ConversationNotFound):
+        services.regenerate_reply(user=other_user, conversation_id=conversation.pk)
+    assert not conversation.messages.filter(superseded=True).exists()
+
+
+@pytest.mark.django_db(transaction=True)
+def test_a_refused_edit_is_shown_in_the_edit_forms_alert(client, conversation, user):
+    client.force_login(user)
+    services.post_user_message(user=user, conversation_id=conversation.pk, text="one")
+    Conversation.objects.filter(pk=conversation.pk).update(agent_state=AgentState.AWAITING_USER)
+    message = conversation.messages.get(role=Role.USER)
+    response = client.post(
+        reverse("chat:edit_message", args=[conversation.pk, message.pk]),
+        {"text": "changed"},
+        headers={"HX-Request": "true"},
+    )
+    assert response.status_code == 409
+    assert response["HX-Retarget"] == "#edit-alert"
+    assert "answer or reject the question first" in response.content.decode()
+
+
+@pytest.mark.django_db(transaction=True)
+def test_the_page_shows_the_new_branch_and_the_controls(client, conversation, user):
+    client.force_login(user)
+    old = services.post_user_message(user=user, conversation_id=conversation.pk, text="old words")
+    services.edit_last_message(
+        user=user, conversation_id=conversation.pk, message_id=old.pk, text="new words"
+    )
+    page = client.get(reverse("chat:conversation_detail", args=[conversation.pk])).content.decode()
+    assert "old words" not in page
+    assert "new words" in page
+    assert "Regenerate reply" in page
+    assert "Edit last message" in page
+
+
+@pytest.mark.django_db(transaction=True)
+def test_stop_marks_the_reply_stopped(conversation, user, dispatched):
+    services.post_user_message(user=user, conversation_id=conversation.pk, text="hi")
+    services.stop_turn(user=user, conversation_id=conversation.pk)
+    last = conversation.messages.order_by("-order").first()
+    assert last.role == Role.SYSTEM
+    assert parse_blocks(last.blocks) == [NoticeBlock(message="Stopped")]
