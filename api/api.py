@@ -134,6 +134,9 @@ class MessageOut(Schema):
     text: str
     blocks: list[dict]
     isDraft: bool
+    superseded: bool = Field(
+        description="Replaced by Regenerate or an edit: kept, not shown, not sent to the model."
+    )
     version: int
     createdAt: str
 

@@ -21,6 +21,8 @@ def message_data(message: Message) -> dict:
         "text": "\n".join(b.text for b in blocks if isinstance(b, TextBlock)),
         "blocks": message.blocks,
         "isDraft": message.is_draft,
+        # Replaced by Regenerate or an edit: kept for the record, not shown, not sent to the model.
+        "superseded": message.superseded,
         "version": message.version,
         "createdAt": message.created_at.isoformat(),
     }
@@ -75,7 +77,11 @@ def agent_result(
         status = "interrupted"
     else:
         status = STATUS[AgentState(conversation.agent_state)]
-    replies = [m for m in messages if m.role == Role.ASSISTANT and message_data(m)["text"]]
+    replies = [
+        m
+        for m in messages
+        if m.role == Role.ASSISTANT and not m.superseded and message_data(m)["text"]
+    ]
     return {
         "status": status,
         "conversationId": conversation.pk,

@@ -245,3 +245,15 @@ def test_the_api_returns_children_and_hides_them(api, conversation, user):
     assert clock["toolCallId"] == detail["messages"][1]["blocks"][-1]["id"]
     assert [c["id"] for c in api.get("/conversations").json()] == [conversation.pk]
     assert api.get(f"/conversations/{clock['id']}").status_code == 404
+
+
+def test_a_regenerated_reply_is_returned_marked_superseded(api, conversation, user):
+    services.post_user_message(user=user, conversation_id=conversation.pk, text="hello")
+    services.regenerate_reply(user=user, conversation_id=conversation.pk)
+
+    messages = api.get(f"/conversations/{conversation.pk}").json()["messages"]
+    assert [(m["role"], m["superseded"]) for m in messages] == [
+        ("user", False),
+        ("assistant", True),
+        ("assistant", False),
+    ]
