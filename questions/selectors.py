@@ -6,6 +6,7 @@ from chat.blocks import parse_blocks
 from chat.models import AgentState, Conversation, Message, Role
 from chat.selectors import conversations_for_user
 from questions.blocks import PENDING, QuestionPayload, payload_of
+from questions.models import Deadline
 
 
 @dataclass(frozen=True)
@@ -38,3 +39,29 @@ def pending_questions_for_user(*, user) -> list[PendingQuestion]:
     """The user's pending questions in every conversation, most recently active first."""
     waiting = conversations_for_user(user=user).filter(agent_state=AgentState.AWAITING_USER)
     return [q for c in waiting if (q := pending_question(c)) is not None]
+
+
+def expired_questions_for_user(*, user, limit: int = 100) -> list[PendingQuestion]:
+    """The user's questions that expired, most recent deadline first (each found through its
+    deadline, then read from its block)."""
+    deadlines = (
+        Deadline.objects.filter(expired=True, conversation__in=conversations_for_user(user=user))
+        .select_related("conversation")
+        .order_by("-expires_at")[:limit]
+    )
+    found = []
+    for deadline in deadlines:
+        question = question_by_id(deadline.conversation, deadline.tool_call_id)
+        if question is not None:
+            found.append(question)
+    return found
+
+
+def question_by_id(conversation: Conversation, tool_call_id: str) -> PendingQuestion | None:
+    """The question block of the call `tool_call_id`, whatever its state."""
+    for message in conversation.messages.filter(role=Role.ASSISTANT).order_by("-order"):
+        for index, block in enumerate(parse_blocks(message.blocks)):
+            payload = payload_of(block)
+            if payload is not None and payload.tool_call_id == tool_call_id:
+                return PendingQuestion(conversation.pk, message, index, payload)
+    return None
