@@ -13,7 +13,7 @@ def test_an_unanswered_question_shows_expired_live(open_page, start_server):
     new_conversation(page)
     send(page, "Order a pizza")
     question = page.get_by_role("group", name="Pizza")
-    expect(question.get_by_text("Expires in")).to_be_visible()
+    expect(question.get_by_text("Expires")).to_be_visible()
     expect(question.get_by_text("Expired", exact=True)).to_be_visible(timeout=20_000)
     expect(question.get_by_role("button")).to_have_count(0)
     # The agent went on without an answer.
