@@ -1,5 +1,6 @@
 """Reads of questions. Access checks happen in chat.selectors, before any of these."""
 
+from collections.abc import Callable
 from dataclasses import dataclass
 
 from chat.blocks import parse_blocks
@@ -27,12 +28,7 @@ def pending_question(conversation: Conversation) -> PendingQuestion | None:
     """The conversation's pending question, if it waits for one."""
     if conversation.agent_state != AgentState.AWAITING_USER:
         return None
-    for message in conversation.messages.filter(role=Role.ASSISTANT).order_by("-order"):
-        for index, block in enumerate(parse_blocks(message.blocks)):
-            payload = payload_of(block)
-            if payload is not None and payload.status == PENDING:
-                return PendingQuestion(conversation.pk, message, index, payload)
-    return None
+    return _latest_question(conversation, lambda payload: payload.status == PENDING)
 
 
 def pending_questions_for_user(*, user) -> list[PendingQuestion]:
@@ -59,9 +55,16 @@ def expired_questions_for_user(*, user, limit: int = 100) -> list[PendingQuestio
 
 def question_by_id(conversation: Conversation, tool_call_id: str) -> PendingQuestion | None:
     """The question block of the call `tool_call_id`, whatever its state."""
+    return _latest_question(conversation, lambda payload: payload.tool_call_id == tool_call_id)
+
+
+def _latest_question(
+    conversation: Conversation, matches: Callable[[QuestionPayload], bool]
+) -> PendingQuestion | None:
+    """The latest question block of the conversation that `matches`."""
     for message in conversation.messages.filter(role=Role.ASSISTANT).order_by("-order"):
         for index, block in enumerate(parse_blocks(message.blocks)):
             payload = payload_of(block)
-            if payload is not None and payload.tool_call_id == tool_call_id:
+            if payload is not None and matches(payload):
                 return PendingQuestion(conversation.pk, message, index, payload)
     return None

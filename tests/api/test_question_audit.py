@@ -76,3 +76,10 @@ def test_questions_with_an_unknown_status_is_422(api):
     response = api.get("/questions", status="lost")
     assert response.status_code == 422
     assert response.json()["message"] == "status must be pending or expired."
+
+
+def test_the_openapi_document_declares_the_audit_and_deadline_fields(api):
+    schemas = api.get("/openapi.json").json()["components"]["schemas"]
+    fields = schemas["PendingQuestionOut"]["properties"]
+    for name in ("questionResolution", "expiresAt", "answeredBy", "answeredAt", "answeredVia"):
+        assert name in fields
