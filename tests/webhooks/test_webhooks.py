@@ -241,3 +241,19 @@ def test_the_delivery_log_is_on_the_settings_page(
     html = client.get(reverse("webhooks:settings")).content.decode()
     assert "question.asked" in html
     assert "Delivered" in html
+
+
+def test_an_admin_adds_a_webhook_for_everyone_and_sees_its_secret_once(
+    client, django_user_model, resolver
+):
+    admin = django_user_model.objects.create_superuser("root", password="pw-root-123")
+    client.force_login(admin)
+    response = client.post(
+        "/admin/webhooks/webhook/add/", {"url": "https://hooks.example.org/all"}, follow=True
+    )
+    webhook = Webhook.objects.get()
+    assert webhook.owner is None
+    assert webhook.secret in response.content.decode()
+    refused = client.post("/admin/webhooks/webhook/add/", {"url": "http://10.0.0.1/"})
+    assert str(NOT_PUBLIC).replace("'", "&#x27;") in refused.content.decode()
+    assert client.get("/admin/webhooks/delivery/").status_code == 200
