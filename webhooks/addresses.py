@@ -25,9 +25,10 @@ UNRESOLVED = _("The host name of that URL could not be resolved.")
 BAD_URL = UnsafeUrl.default_message
 
 
-def check_url(url: str) -> None:
+def check_url(url: str) -> str:
     """Raise UnsafeUrl unless `url` is an http(s) URL whose host resolves only to public
-    addresses (any address, with WEBHOOK_ALLOW_PRIVATE_NETWORKS)."""
+    addresses (any address, with WEBHOOK_ALLOW_PRIVATE_NETWORKS). Returns the address that
+    was checked, for the caller to connect to (a second lookup might answer otherwise)."""
     try:
         parts = urlsplit(url)
         port = parts.port
@@ -41,11 +42,11 @@ def check_url(url: str) -> None:
         )
     except (OSError, UnicodeError):
         raise UnsafeUrl(UNRESOLVED) from None
-    if settings.WEBHOOK_ALLOW_PRIVATE_NETWORKS:
-        return
-    for _family, _type, _proto, _name, sockaddr in found:
-        if not is_public(sockaddr[0]):
-            raise UnsafeUrl(NOT_PUBLIC)
+    if not settings.WEBHOOK_ALLOW_PRIVATE_NETWORKS:
+        for _family, _type, _proto, _name, sockaddr in found:
+            if not is_public(sockaddr[0]):
+                raise UnsafeUrl(NOT_PUBLIC)
+    return found[0][4][0]
 
 
 def is_public(address: str) -> bool:

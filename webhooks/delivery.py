@@ -68,14 +68,21 @@ def attempt(pk: int) -> None:
         return  # its webhook was deleted meanwhile
     status_code, error = None, ""
     try:
-        check_url(delivery.webhook.url)
+        url = httpx.URL(delivery.webhook.url)
+        # Connect to the address just checked, not to whatever a second lookup returns (DNS
+        # rebinding); the request still names the host, for virtual hosting and TLS.
+        address = check_url(delivery.webhook.url)
         with httpx.Client(
             timeout=settings.WEBHOOK_TIMEOUT, follow_redirects=False, trust_env=False
         ) as client:
             response = client.post(
-                delivery.webhook.url,
+                url.copy_with(host=address),
                 content=delivery.body.encode(),
-                headers=headers_for(delivery, delivery.webhook.secret),
+                headers={
+                    **headers_for(delivery, delivery.webhook.secret),
+                    "host": url.netloc.decode().rpartition("@")[2],
+                },
+                extensions={"sni_hostname": url.host},
             )
         status_code = response.status_code
         if not 200 <= status_code < 300:

@@ -257,3 +257,28 @@ def test_an_admin_adds_a_webhook_for_everyone_and_sees_its_secret_once(
     refused = client.post("/admin/webhooks/webhook/add/", {"url": "http://10.0.0.1/"})
     assert str(NOT_PUBLIC).replace("'", "&#x27;") in refused.content.decode()
     assert client.get("/admin/webhooks/delivery/").status_code == 200
+
+
+def test_delivery_connects_to_the_address_it_checked(
+    settings, monkeypatch, user, conversation, model, receiver
+):
+    """The name is resolved once per attempt, checked, and that address is the one used; the
+    request still names the host."""
+    settings.WEBHOOK_ALLOW_PRIVATE_NETWORKS = True
+    port = receiver.url.split(":")[2].split("/")[0]
+    lookups = []
+
+    def getaddrinfo(host, *args, **kwargs):
+        lookups.append(host)
+        return [(socket.AF_INET, socket.SOCK_STREAM, 6, "", ("127.0.0.1", int(port)))]
+
+    monkeypatch.setattr(addresses.socket, "getaddrinfo", getaddrinfo)
+    create_webhook(user=user, url=f"http://hooks.example.org:{port}/hook")
+    ask(user, conversation, model)
+    delivery.deliver_due()
+    [(headers, _)] = receiver.requests
+    assert headers["host"] == f"hooks.example.org:{port}"
+    # The name was looked up at registration and once for the delivery; the connection then
+    # went to the address itself (the only other lookup is of that address).
+    assert lookups == ["hooks.example.org", "hooks.example.org", "127.0.0.1"]
+    assert Delivery.objects.get().status == "delivered"
