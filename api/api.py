@@ -24,8 +24,13 @@ from chat.selectors import conversation_for_user, conversations_for_user
 from chat.sessions import session_still_valid
 from chat.subagents import subagents_of
 from questions import services as questions
+from questions.blocks import API, TERMINAL, Via
 from questions.schemas import Question
-from questions.selectors import pending_question, pending_questions_for_user
+from questions.selectors import (
+    expired_questions_for_user,
+    pending_question,
+    pending_questions_for_user,
+)
 
 MAX_WAIT = 120.0
 # A change cursor as a client sends it back: ASCII digits only (str.isdigit also accepts "²"),
@@ -148,6 +153,15 @@ class PendingQuestionOut(Schema):
     questions: list[Question]
     question: str | None = Field(None, description="The only question's text (one question).")
     options: list[str] | None = Field(None, description="Its option labels (one question).")
+    questionResolution: str = Field(description="asked, replied, rejected or expired")
+    expiresAt: str | None = Field(
+        None, description="When the server resolves it as expired (ISO time); null: never."
+    )
+    answeredBy: str | None = Field(None, description="Who resolved it (a user name).")
+    answeredAt: str | None = Field(None, description="When it was resolved (ISO time).")
+    answeredVia: str | None = Field(
+        None, description="How: browser, api, terminal, auto-resolve or expiry."
+    )
 
 
 class SubagentOut(ConversationOut):
@@ -242,6 +256,7 @@ async def respond(request, conversation_id: int, body: Respond):
         conversation_id=conversation_id,
         answers=body.answers,
         tool_call_id=body.toolCallId,
+        via=channel(request),
     )
     return await _result(request, conversation_id, body.wait, since_order=reply.order)
 
@@ -252,7 +267,9 @@ async def respond(request, conversation_id: int, body: Respond):
 async def cancel(request, conversation_id: int, body: Cancel | None = None):
     """Reject the pending question, or stop the running turn."""
     since = await sync_to_async(_next_order)(request.user, conversation_id)
-    await sync_to_async(questions.cancel)(user=request.user, conversation_id=conversation_id)
+    await sync_to_async(questions.cancel)(
+        user=request.user, conversation_id=conversation_id, via=channel(request)
+    )
     return await _result(
         request, conversation_id, body.wait if body else 0, since_order=since, interrupted=True
     )
@@ -296,13 +313,28 @@ async def events(
 
 @api.get("/questions", response={200: list[PendingQuestionOut], **ERRORS}, by_alias=True)
 def list_questions(request, status: str = "pending"):
-    """The user's pending questions in every conversation."""
-    if status != "pending":
-        raise HttpError(422, _("Only status=pending is supported."))
-    return [results.pending_question_data(q) for q in pending_questions_for_user(user=request.user)]
+    """The user's questions in every conversation: `pending` ones (waiting for an answer), or
+    `expired` ones (the server resolved them when their deadline passed)."""
+    if status == "pending":
+        found = pending_questions_for_user(user=request.user)
+    elif status == "expired":
+        found = expired_questions_for_user(user=request.user)
+    else:
+        raise HttpError(422, _("status must be pending or expired."))
+    return [results.pending_question_data(q) for q in found]
 
 
 # --- Helpers -----------------------------------------------------------------------------------
+
+# The terminal client (`manage.py chat`) names itself in this header; the audit then records
+# its answers as given through the terminal rather than the API.
+CLIENT_HEADER = "X-Parley-Client"
+TERMINAL_CLIENT = "terminal"
+
+
+def channel(request) -> Via:
+    """The channel a question is answered through, for the audit (answeredVia)."""
+    return TERMINAL if request.headers.get(CLIENT_HEADER) == TERMINAL_CLIENT else API
 
 
 def credential_check(request) -> Credential:

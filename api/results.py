@@ -49,6 +49,10 @@ def subagent_data(subagent: Subagent) -> dict:
     }
 
 
+# The payload's resolution, deadline and audit fields, under their wire names.
+AUDIT_FIELDS = {"question_resolution", "expires_at", "answered_by", "answered_at", "answered_via"}
+
+
 def pending_question_data(pending: PendingQuestion | None) -> dict | None:
     if pending is None:
         return None
@@ -58,6 +62,7 @@ def pending_question_data(pending: PendingQuestion | None) -> dict | None:
         "toolCallId": payload.tool_call_id,
         "tool": payload.tool_name,
         "questions": [question.model_dump(mode="json") for question in payload.questions],
+        **payload.model_dump(mode="json", include=AUDIT_FIELDS),
     }
     if len(payload.questions) == 1:
         # Seed 002's legacy single-question form.

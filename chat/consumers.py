@@ -99,6 +99,10 @@ class ConversationConsumer(AsyncWebsocketConsumer):
             if not getattr(self, "signed_out", False):
                 await self.send(text_data=html)
 
+    async def questions_reminder(self, event: dict) -> None:
+        """A question of this user's will expire soon (questions.services.send_reminder): the
+        page shows its deadline already, so there is nothing to push here."""
+
     async def auth_changed(self, event: dict) -> None:
         """The user's credentials changed (chat.sessions): close unless this session is
         still good."""

@@ -8,11 +8,18 @@ Either way a turn is dispatched after the commit that created it, and its runner
 claim the turn's lease (chat.turns.claim), so a duplicate dispatch is harmless. Channel layers
 deliver at most once and processes die, so every server and worker process also sweeps, every
 PARLEY_SWEEP_SECONDS, for running turns whose lease has lapsed and dispatches them again.
+
+Apps add background jobs of their own to the sweep (`every_sweep`, from AppConfig.ready()):
+question deadlines, webhook deliveries. They run on a loop of their own beside the turn
+sweep, so a slow job never delays finding a lost turn, and `run_jobs_soon_on_commit` runs them
+at once after a commit instead of at the next sweep.
 """
 
 import asyncio
+import contextlib
 import contextvars
 import logging
+from collections.abc import Callable
 from functools import partial
 
 from asgiref.sync import async_to_sync
@@ -28,6 +35,9 @@ _loop: asyncio.AbstractEventLoop | None = None  # the serving process's event lo
 _tasks: dict[int, asyncio.Task] = {}
 _again: set[int] = set()  # dispatched while this process's task was still finishing
 _sweeper: asyncio.Task | None = None
+_jobs: list[Callable[[], None]] = []  # every_sweep
+_jobs_task: asyncio.Task | None = None
+_jobs_wake: asyncio.Event | None = None
 _stopping = False  # shutting down: no new turns start here
 
 
@@ -116,14 +126,51 @@ async def _sweep_forever() -> None:
         await asyncio.sleep(settings.PARLEY_SWEEP_SECONDS)
 
 
+def every_sweep(job: Callable[[], None]) -> None:
+    """Run the sync `job` (it may use the database) on every sweep of every server and worker
+    process. Each process runs it, so a job must be safe to run concurrently."""
+    if job not in _jobs:
+        _jobs.append(job)
+
+
+def run_jobs_soon_on_commit() -> None:
+    """After commit, run the sweep's jobs in this process now rather than at the next sweep
+    (a process without a runner loop leaves them to the sweep)."""
+    if _loop is not None:
+        transaction.on_commit(partial(_loop.call_soon_threadsafe, _wake_jobs), robust=True)
+
+
+def _wake_jobs() -> None:
+    if _jobs_wake is not None:
+        _jobs_wake.set()
+
+
+async def run_jobs_once() -> None:
+    for job in list(_jobs):
+        try:
+            await database_sync_to_async(job)()
+        except Exception:
+            logger.exception("sweep job %s failed", getattr(job, "__qualname__", job))
+
+
+async def _jobs_forever() -> None:
+    while True:
+        _jobs_wake.clear()
+        await run_jobs_once()
+        with contextlib.suppress(TimeoutError):
+            await asyncio.wait_for(_jobs_wake.wait(), timeout=settings.PARLEY_SWEEP_SECONDS)
+
+
 def start_in_this_loop() -> None:
     """Adopt the running loop as this process's runner loop and start sweeping (once)."""
     global _loop
     if _loop is not None:
         return
-    global _sweeper
+    global _sweeper, _jobs_task, _jobs_wake
     _loop = asyncio.get_running_loop()
     _sweeper = _loop.create_task(_sweep_forever(), context=contextvars.Context())
+    _jobs_wake = asyncio.Event()
+    _jobs_task = _loop.create_task(_jobs_forever(), context=contextvars.Context())
 
 
 async def shutdown(grace: float = 5.0) -> None:
@@ -135,6 +182,8 @@ async def shutdown(grace: float = 5.0) -> None:
     _stopping = True
     if _sweeper is not None:
         _sweeper.cancel()
+    if _jobs_task is not None:
+        _jobs_task.cancel()
     running = dict(_tasks)
     for task in running.values():
         task.cancel()

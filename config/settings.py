@@ -70,6 +70,7 @@ INSTALLED_APPS = [
     "questions",
     "api",
     "accounts",
+    "webhooks",
 ]
 
 MIDDLEWARE = [
@@ -316,6 +317,28 @@ PARLEY_SWEEP_SECONDS = float(os.environ.get("PARLEY_SWEEP_SECONDS", "2"))
 QUESTION_TOOLS = env_list("QUESTION_TOOLS", ["question", "ask_user_question", "confirm_action"])
 QUESTION_CALL_POLICY = os.environ.get("QUESTION_CALL_POLICY", "standalone")
 QUESTION_MAX_PER_TURN = int(os.environ.get("QUESTION_MAX_PER_TURN", "3"))
+# Seconds a question stays open before the server resolves it as expired (unset or 0: never;
+# each user may set their own in Settings, 0 there meaning never), and how many seconds before
+# that a reminder goes out (unset: at 80% of the time; 0: no reminder).
+QUESTION_EXPIRE_AFTER = int(os.environ.get("QUESTION_EXPIRE_AFTER") or 0) or None
+QUESTION_REMIND_BEFORE = (
+    float(os.environ["QUESTION_REMIND_BEFORE"])
+    if os.environ.get("QUESTION_REMIND_BEFORE")
+    else None
+)
+# Parley's own address as people reach it, for links sent elsewhere (webhooks).
+PUBLIC_URL = (
+    os.environ.get("PUBLIC_URL")
+    or f"http://{os.environ.get('HOST') or '127.0.0.1'}:{os.environ.get('PORT') or '8000'}"
+).rstrip("/")
+# Webhooks (webhooks/): URLs that resolve to loopback, private, link-local or reserved
+# addresses are refused unless this is true (a receiver on the same network); a delivery is
+# tried this many times, with exponential backoff from WEBHOOK_RETRY_SECONDS, each attempt
+# given WEBHOOK_TIMEOUT seconds.
+WEBHOOK_ALLOW_PRIVATE_NETWORKS = env_bool("WEBHOOK_ALLOW_PRIVATE_NETWORKS")
+WEBHOOK_MAX_ATTEMPTS = int(os.environ.get("WEBHOOK_MAX_ATTEMPTS", "8"))
+WEBHOOK_RETRY_SECONDS = float(os.environ.get("WEBHOOK_RETRY_SECONDS", "10"))
+WEBHOOK_TIMEOUT = float(os.environ.get("WEBHOOK_TIMEOUT", "5"))
 # The channel that `manage.py worker` serves when REDIS_URL is set.
 PARLEY_RUN_CHANNEL = "parley-runs"
 # Limits per user (0: no limit): turns running at once, messages and new conversations per

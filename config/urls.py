@@ -22,6 +22,7 @@ urlpatterns = [
     path("", include("chat.urls")),
     path("", include("questions.urls")),
     path("", include("accounts.urls")),
+    path("", include("webhooks.urls")),
 ]
 
 handler400 = "chat.views.bad_request"

@@ -9,7 +9,9 @@ class QuestionsConfig(AppConfig):
     verbose_name = _("Questions")
 
     def ready(self) -> None:
-        from chat import pausing
+        from chat import pausing, runner
+        from questions import deadlines
         from questions.asking import handler
 
         pausing.register(handler)
+        runner.every_sweep(deadlines.sweep)

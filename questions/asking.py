@@ -72,8 +72,7 @@ class QuestionTools:
                 detail=str(error),
             )
             return False
-        block = blocks.question_block(blocks.asked(tool_call_id=call.id, request=request))
-        if await db(turns.pause)(lease, call, block, limit=settings.QUESTION_MAX_PER_TURN):
+        if await db(services.ask)(lease, call, request, limit=settings.QUESTION_MAX_PER_TURN):
             return True
         await db(turns.refuse_tool_calls)(lease, [call], result=LIMIT_RESULT, error=LIMIT)
         return False

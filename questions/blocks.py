@@ -6,6 +6,7 @@ Seed 000's flat fields (`questionHeader`, `questionText`, …) mirror the first 
 so they can never disagree with `questions` and `questionResolution`.
 """
 
+from datetime import datetime
 from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, computed_field, model_validator
@@ -18,10 +19,19 @@ ACTION_TYPE = "question_request"
 
 # Block status, and the resolution it shows (seed 000's mapping).
 PENDING, SUCCESS, DENIED = "pending", "success", "denied"
-ASKED, REPLIED, REJECTED = "asked", "replied", "rejected"
-STATUS = {ASKED: PENDING, REPLIED: SUCCESS, REJECTED: DENIED}
+ASKED, REPLIED, REJECTED, EXPIRED = "asked", "replied", "rejected", "expired"
+STATUS = {ASKED: PENDING, REPLIED: SUCCESS, REJECTED: DENIED, EXPIRED: DENIED}
 
-Resolution = Literal["asked", "replied", "rejected"]
+Resolution = Literal["asked", "replied", "rejected", "expired"]
+# Through which channel a question was resolved (spec 6.1, "Audit").
+Via = Literal["browser", "api", "terminal", "auto-resolve", "expiry"]
+BROWSER, API, TERMINAL, AUTO_RESOLVE, EXPIRY = (
+    "browser",
+    "api",
+    "terminal",
+    "auto-resolve",
+    "expiry",
+)
 
 # Seed 000's single-question fields, derived from the first question.
 _MIRRORED = {
@@ -64,6 +74,13 @@ class QuestionPayload(BaseModel):
     answer_text: str | None = None
     answer_message_id: str | None = None
     answers: list[Answer] | None = None
+    # When the server resolves it as expired, fixed when it was asked (None: never).
+    expires_at: datetime | None = None
+    # Who resolved it (a user name; None when nobody did: it expired), when and through which
+    # channel. Questions resolved before these were recorded have none of them.
+    answered_by: str | None = None
+    answered_at: datetime | None = None
+    answered_via: Via | None = None
 
     @model_validator(mode="before")
     @classmethod
@@ -138,10 +155,25 @@ def question_block(payload: QuestionPayload) -> ActionBlock:
     )
 
 
-def asked(*, tool_call_id: str, request: QuestionRequest) -> QuestionPayload:
+def asked(
+    *, tool_call_id: str, request: QuestionRequest, expires_at: datetime | None = None
+) -> QuestionPayload:
     return QuestionPayload(
-        tool_call_id=tool_call_id, tool_name=request.tool, questions=request.questions
+        tool_call_id=tool_call_id,
+        tool_name=request.tool,
+        questions=request.questions,
+        expires_at=expires_at,
     )
+
+
+class Resolver(BaseModel):
+    """Who resolves a question, when and how (the audit fields)."""
+
+    model_config = ConfigDict(frozen=True)
+
+    answered_by: str | None
+    answered_at: datetime
+    answered_via: Via
 
 
 def replied(
@@ -150,6 +182,7 @@ def replied(
     answer_text: str,
     answer_message_id: int,
     answers: list[Answer] | None,
+    by: Resolver,
 ) -> QuestionPayload:
     return payload.model_copy(
         update={
@@ -157,12 +190,17 @@ def replied(
             "answer_text": answer_text,
             "answer_message_id": str(answer_message_id),
             "answers": answers,
+            **by.model_dump(),
         }
     )
 
 
-def rejected(payload: QuestionPayload) -> QuestionPayload:
-    return payload.model_copy(update={"question_resolution": REJECTED})
+def rejected(payload: QuestionPayload, *, by: Resolver) -> QuestionPayload:
+    return payload.model_copy(update={"question_resolution": REJECTED, **by.model_dump()})
+
+
+def expired(payload: QuestionPayload, *, by: Resolver) -> QuestionPayload:
+    return payload.model_copy(update={"question_resolution": EXPIRED, **by.model_dump()})
 
 
 def payload_of(block: Any) -> QuestionPayload | None:

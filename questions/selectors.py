@@ -1,12 +1,13 @@
 """Reads of questions. Access checks happen in chat.selectors, before any of these."""
 
+from collections.abc import Callable
 from dataclasses import dataclass
 
 from chat.blocks import parse_blocks
 from chat.models import AgentState, Conversation, Message, Role
 from chat.selectors import conversations_for_user
 from questions.blocks import PENDING, Answer, QuestionPayload, payload_of
-from questions.models import QuestionDraft
+from questions.models import Deadline, QuestionDraft
 
 
 @dataclass(frozen=True)
@@ -27,12 +28,7 @@ def pending_question(conversation: Conversation) -> PendingQuestion | None:
     """The conversation's pending question, if it waits for one."""
     if conversation.agent_state != AgentState.AWAITING_USER:
         return None
-    for message in conversation.messages.filter(role=Role.ASSISTANT).order_by("-order"):
-        for index, block in enumerate(parse_blocks(message.blocks)):
-            payload = payload_of(block)
-            if payload is not None and payload.status == PENDING:
-                return PendingQuestion(conversation.pk, message, index, payload)
-    return None
+    return _latest_question(conversation, lambda payload: payload.status == PENDING)
 
 
 def pending_questions_for_user(*, user) -> list[PendingQuestion]:
@@ -56,3 +52,36 @@ def draft_answers(conversation_id: int, tool_call_id: str) -> list[Answer]:
         except ValueError:
             answers.append(Answer())
     return answers
+
+
+def expired_questions_for_user(*, user, limit: int = 100) -> list[PendingQuestion]:
+    """The user's questions that expired, most recent deadline first (each found through its
+    deadline, then read from its block)."""
+    deadlines = (
+        Deadline.objects.filter(expired=True, conversation__in=conversations_for_user(user=user))
+        .select_related("conversation")
+        .order_by("-expires_at")[:limit]
+    )
+    found = []
+    for deadline in deadlines:
+        question = question_by_id(deadline.conversation, deadline.tool_call_id)
+        if question is not None:
+            found.append(question)
+    return found
+
+
+def question_by_id(conversation: Conversation, tool_call_id: str) -> PendingQuestion | None:
+    """The question block of the call `tool_call_id`, whatever its state."""
+    return _latest_question(conversation, lambda payload: payload.tool_call_id == tool_call_id)
+
+
+def _latest_question(
+    conversation: Conversation, matches: Callable[[QuestionPayload], bool]
+) -> PendingQuestion | None:
+    """The latest question block of the conversation that `matches`."""
+    for message in conversation.messages.filter(role=Role.ASSISTANT).order_by("-order"):
+        for index, block in enumerate(parse_blocks(message.blocks)):
+            payload = payload_of(block)
+            if payload is not None and matches(payload):
+                return PendingQuestion(conversation.pk, message, index, payload)
+    return None

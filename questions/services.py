@@ -9,6 +9,7 @@ terminal client all resolve questions here.
 
 import json
 import re
+from datetime import datetime, timedelta
 
 from django.conf import settings
 from django.db import transaction
@@ -16,16 +17,17 @@ from django.utils import timezone
 from django.utils.translation import gettext_lazy as _
 from django.utils.translation import gettext_noop
 
+from accounts.selectors import preferences_for
 from chat import events, transcript, turns
-from chat.blocks import TextBlock, ToolResultBlock, parse_blocks
-from chat.errors import NothingToStop
+from chat.blocks import TextBlock, ToolCallBlock, ToolResultBlock, parse_blocks
+from chat.errors import ConversationNotFound, NothingToStop
 from chat.models import Conversation, Message, Role
 from chat.selectors import conversation_for_user
 from chat.text import clean_text
-from questions import blocks
-from questions.blocks import Answer
+from questions import blocks, notifications
+from questions.blocks import API, AUTO_RESOLVE, BROWSER, EXPIRY, Answer, Resolver, Via
 from questions.errors import DraftTooLong, InvalidAnswer, QuestionAlreadyResolved
-from questions.models import QuestionDraft
+from questions.models import Deadline, QuestionDraft
 from questions.schemas import (
     TOOL_ASK_USER_QUESTION,
     TOOL_CONFIRM_ACTION,
@@ -38,6 +40,12 @@ from questions.selectors import PendingQuestion, pending_question
 # What the model reads when the user rejects its question, and for calls it made after it.
 DECLINED = "The user declined to answer this question."
 NOT_RUN_AFTER_DECLINE = "Not run: the user declined the question asked before this call."
+EXPIRED_RESULT = (
+    "The user did not answer this question in time: it expired. Proceed with your best "
+    "judgement, and state the assumptions you make."
+)
+# The websocket event a reminder sends to the user's open pages (chat.events' user group).
+REMINDER_EVENT = "questions.reminder"
 STOPPED_AFTER_REJECT = gettext_noop(
     "You rejected the question, so the agent stopped. Send a message when you want it to go on."
 )
@@ -55,17 +63,22 @@ MISSING_ANSWER = _("Missing an answer to: %(text)s")
 
 @transaction.atomic
 def answer_question(
-    *, user, conversation_id: int, tool_call_id: str, answers: list[Answer]
+    *,
+    user,
+    conversation_id: int,
+    tool_call_id: str,
+    answers: list[Answer],
+    via: Via = BROWSER,
 ) -> Message:
     """Answer a pending question: one answer per question, in order (a question left out at
-    the end counts as unanswered).
+    the end counts as unanswered). `via`: the channel the answer came through (the audit).
 
     Inserts the answer as a new user message (chosen labels one per line, typed text last)
     and resumes the agent. Raises InvalidAnswer, QuestionAlreadyResolved, ConversationNotFound.
     """
     conversation = conversation_for_user(user=user, conversation_id=conversation_id, lock=True)
     pending = _pending(conversation, tool_call_id)
-    return _answer(conversation, pending, answers)
+    return _answer(conversation, pending, answers, by=_resolver(user, via))
 
 
 @transaction.atomic
@@ -75,6 +88,7 @@ def answer_question_by_text(
     conversation_id: int,
     answers: dict[str, str | list[str]],
     tool_call_id: str | None = None,
+    via: Via = API,
 ) -> Message:
     """Answer the pending question with {question text: label, typed text, or a list of
     labels} (seed 001). With `tool_call_id`, refuse if another question is the pending one."""
@@ -83,30 +97,148 @@ def answer_question_by_text(
     if pending is None or tool_call_id not in (None, pending.tool_call_id):
         raise QuestionAlreadyResolved
     return _answer(
-        conversation, pending, answers_by_question_text(pending.payload.request, answers)
+        conversation,
+        pending,
+        answers_by_question_text(pending.payload.request, answers),
+        by=_resolver(user, via),
     )
 
 
 @transaction.atomic
-def reject_question(*, user, conversation_id: int, tool_call_id: str) -> None:
+def reject_question(*, user, conversation_id: int, tool_call_id: str, via: Via = BROWSER) -> None:
     """Decline a pending question: no message is inserted and the agent stops (idle); the
     model later reads that the user declined."""
     conversation = conversation_for_user(user=user, conversation_id=conversation_id, lock=True)
-    _reject(conversation, _pending(conversation, tool_call_id))
+    _reject(conversation, _pending(conversation, tool_call_id), by=_resolver(user, via))
 
 
 @transaction.atomic
-def cancel(*, user, conversation_id: int) -> None:
+def cancel(*, user, conversation_id: int, via: Via = API) -> None:
     """Reject the pending question, or else stop the running turn (the API's `cancel`).
     Raises NothingToStop when there is neither."""
     conversation = conversation_for_user(user=user, conversation_id=conversation_id, lock=True)
     pending = pending_question(conversation)
     if pending is not None:
-        _reject(conversation, pending)
+        _reject(conversation, pending, by=_resolver(user, via))
     elif conversation.is_running:
         turns.stop_turn(conversation)
     else:
         raise NothingToStop
+
+
+@transaction.atomic
+def ask(lease: turns.Lease, call: ToolCallBlock, request: QuestionRequest, *, limit: int) -> bool:
+    """Show the question under `call` and pause the turn (chat.turns.pause), fixing its
+    deadline now if the owner's questions expire (QUESTION_EXPIRE_AFTER or their own
+    setting). False, and nothing changes, if the turn already asked `limit` questions."""
+    conversation = Conversation.objects.select_related("owner").filter(pk=lease.conversation_id)
+    conversation = conversation.first()
+    if conversation is None:
+        raise ConversationNotFound
+    now = timezone.now()
+    seconds = expire_after(conversation.owner)
+    expires_at = now + timedelta(seconds=seconds) if seconds else None
+    payload = blocks.asked(tool_call_id=call.id, request=request, expires_at=expires_at)
+    if not turns.pause(lease, call, blocks.question_block(payload), limit=limit):
+        return False
+    if expires_at is not None:
+        Deadline.objects.create(
+            conversation=conversation,
+            tool_call_id=call.id,
+            expires_at=expires_at,
+            remind_at=remind_at(expires_at, seconds),
+        )
+    notifications.publish(
+        notifications.QuestionEvent(
+            type=notifications.ASKED,
+            conversation_id=conversation.pk,
+            owner_id=conversation.owner_id,
+            payload=payload,
+            at=now,
+        )
+    )
+    return True
+
+
+def expire_after(user) -> int | None:
+    """Seconds a question asked of `user` stays open: their own setting, else the server's
+    QUESTION_EXPIRE_AFTER; None (or 0 in either) means never."""
+    own = preferences_for(user).question_expire_after
+    seconds = own if own is not None else settings.QUESTION_EXPIRE_AFTER
+    return seconds or None
+
+
+def remind_at(expires_at: datetime, seconds: int) -> datetime | None:
+    """When to remind: QUESTION_REMIND_BEFORE seconds before the deadline (by default a fifth
+    of the time before it, that is at 80%); None for no reminder (0, or not before the ask)."""
+    before = settings.QUESTION_REMIND_BEFORE
+    before = seconds / 5 if before is None else before
+    if not before or before >= seconds:
+        return None
+    return expires_at - timedelta(seconds=before)
+
+
+@transaction.atomic
+def expire_question(*, conversation_id: int, tool_call_id: str) -> bool:
+    """The server's deadline passed: resolve the question as expired (never picking an
+    option), tell the model the user did not answer in time, and resume the agent. Like an
+    answer, it locks the conversation and acts only on the question still pending, so of an
+    answer and the expiry exactly one wins. True if this call expired it."""
+    try:
+        conversation = transcript.lock(conversation_id)
+    except ConversationNotFound:
+        return False
+    now = timezone.now()
+    pending = pending_question(conversation)
+    if (
+        pending is None
+        or pending.tool_call_id != tool_call_id
+        or pending.payload.expires_at is None
+        or pending.payload.expires_at > now
+    ):
+        # Resolved in the meantime (its deadline was closed then) or not due: nothing to do.
+        return False
+    by = Resolver(answered_by=None, answered_at=now, answered_via=EXPIRY)
+    _store(conversation, pending, blocks.expired(pending.payload, by=by))
+    result = ToolResultBlock.error(tool_call_id, EXPIRED_RESULT)
+    turns.resume(conversation, result=result.model_copy(update={"shown_elsewhere": True}))
+    return True
+
+
+@transaction.atomic
+def send_reminder(*, deadline_id: int) -> bool:
+    """Remind the owner once that a question will expire soon: to the listeners (webhooks)
+    and to their open pages. The conditional update makes it once across processes."""
+    now = timezone.now()
+    claimed = Deadline.objects.filter(
+        pk=deadline_id, reminded_at__isnull=True, resolved_at__isnull=True
+    ).update(reminded_at=now)
+    if not claimed:
+        return False
+    deadline = Deadline.objects.select_related("conversation").get(pk=deadline_id)
+    conversation = deadline.conversation
+    pending = pending_question(conversation)
+    if pending is None or pending.tool_call_id != deadline.tool_call_id:
+        return False
+    notifications.publish(
+        notifications.QuestionEvent(
+            type=notifications.REMINDER,
+            conversation_id=conversation.pk,
+            owner_id=conversation.owner_id,
+            payload=pending.payload,
+            at=now,
+        )
+    )
+    events.send_user_event_on_commit(
+        conversation.owner_id,
+        {
+            "type": REMINDER_EVENT,
+            "conversation_id": conversation.pk,
+            "tool_call_id": deadline.tool_call_id,
+            "expires_at": deadline.expires_at.isoformat(),
+        },
+    )
+    return True
 
 
 def auto_resolve_question(*, conversation: Conversation, reply: Message) -> bool:
@@ -118,7 +250,8 @@ def auto_resolve_question(*, conversation: Conversation, reply: Message) -> bool
         return False
     text = "\n".join(b.text for b in parse_blocks(reply.blocks) if isinstance(b, TextBlock))
     answers = [Answer(custom=text) for _ in pending.payload.questions]
-    _replied(conversation, pending, answers, text=text, reply=reply, by_message=True)
+    by = _resolver(conversation.owner, AUTO_RESOLVE)
+    _replied(conversation, pending, answers, text=text, reply=reply, by=by, by_message=True)
     return True
 
 
@@ -183,13 +316,15 @@ def result_for_model(request: QuestionRequest, answers: list[Answer]) -> str:
     raise ValueError(request.tool)  # pragma: no cover
 
 
-def _answer(conversation: Conversation, pending: PendingQuestion, answers: list[Answer]) -> Message:
+def _answer(
+    conversation: Conversation, pending: PendingQuestion, answers: list[Answer], *, by: Resolver
+) -> Message:
     answers = _validate(pending.payload.request, answers)
     text = answer_text(pending.payload.request, answers)
     # Seed 000's inserted user message: kept in the data and the API, shown by the block.
     inserted = TextBlock(text=text, shown_elsewhere=True)
     reply = transcript.append_message(conversation, role=Role.USER, blocks=[inserted])
-    _replied(conversation, pending, answers, text=text, reply=reply)
+    _replied(conversation, pending, answers, text=text, reply=reply, by=by)
     return reply
 
 
@@ -200,6 +335,7 @@ def _replied(
     *,
     text: str,
     reply: Message,
+    by: Resolver,
     by_message: bool = False,
 ) -> None:
     """Mark the question replied by `reply`, store its tool result, resume the agent. An
@@ -210,6 +346,7 @@ def _replied(
         answer_text=text,
         answer_message_id=reply.pk,
         answers=None if by_message else answers,
+        by=by,
     )
     _store(conversation, pending, payload)
     result = ToolResultBlock(
@@ -221,10 +358,10 @@ def _replied(
     turns.resume(conversation, result=result)
 
 
-def _reject(conversation: Conversation, pending: PendingQuestion) -> None:
+def _reject(conversation: Conversation, pending: PendingQuestion, *, by: Resolver) -> None:
     """No message is inserted and the agent stops (idle); the model later reads that the
     user declined."""
-    _store(conversation, pending, blocks.rejected(pending.payload))
+    _store(conversation, pending, blocks.rejected(pending.payload, by=by))
     turns.decline(
         conversation,
         result=ToolResultBlock.error(pending.tool_call_id, DECLINED).model_copy(
@@ -266,9 +403,15 @@ def _validate(request: QuestionRequest, answers: list[Answer]) -> list[Answer]:
     return cleaned
 
 
+def _resolver(user, via: Via) -> Resolver:
+    return Resolver(answered_by=user.get_username(), answered_at=timezone.now(), answered_via=via)
+
+
 def _store(
     conversation: Conversation, pending: PendingQuestion, payload: blocks.QuestionPayload
 ) -> None:
+    """Write the resolved question's block, close its deadline and tell the listeners
+    (notifications), all in the caller's transaction."""
     stored = parse_blocks(pending.message.blocks)
     stored[pending.block_index] = blocks.question_block(payload)
     transcript.update_message(conversation, pending.message, blocks=stored, is_draft=False)
@@ -276,6 +419,18 @@ def _store(
     QuestionDraft.objects.filter(
         conversation=conversation, tool_call_id=pending.tool_call_id
     ).delete()
+    Deadline.objects.filter(
+        conversation=conversation, tool_call_id=payload.tool_call_id, resolved_at__isnull=True
+    ).update(resolved_at=payload.answered_at, expired=payload.question_resolution == blocks.EXPIRED)
+    notifications.publish(
+        notifications.QuestionEvent(
+            type=notifications.RESOLVED[payload.question_resolution],
+            conversation_id=conversation.pk,
+            owner_id=conversation.owner_id,
+            payload=payload,
+            at=payload.answered_at,
+        )
+    )
 
 
 # --- Drafts: what the user chose or typed, saved while a question waits ----------------------

@@ -8,7 +8,7 @@ from django.views.decorators.http import require_POST
 
 from chat.views import control_response, conversation_view
 from questions import services
-from questions.blocks import Answer
+from questions.blocks import BROWSER, Answer
 
 FIELD = re.compile(r"q(\d)(-custom)?")
 
@@ -39,6 +39,7 @@ def answer(request: HttpRequest, conversation_id: int, tool_call_id: str) -> Htt
             conversation_id=conversation_id,
             tool_call_id=tool_call_id,
             answers=answers_from_form(request.POST),
+            via=BROWSER,
         ),
         alert=alert_id(tool_call_id),
     )
@@ -51,7 +52,10 @@ def reject(request: HttpRequest, conversation_id: int, tool_call_id: str) -> Htt
         request,
         conversation_id,
         lambda: services.reject_question(
-            user=request.user, conversation_id=conversation_id, tool_call_id=tool_call_id
+            user=request.user,
+            conversation_id=conversation_id,
+            tool_call_id=tool_call_id,
+            via=BROWSER,
         ),
         alert=alert_id(tool_call_id),
     )

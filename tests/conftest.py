@@ -72,3 +72,23 @@ def database_url(request, tmp_path):
         admin_url = os.environ.get("TEST_POSTGRES_URL", "postgres://postgres@127.0.0.1:5432/test")
         with postgres_database(admin_url) as url:
             yield url
+
+
+@pytest.fixture
+def clock(monkeypatch):
+    """Move the server's clock forward: `clock.advance(seconds)` (django.utils.timezone.now)."""
+    from datetime import timedelta
+
+    from django.utils import timezone
+
+    real_now = timezone.now
+
+    class Clock:
+        offset = timedelta()
+
+        def advance(self, seconds: float) -> None:
+            self.offset += timedelta(seconds=seconds)
+
+    fake = Clock()
+    monkeypatch.setattr(timezone, "now", lambda: real_now() + fake.offset)
+    return fake

@@ -59,3 +59,56 @@ class AskingModel(FakeProvider):
             response = response(history)
         for event in response:
             yield event
+
+
+class WebhookReceiver:
+    """A webhook endpoint on a loopback port: records every request (headers lower-cased,
+    body text, the status it answered) and answers with the next of `statuses` (200 once
+    they run out)."""
+
+    def __init__(self, *statuses: int) -> None:
+        import threading
+        from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+
+        self.statuses = list(statuses)
+        self.requests: list[tuple[dict[str, str], str]] = []
+        self.answered: list[int] = []  # the status each request got, in the same order
+        lock = threading.Lock()
+        receiver = self
+
+        class Handler(BaseHTTPRequestHandler):
+            def log_message(self, *args) -> None:
+                pass
+
+            def do_POST(self) -> None:
+                body = self.rfile.read(int(self.headers.get("Content-Length", 0))).decode()
+                with lock:
+                    receiver.requests.append(
+                        ({k.lower(): v for k, v in self.headers.items()}, body)
+                    )
+                    status = receiver.statuses.pop(0) if receiver.statuses else 200
+                    receiver.answered.append(status)
+                self.send_response(status)
+                self.send_header("Content-Length", "0")
+                self.end_headers()
+
+        self.server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        self.url = f"http://127.0.0.1:{self.server.server_address[1]}/hook"
+        self.thread = threading.Thread(target=self.server.serve_forever, daemon=True)
+        self.thread.start()
+
+    def events(self, secret: str) -> dict[str, dict]:
+        """Each event accepted (answered 2xx) once, by its webhook-id: what a deduplicating
+        receiver keeps. Raises if any request's signature does not verify."""
+        from standardwebhooks import Webhook
+
+        verifier = Webhook(secret)
+        return {
+            headers["webhook-id"]: verifier.verify(body, headers)
+            for (headers, body), status in zip(self.requests, self.answered, strict=False)
+            if 200 <= status < 300
+        }
+
+    def close(self) -> None:
+        self.server.shutdown()
+        self.server.server_close()

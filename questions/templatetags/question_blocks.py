@@ -94,3 +94,17 @@ def _lenient_payload(extra: dict[str, Any]) -> QuestionPayload | None:
         return QuestionPayload.model_validate(data)
     except ValueError:
         return None
+
+
+# How a question was resolved (answeredVia), as the audit line names it.
+VIA_LABELS = {
+    "browser": _("browser"),
+    "api": _("API"),
+    "terminal": _("terminal"),
+    "auto-resolve": _("a message"),
+}
+
+
+@register.filter
+def via_label(via: str | None) -> str:
+    return VIA_LABELS.get(via or "", via or "")

@@ -139,7 +139,7 @@ def test_the_terminal_client_answers_with_arrow_keys(server, token):
     assert child.exitstatus == 0
 
 
-def test_the_terminal_client_without_a_terminal_numbers_the_choices(server, token):
+def test_the_terminal_client_without_a_terminal_numbers_the_choices(server, token, http):
     result = subprocess.run(
         [sys.executable, "manage.py", "chat", "--server", server.url, "--token", token],
         cwd=ROOT,
@@ -152,6 +152,15 @@ def test_the_terminal_client_without_a_terminal_numbers_the_choices(server, toke
     assert result.returncode == 0, result.stderr
     assert "  1) Olives" in result.stdout
     assert "Adding these toppings:\n\nOlives\nPeppers" in result.stdout
+    # The answer is recorded as given through the terminal (the client says so in a header).
+    latest = http.get("/conversations").json()[0]["id"]
+    [extra] = [
+        block["extra"]
+        for message in http.get(f"/conversations/{latest}").json()["messages"]
+        for block in message["blocks"]
+        if block.get("action_type") == "question_request"
+    ]
+    assert (extra["answeredBy"], extra["answeredVia"]) == ("demo", "terminal")
 
 
 HOSTILE_TEXT = (

@@ -72,7 +72,8 @@ class Command(BaseCommand):
         self.console = Console(highlight=False, emoji=False, markup=False)
         self.http = httpx.Client(
             base_url=options["server"].rstrip("/") + "/api/v1",
-            headers={"Authorization": f"Bearer {options['token']}"},
+            # X-Parley-Client: answers given here are recorded as through the terminal.
+            headers={"Authorization": f"Bearer {options['token']}", "X-Parley-Client": "terminal"},
             timeout=httpx.Timeout(30, read=None),
         )
         try:

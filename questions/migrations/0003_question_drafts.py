@@ -10,7 +10,7 @@ class Migration(migrations.Migration):
 
     dependencies = [
         ('chat', '0005_subagents'),
-        ('questions', '0001_reply_message_on_results'),
+        ('questions', '0002_deadline'),
         migrations.swappable_dependency(settings.AUTH_USER_MODEL),
     ]
 

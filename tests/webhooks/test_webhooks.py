@@ -1,0 +1,284 @@
+"""Webhooks (spec 6.1): registration with server-side request forgery checks, the secret
+shown once, the outbox written with each question event, Standard Webhooks signatures,
+retries with the same webhook-id, and a bounded number of attempts."""
+
+import json
+import socket
+from datetime import UTC, datetime
+
+import pytest
+from django.urls import reverse
+from standardwebhooks import Webhook as Verifier
+from standardwebhooks.webhooks import WebhookVerificationError
+
+from chat import services
+from questions import deadlines
+from questions import services as questions
+from questions.blocks import Answer
+from tests.fakes import WebhookReceiver
+from webhooks import addresses, delivery
+from webhooks.addresses import NOT_PUBLIC
+from webhooks.models import Delivery, DeliveryStatus, Webhook
+from webhooks.services import create_webhook
+
+pytestmark = pytest.mark.django_db(transaction=True)
+
+PUBLIC_IP = "93.184.215.14"
+
+
+@pytest.fixture
+def resolver(monkeypatch):
+    """Names resolve without a network: example.org to a public address, the rest as given."""
+    real = socket.getaddrinfo
+
+    def getaddrinfo(host, port, *args, **kwargs):
+        if host.endswith("example.org"):
+            return [(socket.AF_INET, socket.SOCK_STREAM, 6, "", (PUBLIC_IP, port))]
+        if host == "rebinds.example.net":
+            return [(socket.AF_INET, socket.SOCK_STREAM, 6, "", ("10.1.2.3", port))]
+        return real(host, port, *args, **kwargs)
+
+    monkeypatch.setattr(addresses.socket, "getaddrinfo", getaddrinfo)
+
+
+@pytest.fixture
+def receiver():
+    server = WebhookReceiver()
+    yield server
+    server.close()
+
+
+@pytest.fixture
+def hooked(settings, user, receiver):
+    """The user's webhook points at the loopback receiver (private networks allowed)."""
+    settings.WEBHOOK_ALLOW_PRIVATE_NETWORKS = True
+    webhook, secret = create_webhook(user=user, url=receiver.url)
+    return webhook, secret
+
+
+def ask(user, conversation, model):
+    model.asks()
+    services.post_user_message(user=user, conversation_id=conversation.pk, text="Lunch?")
+
+
+@pytest.mark.parametrize(
+    "url",
+    [
+        "http://127.0.0.1:9000/hook",
+        "http://localhost/hook",
+        "http://10.0.0.5/hook",
+        "http://192.168.1.1/hook",
+        "http://169.254.169.254/latest/meta-data",
+        "http://[::1]/hook",
+        "http://[::ffff:127.0.0.1]/hook",
+        "http://0.0.0.0/hook",
+        "http://rebinds.example.net/hook",
+    ],
+)
+def test_private_addresses_are_refused_and_the_user_is_told(client, user, resolver, url):
+    client.force_login(user)
+    response = client.post(reverse("webhooks:settings"), {"url": url})
+    assert response.status_code == 422
+    html = response.content.decode()
+    assert 'role="alert">' + str(NOT_PUBLIC).replace("'", "&#x27;") in html
+    assert f'value="{url}"' in html  # what the user typed is kept
+    assert not Webhook.objects.exists()
+
+
+@pytest.mark.parametrize("url", ["ftp://example.org/x", "example.org/hook", "http://", "x" * 3000])
+def test_urls_that_are_not_http_are_refused(client, user, resolver, url):
+    client.force_login(user)
+    response = client.post(reverse("webhooks:settings"), {"url": url})
+    assert response.status_code == 422
+    assert 'role="alert"' in response.content.decode()
+    assert not Webhook.objects.exists()
+
+
+def test_private_addresses_are_allowed_when_the_operator_says_so(settings, user):
+    settings.WEBHOOK_ALLOW_PRIVATE_NETWORKS = True
+    create_webhook(user=user, url="http://127.0.0.1:9000/hook")
+    assert Webhook.objects.count() == 1
+
+
+def test_the_secret_is_shown_once(client, user, resolver):
+    client.force_login(user)
+    response = client.post(reverse("webhooks:settings"), {"url": "https://hooks.example.org/p"})
+    assert response.status_code == 201
+    webhook = Webhook.objects.get()
+    assert webhook.secret.startswith("whsec_")
+    assert webhook.secret in response.content.decode()
+    page = client.get(reverse("webhooks:settings")).content.decode()
+    assert "https://hooks.example.org/p" in page
+    assert webhook.secret not in page
+
+
+def test_only_the_owner_can_delete_a_webhook(client, user, other_user, resolver):
+    webhook, _ = create_webhook(user=user, url="https://hooks.example.org/p")
+    client.force_login(other_user)
+    assert client.post(reverse("webhooks:delete", args=[webhook.pk])).status_code == 404
+    assert Webhook.objects.exists()
+    client.force_login(user)
+    client.post(reverse("webhooks:delete", args=[webhook.pk]))
+    assert not Webhook.objects.exists()
+
+
+def test_each_question_event_writes_one_delivery(settings, user, conversation, model, hooked):
+    settings.PUBLIC_URL = "https://parley.example.org"
+    ask(user, conversation, model)
+    questions.answer_question(
+        user=user,
+        conversation_id=conversation.pk,
+        tool_call_id="q1",
+        answers=[Answer(labels=["Funghi"])],
+    )
+    rows = list(Delivery.objects.order_by("id"))
+    assert [row.event_type for row in rows] == ["question.asked", "question.answered"]
+    body = json.loads(rows[0].body)
+    assert set(body) == {"type", "timestamp", "data"}
+    assert body["data"]["conversationId"] == conversation.pk
+    assert body["data"]["toolCallId"] == "q1"
+    assert body["data"]["questions"][0]["question"] == "Which pizza?"
+    assert body["data"]["url"] == f"https://parley.example.org/c/{conversation.pk}/#question-q1"
+
+
+def test_another_users_questions_do_not_reach_the_webhook(user, other_user, model, hooked):
+    conversation = services.create_conversation(owner=other_user)
+    ask(other_user, conversation, model)
+    assert not Delivery.objects.exists()
+
+
+def test_a_webhook_for_everyone_gets_every_users_events(settings, other_user, model):
+    settings.WEBHOOK_ALLOW_PRIVATE_NETWORKS = True
+    Webhook.objects.create(owner=None, url="http://127.0.0.1:9/", secret="whsec_AAAA")
+    conversation = services.create_conversation(owner=other_user)
+    ask(other_user, conversation, model)
+    assert Delivery.objects.get().event_type == "question.asked"
+
+
+def test_rejected_and_expired_events(settings, user, conversation, model, hooked, clock):
+    settings.QUESTION_EXPIRE_AFTER = 60
+    settings.QUESTION_REMIND_BEFORE = 10
+    ask(user, conversation, model)
+    clock.advance(55)
+    deadlines.sweep()
+    clock.advance(10)
+    deadlines.sweep()
+    second = services.create_conversation(owner=user)
+    ask(user, second, model)
+    questions.reject_question(user=user, conversation_id=second.pk, tool_call_id="q1")
+    assert list(Delivery.objects.order_by("id").values_list("event_type", flat=True)) == [
+        "question.asked",
+        "question.reminder",
+        "question.expired",
+        "question.asked",
+        "question.rejected",
+    ]
+
+
+def test_deliveries_are_signed_per_standard_webhooks(user, conversation, model, hooked, receiver):
+    _, secret = hooked
+    ask(user, conversation, model)
+    assert delivery.deliver_due() == 1
+    [(headers, body)] = receiver.requests
+    row = Delivery.objects.get()
+    assert headers["webhook-id"] == row.event_id
+    assert Verifier(secret).verify(body, headers)["type"] == "question.asked"
+    with pytest.raises(WebhookVerificationError):
+        Verifier(secret).verify(body.replace("Which", "Whose"), headers)
+    assert row.status == DeliveryStatus.DELIVERED and row.attempts == 1
+
+
+def test_a_failing_receiver_gets_the_same_event_again_later(
+    user, conversation, model, hooked, receiver, clock
+):
+    _, secret = hooked
+    receiver.statuses = [500, 503]
+    ask(user, conversation, model)
+    delivery.deliver_due()
+    row = Delivery.objects.get()
+    assert (row.status, row.attempts, row.last_status_code) == ("pending", 1, 500)
+    assert delivery.deliver_due() == 0  # not due before its backoff
+    for _ in range(2):
+        clock.advance(3600)
+        delivery.deliver_due()
+    row.refresh_from_db()
+    assert (row.status, row.attempts) == ("delivered", 3)
+    assert {headers["webhook-id"] for headers, _ in receiver.requests} == {row.event_id}
+    for headers, body in receiver.requests:  # each retry signed afresh (at its own timestamp)
+        at = datetime.fromtimestamp(int(headers["webhook-timestamp"]), UTC)
+        assert Verifier(secret).sign(row.event_id, at, body) == headers["webhook-signature"]
+
+
+def test_attempts_are_bounded(settings, user, conversation, model, hooked, receiver, clock):
+    settings.WEBHOOK_MAX_ATTEMPTS = 2
+    receiver.statuses = [500] * 5
+    ask(user, conversation, model)
+    for _ in range(4):
+        delivery.deliver_due()
+        clock.advance(3600)
+    row = Delivery.objects.get()
+    assert (row.status, row.attempts) == ("failed", 2)
+    assert len(receiver.requests) == 2
+
+
+def test_a_private_address_is_refused_at_delivery_time_too(
+    settings, user, conversation, model, hooked, receiver
+):
+    settings.WEBHOOK_ALLOW_PRIVATE_NETWORKS = False
+    ask(user, conversation, model)
+    delivery.deliver_due()
+    row = Delivery.objects.get()
+    assert row.status == "pending" and row.last_error == str(NOT_PUBLIC)
+    assert receiver.requests == []
+
+
+def test_the_delivery_log_is_on_the_settings_page(
+    client, user, conversation, model, hooked, receiver
+):
+    ask(user, conversation, model)
+    delivery.deliver_due()
+    client.force_login(user)
+    html = client.get(reverse("webhooks:settings")).content.decode()
+    assert "question.asked" in html
+    assert "Delivered" in html
+
+
+def test_an_admin_adds_a_webhook_for_everyone_and_sees_its_secret_once(
+    client, django_user_model, resolver
+):
+    admin = django_user_model.objects.create_superuser("root", password="pw-root-123")
+    client.force_login(admin)
+    response = client.post(
+        "/admin/webhooks/webhook/add/", {"url": "https://hooks.example.org/all"}, follow=True
+    )
+    webhook = Webhook.objects.get()
+    assert webhook.owner is None
+    assert webhook.secret in response.content.decode()
+    refused = client.post("/admin/webhooks/webhook/add/", {"url": "http://10.0.0.1/"})
+    assert str(NOT_PUBLIC).replace("'", "&#x27;") in refused.content.decode()
+    assert client.get("/admin/webhooks/delivery/").status_code == 200
+
+
+def test_delivery_connects_to_the_address_it_checked(
+    settings, monkeypatch, user, conversation, model, receiver
+):
+    """The name is resolved once per attempt, checked, and that address is the one used; the
+    request still names the host."""
+    settings.WEBHOOK_ALLOW_PRIVATE_NETWORKS = True
+    port = receiver.url.split(":")[2].split("/")[0]
+    lookups = []
+
+    def getaddrinfo(host, *args, **kwargs):
+        lookups.append(host)
+        return [(socket.AF_INET, socket.SOCK_STREAM, 6, "", ("127.0.0.1", int(port)))]
+
+    monkeypatch.setattr(addresses.socket, "getaddrinfo", getaddrinfo)
+    create_webhook(user=user, url=f"http://hooks.example.org:{port}/hook")
+    ask(user, conversation, model)
+    delivery.deliver_due()
+    [(headers, _)] = receiver.requests
+    assert headers["host"] == f"hooks.example.org:{port}"
+    # The name was looked up at registration and once for the delivery; the connection then
+    # went to the address itself (the only other lookup is of that address).
+    assert lookups == ["hooks.example.org", "hooks.example.org", "127.0.0.1"]
+    assert Delivery.objects.get().status == "delivered"

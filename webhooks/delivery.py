@@ -1,0 +1,117 @@
+"""Delivering the outbox (webhooks.models.Delivery): a sweep job of every server and worker
+process (chat.runner.every_sweep), also run right after the commit that wrote new rows.
+
+At least once: a row is claimed by a conditional update that moves its next attempt past the
+time the attempt may take, so concurrent sweeps skip it; a process that dies mid-attempt
+leaves it due again later. Every attempt sends the same `webhook-id`, signed afresh with the
+current timestamp (Standard Webhooks). Failures are retried with exponential backoff, and the
+row is marked failed after WEBHOOK_MAX_ATTEMPTS.
+"""
+
+import logging
+from datetime import timedelta
+
+import httpx
+from django.conf import settings
+from django.db.models import F
+from django.utils import timezone
+from standardwebhooks import Webhook as Signer
+
+from webhooks.addresses import UnsafeUrl, check_url
+from webhooks.models import Delivery, DeliveryStatus
+
+logger = logging.getLogger("parley.webhooks")
+
+BATCH = 20
+MAX_BACKOFF = timedelta(hours=6)
+USER_AGENT = "Parley-Webhooks/1"
+
+
+def deliver_due() -> int:
+    """Attempt every delivery that is due (up to BATCH). Returns how many were attempted."""
+    now = timezone.now()
+    due = list(
+        Delivery.objects.filter(status=DeliveryStatus.PENDING, next_attempt_at__lte=now)
+        .order_by("next_attempt_at")
+        .values_list("pk", "next_attempt_at")[:BATCH]
+    )
+    attempted = 0
+    for pk, next_attempt_at in due:
+        claimed = Delivery.objects.filter(
+            pk=pk, status=DeliveryStatus.PENDING, next_attempt_at=next_attempt_at
+        ).update(
+            next_attempt_at=now + timedelta(seconds=settings.WEBHOOK_TIMEOUT * 3 + 30),
+            attempts=F("attempts") + 1,
+        )
+        if claimed:
+            attempt(pk)
+            attempted += 1
+    return attempted
+
+
+def headers_for(delivery: Delivery, secret: str) -> dict[str, str]:
+    """The Standard Webhooks headers for one attempt."""
+    timestamp = timezone.now()
+    return {
+        "content-type": "application/json",
+        "user-agent": USER_AGENT,
+        "webhook-id": delivery.event_id,
+        "webhook-timestamp": str(int(timestamp.timestamp())),
+        "webhook-signature": Signer(secret).sign(delivery.event_id, timestamp, delivery.body),
+    }
+
+
+def attempt(pk: int) -> None:
+    """One attempt of a claimed delivery, and its outcome recorded."""
+    delivery = Delivery.objects.select_related("webhook").filter(pk=pk).first()
+    if delivery is None:
+        return  # its webhook was deleted meanwhile
+    status_code, error = None, ""
+    try:
+        url = httpx.URL(delivery.webhook.url)
+        # Connect to the address just checked, not to whatever a second lookup returns (DNS
+        # rebinding); the request still names the host, for virtual hosting and TLS.
+        address = check_url(delivery.webhook.url)
+        with httpx.Client(
+            timeout=settings.WEBHOOK_TIMEOUT, follow_redirects=False, trust_env=False
+        ) as client:
+            response = client.post(
+                url.copy_with(host=address),
+                content=delivery.body.encode(),
+                headers={
+                    **headers_for(delivery, delivery.webhook.secret),
+                    "host": url.netloc.decode().rpartition("@")[2],
+                },
+                extensions={"sni_hostname": url.host},
+            )
+        status_code = response.status_code
+        if not 200 <= status_code < 300:
+            error = f"HTTP {status_code}"
+    except UnsafeUrl as refused:
+        error = str(refused.message)
+    except httpx.HTTPError as failure:
+        error = f"{type(failure).__name__}: {failure}"[:500]
+    record(delivery, status_code=status_code, error=error)
+
+
+def record(delivery: Delivery, *, status_code: int | None, error: str) -> None:
+    now = timezone.now()
+    delivered = not error
+    if delivered:
+        update = {"status": DeliveryStatus.DELIVERED, "delivered_at": now}
+    elif delivery.attempts >= settings.WEBHOOK_MAX_ATTEMPTS:
+        update = {"status": DeliveryStatus.FAILED}
+    else:
+        backoff = timedelta(seconds=settings.WEBHOOK_RETRY_SECONDS * 2 ** (delivery.attempts - 1))
+        update = {"next_attempt_at": now + min(backoff, MAX_BACKOFF)}
+    Delivery.objects.filter(pk=delivery.pk, status=DeliveryStatus.PENDING).update(
+        last_status_code=status_code, last_error=error, **update
+    )
+    if not delivered:
+        logger.warning(
+            "webhook delivery %s to %s failed (attempt %s): %s",
+            delivery.event_id,
+            delivery.webhook.url,
+            delivery.attempts,
+            error,
+        )

@@ -1,0 +1,84 @@
+from django.conf import settings
+from django.db import models
+from django.db.models import Q
+from django.utils import timezone
+from django.utils.translation import gettext_lazy as _
+
+
+class Webhook(models.Model):
+    """A URL that gets a signed POST for each question event of its owner (or, without an
+    owner, of every user: only admins add those)."""
+
+    owner = models.ForeignKey(
+        settings.AUTH_USER_MODEL,
+        on_delete=models.CASCADE,
+        null=True,
+        blank=True,
+        related_name="webhooks",
+        verbose_name=_("owner"),
+        help_text=_("Leave empty to send every user's question events to this URL."),
+    )
+    url = models.URLField(_("URL"), max_length=2000)
+    # The signing key, `whsec_<base64>` (Standard Webhooks); shown once, when created.
+    secret = models.CharField(_("secret"), max_length=100, editable=False)
+    created_at = models.DateTimeField(_("created"), default=timezone.now, editable=False)
+
+    class Meta:
+        verbose_name = _("webhook")
+        verbose_name_plural = _("webhooks")
+        ordering = ["-created_at", "-id"]
+
+    def __str__(self) -> str:
+        return self.url
+
+
+class DeliveryStatus(models.TextChoices):
+    # Waiting for its first attempt or its next retry.
+    PENDING = "pending", _("Pending")
+    # The receiver answered 2xx.
+    DELIVERED = "delivered", _("Delivered")
+    # Every attempt failed; no more retries.
+    FAILED = "failed", _("Failed")
+
+
+class Delivery(models.Model):
+    """One event for one webhook: the outbox row written in the transaction that made the
+    event, then delivered (at least once) and retried with backoff by the sweep."""
+
+    webhook = models.ForeignKey(
+        Webhook, on_delete=models.CASCADE, related_name="deliveries", verbose_name=_("webhook")
+    )
+    # Sent as `webhook-id` on every attempt: receivers deduplicate by it.
+    event_id = models.CharField(_("event id"), max_length=64, unique=True)
+    event_type = models.CharField(_("event type"), max_length=40)
+    # The exact JSON text that is signed and sent.
+    body = models.TextField(_("body"))
+    status = models.CharField(
+        _("status"), max_length=10, choices=DeliveryStatus.choices, default=DeliveryStatus.PENDING
+    )
+    attempts = models.PositiveIntegerField(_("attempts"), default=0)
+    next_attempt_at = models.DateTimeField(_("next attempt"), default=timezone.now)
+    last_status_code = models.PositiveIntegerField(_("last status code"), null=True, blank=True)
+    last_error = models.CharField(_("last error"), max_length=500, blank=True)
+    created_at = models.DateTimeField(_("created"), default=timezone.now)
+    delivered_at = models.DateTimeField(_("delivered"), null=True, blank=True)
+
+    class Meta:
+        verbose_name = _("delivery")
+        verbose_name_plural = _("deliveries")
+        ordering = ["-created_at", "-id"]
+        indexes = [
+            models.Index(
+                fields=["next_attempt_at"],
+                condition=Q(status="pending"),
+                name="webhook_delivery_due",
+            ),
+        ]
+        constraints = [
+            models.CheckConstraint(
+                condition=Q(status__in=DeliveryStatus.values), name="webhook_delivery_status"
+            )
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.event_type} {self.event_id}"

@@ -1,0 +1,90 @@
+"""Webhook writes: register (the secret is shown once), delete, and the outbox rows each
+question event writes in the transaction that made it (questions.notifications)."""
+
+import base64
+import json
+import secrets
+import uuid
+
+from django.conf import settings
+from django.db.models import Q
+from django.http import Http404
+from django.urls import reverse
+from django.utils.translation import gettext_lazy as _
+
+from chat import runner
+from questions.notifications import QuestionEvent
+from webhooks.addresses import UnsafeUrl, check_url
+from webhooks.models import Delivery, Webhook
+
+MAX_PER_USER = 10
+URL_MAX_CHARS = Webhook._meta.get_field("url").max_length
+
+TOO_MANY = _("You already have the most webhooks allowed (%(limit)s). Delete one first.")
+TOO_LONG = _("That URL is too long.")
+
+
+def new_secret() -> str:
+    """A Standard Webhooks signing secret: `whsec_` and 32 random bytes in base64."""
+    return "whsec_" + base64.b64encode(secrets.token_bytes(32)).decode()
+
+
+def create_webhook(*, user, url: str) -> tuple[Webhook, str]:
+    """Register `url` for the user's question events. Returns the webhook and its secret
+    (shown once). Raises UnsafeUrl (not http(s), unresolvable, or not a public address)."""
+    url = url.strip()
+    if len(url) > URL_MAX_CHARS:
+        raise UnsafeUrl(TOO_LONG)
+    check_url(url)
+    if Webhook.objects.filter(owner=user).count() >= MAX_PER_USER:
+        raise UnsafeUrl(TOO_MANY % {"limit": MAX_PER_USER})
+    secret = new_secret()
+    return Webhook.objects.create(owner=user, url=url, secret=secret), secret
+
+
+def delete_webhook(*, user, webhook_id: int) -> None:
+    """Delete one of the user's webhooks (with its delivery log); 404 for anyone else's."""
+    deleted, _ = Webhook.objects.filter(owner=user, pk=webhook_id).delete()
+    if not deleted:
+        raise Http404
+
+
+def event_body(event: QuestionEvent) -> str:
+    """The JSON body (spec 6.1): type, timestamp and data with the conversation, the tool
+    call, the questions and an absolute link to the question."""
+    payload = event.payload
+    link = reverse("chat:conversation_detail", args=[event.conversation_id])
+    return json.dumps(
+        {
+            "type": event.type,
+            "timestamp": event.at.isoformat(),
+            "data": {
+                "conversationId": event.conversation_id,
+                "toolCallId": payload.tool_call_id,
+                "questions": [q.model_dump(mode="json") for q in payload.questions],
+                "url": f"{settings.PUBLIC_URL}{link}#question-{payload.tool_call_id}",
+            },
+        },
+        ensure_ascii=False,
+        separators=(",", ":"),
+    )
+
+
+def enqueue(event: QuestionEvent) -> None:
+    """The outbox: one delivery per webhook that wants the event, in the caller's
+    transaction; delivered after commit (chat.runner's sweep jobs)."""
+    hooks = Webhook.objects.filter(Q(owner_id=event.owner_id) | Q(owner__isnull=True))
+    hook_ids = list(hooks.values_list("pk", flat=True))
+    if not hook_ids:
+        return
+    body = event_body(event)
+    Delivery.objects.bulk_create(
+        Delivery(
+            webhook_id=hook_id,
+            event_id=f"msg_{uuid.uuid4().hex}",
+            event_type=event.type,
+            body=body,
+        )
+        for hook_id in hook_ids
+    )
+    runner.run_jobs_soon_on_commit()
