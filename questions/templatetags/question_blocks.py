@@ -89,7 +89,9 @@ def _lenient_payload(extra: dict[str, Any]) -> QuestionPayload | None:
     does not know."""
     known = {field.alias or name for name, field in QuestionPayload.model_fields.items()}
     data = {key: value for key, value in extra.items() if key in known}
-    data.pop("questionResolution", None)
+    # Shown from the stored JSON as they are (QuestionCard), so an odd value costs nothing.
+    for key in ("questionResolution", "answeredBy", "answeredAt", "answeredVia", "expiresAt"):
+        data.pop(key, None)
     try:
         return QuestionPayload.model_validate(data)
     except ValueError:

@@ -55,14 +55,15 @@ def test_a_pending_question_is_a_card_with_its_status_and_the_raw_json(operator,
     assert "&quot;questionResolution&quot;: &quot;asked&quot;" in html
 
 
-def test_an_answered_question_shows_its_answer_and_audit_placeholders(operator, asked, user):
+def test_an_answered_question_shows_its_answer_and_who_answered(operator, asked, user):
     questions.answer_question(
         user=user, conversation_id=asked.pk, tool_call_id="q1", answers=[Answer(labels=["Funghi"])]
     )
     html = change_page(operator, asked)
     assert '<span class="parley-badge">Answered</span>' in html
     assert '<li class="parley-chosen">Funghi</li>' in html
-    assert "<dt>Answered by</dt><dd>—</dd>" in html  # no audit fields stored on this branch
+    assert "<dt>Answered by</dt><dd>ada</dd>" in html
+    assert "<dt>Answered via</dt><dd>browser</dd>" in html
 
 
 def test_audit_fields_in_the_stored_json_are_shown(operator, conversation):
