@@ -38,7 +38,69 @@ class SignedOut(Exception):
     pass
 
 
-class ConversationConsumer(AsyncWebsocketConsumer):
+class SignedInConsumer(AsyncWebsocketConsumer):
+    """A socket of one signed-in user that closes when their session ends (chat.sessions):
+    at once on `auth.changed` in the user's group, and at the latest after
+    AUTH_RECHECK_SECONDS. Subclasses set `self.user`, `self.pushing` (held while sending) and
+    `self.watch` (the task running `watch_session`)."""
+
+    async def attention_changed(self, event: dict) -> None:
+        """Meant for the user's live channel (questions.consumers); every socket in the
+        user's group receives it, and only that one acts on it."""
+
+    async def auth_changed(self, event: dict) -> None:
+        """The user's credentials changed (chat.sessions): close unless this session is
+        still good."""
+        if sessions.ended_here(event, self.session_key()) or not await self.session_valid():
+            await self.sign_out()
+
+    async def watch_session(self) -> None:
+        """The safety net under `auth.changed` (a channel layer may drop it): re-read the
+        session every AUTH_RECHECK_SECONDS."""
+        while True:
+            await asyncio.sleep(sessions.AUTH_RECHECK_SECONDS)
+            if not await self.session_valid():
+                await self.sign_out()
+                return
+
+    async def session_valid(self) -> bool:
+        return await database_sync_to_async(self.session_still_valid)()
+
+    def session_still_valid(self) -> bool:
+        # Without a session in the scope (tests that set the user themselves), the user is all
+        # there is; config.asgi always puts the consumer behind AuthMiddlewareStack.
+        if "session" not in self.scope:
+            return True
+        return sessions.session_still_valid(self.session_key(), self.user.pk)
+
+    async def sign_out(self) -> None:
+        async with self.pushing:  # after a push in progress, and before any other
+            self.signed_out = True
+            await self.close(code=CLOSE_SIGNED_OUT)
+        if self.watch is not None and self.watch is not asyncio.current_task():
+            self.watch.cancel()
+
+    def session_key(self) -> str | None:
+        session = self.scope.get("session")
+        return getattr(session, "session_key", None)
+
+    def check_session(self) -> None:
+        """Raise SignedOut once the session no longer signs this user in (logout, password
+        change, deactivation): checked before every push, so nothing more is sent."""
+        if not self.session_still_valid():
+            raise SignedOut
+
+    def language(self) -> str:
+        """The language the page itself was rendered in (LocaleMiddleware's rules)."""
+        request = HttpRequest()
+        request.COOKIES = self.scope.get("cookies", {})
+        for name, value in self.scope.get("headers", []):
+            if name == b"accept-language":
+                request.META["HTTP_ACCEPT_LANGUAGE"] = value.decode("latin-1")
+        return translation.get_language_from_request(request)
+
+
+class ConversationConsumer(SignedInConsumer):
     async def connect(self) -> None:
         self.user = self.scope.get("user")
         self.conversation_id = self.scope["url_route"]["kwargs"]["conversation_id"]
@@ -87,42 +149,6 @@ class ConversationConsumer(AsyncWebsocketConsumer):
             event["child_id"], -1
         ):
             await self.push_changes()
-
-    async def auth_changed(self, event: dict) -> None:
-        """The user's credentials changed (chat.sessions): close unless this session is
-        still good."""
-        if sessions.ended_here(event, self.session_key()) or not await self.session_valid():
-            await self.sign_out()
-
-    async def watch_session(self) -> None:
-        """The safety net under `auth.changed` (a channel layer may drop it): re-read the
-        session every AUTH_RECHECK_SECONDS."""
-        while True:
-            await asyncio.sleep(sessions.AUTH_RECHECK_SECONDS)
-            if not await self.session_valid():
-                await self.sign_out()
-                return
-
-    async def session_valid(self) -> bool:
-        return await database_sync_to_async(self.session_still_valid)()
-
-    def session_still_valid(self) -> bool:
-        # Without a session in the scope (tests that set the user themselves), the user is all
-        # there is; config.asgi always puts the consumer behind AuthMiddlewareStack.
-        if "session" not in self.scope:
-            return True
-        return sessions.session_still_valid(self.session_key(), self.user.pk)
-
-    async def sign_out(self) -> None:
-        async with self.pushing:  # after a push in progress, and before any other
-            self.signed_out = True
-            await self.close(code=CLOSE_SIGNED_OUT)
-        if self.watch is not None and self.watch is not asyncio.current_task():
-            self.watch.cancel()
-
-    def session_key(self) -> str | None:
-        session = self.scope.get("session")
-        return getattr(session, "session_key", None)
 
     async def push_changes(self) -> None:
         async with self.pushing:
@@ -177,18 +203,3 @@ class ConversationConsumer(AsyncWebsocketConsumer):
             )
         self.sent_subagents.update({s.pk: s.conversation.seq for s in subagents})
         return html, changes.cursor, running
-
-    def check_session(self) -> None:
-        """Raise SignedOut once the session no longer signs this user in (logout, password
-        change, deactivation): checked before every push, so nothing more is sent."""
-        if not self.session_still_valid():
-            raise SignedOut
-
-    def language(self) -> str:
-        """The language the page itself was rendered in (LocaleMiddleware's rules)."""
-        request = HttpRequest()
-        request.COOKIES = self.scope.get("cookies", {})
-        for name, value in self.scope.get("headers", []):
-            if name == b"accept-language":
-                request.META["HTTP_ACCEPT_LANGUAGE"] = value.decode("latin-1")
-        return translation.get_language_from_request(request)
