@@ -144,9 +144,19 @@
     if (empty) { empty.hidden = list.children.length > 0; }
   }
 
+  // The open conversation's new title (pushed by its own socket) shows in the sidebar too.
+  function applySidebarTitle() {
+    var heading = byId("conversation-title");
+    var current = document.querySelector(".sidebar-item a[aria-current='page'] .sidebar-title");
+    if (heading && current && current.textContent !== heading.textContent) {
+      current.textContent = heading.textContent;
+    }
+  }
+
   document.addEventListener("htmx:oobAfterSwap", function () {
     reconcileInbox();
     applyState();
+    applySidebarTitle();
   });
   // A list swapped in (the sidebar's search, a renamed row) shows the markers of now.
   document.addEventListener("htmx:afterSettle", function () {
@@ -216,6 +226,10 @@
     if (head && window.MutationObserver) {
       new MutationObserver(applyTitle).observe(head, { childList: true, subtree: true, characterData: true });
     }
+  });
+  // Opened at a question (a notification, the inbox's link): focus it once the browser has
+  // scrolled to it (which it does after the page's own focusing, and takes the focus away).
+  window.addEventListener("load", function () {
     if (window.location.hash) { focusQuestion(window.location.hash); }
   });
 })();
