@@ -70,7 +70,14 @@
     try {
       var name = "parley-notified:" + key;
       if (window.localStorage.getItem(name)) { return false; }
-      window.localStorage.setItem(name, String(Date.now()));
+      var now = Date.now();
+      for (var i = window.localStorage.length - 1; i >= 0; i--) {  // forget claims after a day
+        var other = window.localStorage.key(i);
+        if (other && other.indexOf("parley-notified:") === 0 && now - Number(window.localStorage.getItem(other)) > 86400000) {
+          window.localStorage.removeItem(other);
+        }
+      }
+      window.localStorage.setItem(name, String(now));
     } catch (error) { /* storage unavailable: the tag still keeps it to one */ }
     return true;
   }

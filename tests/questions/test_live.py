@@ -170,6 +170,16 @@ async def test_a_conversation_socket_ignores_the_users_attention_events(user, co
     html = await communicator.receive_from()
     while "Which pizza?" not in html:
         html = await communicator.receive_from()
+    # The attention event came after those pushes; the socket still serves what follows.
+    await db(questions.answer_question)(
+        user=user,
+        conversation_id=conversation.pk,
+        tool_call_id="q1",
+        answers=[questions.Answer(labels=["Funghi"])],
+    )
+    html = await communicator.receive_from()
+    while "Answer:" not in html:
+        html = await communicator.receive_from()
     await communicator.disconnect()
 
 
