@@ -14,8 +14,6 @@ from questions.blocks import Answer
 from questions.selectors import pending_questions_for_user
 
 INBOX = "questions/inbox.html"
-# The form field saying the answer was given on the inbox page (templates/questions/question.html).
-FROM_INBOX = ("from", "inbox")
 
 FIELD = re.compile(r"q(\d)(-custom)?")
 
@@ -80,7 +78,8 @@ def for_page(
     """From the inbox, a resolved question leaves the list at once (the page's other tabs
     see it go over the live channel), and without JavaScript the inbox is shown again.
     Refusals are shown as from the conversation: in the block's alert."""
-    if (request.POST.get(FROM_INBOX[0]) != FROM_INBOX[1]) or response.status_code >= 400:
+    # The inbox's forms say where they are (templates/questions/question.html).
+    if request.POST.get("from") != "inbox" or response.status_code >= 400:
         return response
     if request.htmx:
         key = f"{conversation_id}-{tool_call_id}"
