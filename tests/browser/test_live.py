@@ -129,62 +129,62 @@ def test_the_tab_title_counts_waiting_questions(context, page, person):
     expect(other.locator("link[rel~=icon]")).to_have_attribute("href", re.compile(r"favicon\.svg"))
 
 
-def test_a_question_asked_while_the_tab_is_hidden_notifies_once_and_leads_to_it(
-    browser, parley_server, person
-):
+@pytest.fixture
+def granted(browser, parley_server):
+    """A browser context where Parley may notify, recording every Notification made."""
     context = browser.new_context(base_url=parley_server.url, locale="en-US")
-    try:
-        context.grant_permissions(["notifications"], origin=parley_server.url)
-        context.add_init_script(RECORD_NOTIFICATIONS)
-        page = context.new_page()
-        log_in(page, *person)
-        # Opting in is a setting.
-        page.get_by_role("banner").get_by_role("link", name="Settings").click()
-        page.get_by_role("checkbox", name="Browser notifications").check()
-        page.get_by_role("button", name="Save settings").click()
-        expect(page.get_by_role("status")).to_contain_text("Settings saved.")
-
-        background = context.new_page()
-        background.add_init_script(HIDDEN)
-        background.goto("/")
-        expect(background.get_by_role("heading", name="Conversations")).to_be_visible()
-        page.goto("/")
-        ask_pizza(page)
-        expect(questions_link(background)).to_have_text("Questions 1")
-        background.wait_for_function("window.__notifications.length > 0")
-        shown = background.evaluate(
-            "window.__notifications.map(n => ({title: n.title, body: n.body, tag: n.tag}))"
-        )
-        assert len(shown) == 1
-        assert shown[0]["title"] == "Parley is waiting for your answer"
-        assert shown[0]["body"] == "Order a pizza: Pizza"
-        # The visible tab where it was asked does not notify.
-        assert page.evaluate("window.__notifications.length") == 0
-
-        background.evaluate("window.__notifications[0].self.onclick()")
-        expect(background).to_have_url(re.compile(r"/c/\d+/#question-"))
-        background.bring_to_front()  # what window.focus() does for a real window
-        group = background.get_by_role("group", name="Pizza")
-        expect(group.get_by_role("button", name="Margherita")).to_be_focused()
-    finally:
-        context.close()
+    context.grant_permissions(["notifications"], origin=parley_server.url)
+    context.add_init_script(RECORD_NOTIFICATIONS)
+    yield context
+    context.close()
 
 
-def test_without_the_setting_nothing_notifies(browser, parley_server, person):
-    context = browser.new_context(base_url=parley_server.url, locale="en-US")
-    try:
-        context.grant_permissions(["notifications"], origin=parley_server.url)
-        context.add_init_script(RECORD_NOTIFICATIONS)
-        page = context.new_page()
-        log_in(page, *person)
-        background = context.new_page()
-        background.add_init_script(HIDDEN)
-        background.goto("/")
-        ask_pizza(page)
-        expect(questions_link(background)).to_have_text("Questions 1")
-        assert background.evaluate("window.__notifications.length") == 0
-    finally:
-        context.close()
+def background_tab(context):
+    tab = context.new_page()
+    tab.add_init_script(HIDDEN)
+    tab.goto("/")
+    expect(tab.get_by_role("heading", name="Conversations")).to_be_visible()
+    return tab
+
+
+def test_a_question_asked_while_the_tab_is_hidden_notifies_once_and_leads_to_it(granted, person):
+    page = granted.new_page()
+    log_in(page, *person)
+    # Opting in is a setting.
+    page.get_by_role("banner").get_by_role("link", name="Settings").click()
+    page.get_by_role("checkbox", name="Browser notifications").check()
+    page.get_by_role("button", name="Save settings").click()
+    expect(page.get_by_role("status")).to_contain_text("Settings saved.")
+
+    background = background_tab(granted)
+    page.goto("/")
+    ask_pizza(page)
+    expect(questions_link(background)).to_have_text("Questions 1")
+    background.wait_for_function("window.__notifications.length > 0")
+    shown = background.evaluate(
+        "window.__notifications.map(n => ({title: n.title, body: n.body, tag: n.tag}))"
+    )
+    assert len(shown) == 1
+    assert shown[0]["title"] == "Parley is waiting for your answer"
+    assert shown[0]["body"] == "Order a pizza: Pizza"
+    # The visible tab where it was asked does not notify.
+    assert page.evaluate("window.__notifications.length") == 0
+
+    background.evaluate("window.__notifications[0].self.onclick()")
+    expect(background).to_have_url(re.compile(r"/c/\d+/#question-"))
+    background.bring_to_front()  # what window.focus() does for a real window
+    group = background.get_by_role("group", name="Pizza")
+    expect(group.get_by_role("button", name="Margherita")).to_be_focused()
+
+
+def test_without_the_setting_nothing_notifies(granted, person):
+    page = granted.new_page()
+    log_in(page, *person)
+    background = background_tab(granted)
+    ask_pizza(page)
+    # The count arrives in the same push that would notify.
+    expect(questions_link(background)).to_have_text("Questions 1")
+    assert background.evaluate("window.__notifications.length") == 0
 
 
 def test_the_sidebar_search_finds_a_word_inside_a_message(page, person):

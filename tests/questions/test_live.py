@@ -183,10 +183,23 @@ async def test_a_conversation_socket_ignores_the_users_attention_events(user, co
     await communicator.disconnect()
 
 
-def session_cookie(user):
+def signed_in(user) -> Client:
     client = Client()
     client.force_login(user)
-    return client.cookies["sessionid"].value
+    return client
+
+
+def real_socket(client: Client | None, *, origin=b"http://127.0.0.1:8000", cookies=""):
+    """The channel through the whole ASGI stack (origin check, session auth), as a browser on
+    http://127.0.0.1:8000 opens it with `client`'s session."""
+    headers = [HOST]
+    if origin:
+        headers.append((b"origin", origin))
+    if client is not None:
+        headers.append(
+            (b"cookie", f"sessionid={client.cookies['sessionid'].value}{cookies}".encode())
+        )
+    return WebsocketCommunicator(application, "/ws/me/", headers=headers)
 
 
 @pytest.mark.parametrize(
@@ -200,12 +213,8 @@ def session_cookie(user):
     ],
 )
 async def test_the_real_stack_checks_origin_and_session(user, origin, with_session, accepted):
-    headers = [HOST]
-    if origin:
-        headers.append((b"origin", origin))
-    if with_session:
-        headers.append((b"cookie", f"sessionid={await db(session_cookie)(user)}".encode()))
-    communicator = WebsocketCommunicator(application, "/ws/me/", headers=headers)
+    client = await db(signed_in)(user) if with_session else None
+    communicator = real_socket(client, origin=origin)
     connected, _ = await communicator.connect()
     assert connected is accepted
     if connected:
@@ -213,14 +222,8 @@ async def test_the_real_stack_checks_origin_and_session(user, origin, with_sessi
 
 
 async def test_signing_out_closes_the_channel(user):
-    client = Client()
-    await db(client.force_login)(user)
-    headers = [
-        HOST,
-        (b"origin", b"http://127.0.0.1:8000"),
-        (b"cookie", f"sessionid={client.cookies['sessionid'].value}".encode()),
-    ]
-    communicator = WebsocketCommunicator(application, "/ws/me/", headers=headers)
+    client = await db(signed_in)(user)
+    communicator = real_socket(client)
     assert (await communicator.connect())[0]
     await communicator.receive_from()
     await db(client.logout)()
@@ -230,13 +233,8 @@ async def test_signing_out_closes_the_channel(user):
     }
 
 
-async def test_pushes_follow_the_language_cookie(user, conversation, model):
-    headers = [
-        HOST,
-        (b"origin", b"http://127.0.0.1:8000"),
-        (b"cookie", f"sessionid={await db(session_cookie)(user)}; django_language=pt-br".encode()),
-    ]
-    communicator = WebsocketCommunicator(application, "/ws/me/", headers=headers)
+async def test_pushes_follow_the_language_cookie(user):
+    communicator = real_socket(await db(signed_in)(user), cookies="; django_language=pt-br")
     assert (await communicator.connect())[0]
     assert ">Perguntas</a>" in await communicator.receive_from()
     await communicator.disconnect()
