@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 from playwright.sync_api import expect
 
-from tests.browser.pages import log_in, new_conversation, send
+from tests.browser.pages import axe_violations, log_in, new_conversation, send
 
 SCREENSHOTS = Path(__file__).resolve().parents[2] / "docs" / "screenshots"
 
@@ -287,3 +287,19 @@ def test_inbox_screenshot(context, page, person):
     page.get_by_role("banner").get_by_role("link", name="Questions 2").click()
     expect(page.get_by_role("group")).to_have_count(2)
     page.screenshot(path=str(SCREENSHOTS / "inbox.png"), full_page=True, caret="initial")
+
+
+@pytest.mark.parametrize("width", [1280, 390])
+def test_the_inbox_and_the_sidebar_pass_axe(open_page, parley_server, person, width):
+    page = open_page(parley_server, bypass_csp=True, viewport={"width": width, "height": 900})
+    log_in(page, *person)
+    ask_pizza(page)
+    toggle = page.get_by_role("button", name="Conversations")
+    if width < 900:
+        toggle.click()  # the folded sidebar's content is scanned too
+    waiting = page.get_by_role("complementary").get_by_role("paragraph")
+    expect(waiting.filter(has_text="Waiting for your answer: 1")).to_be_visible()
+    assert axe_violations(page) == []
+    page.get_by_role("banner").get_by_role("link", name="Questions 1").click()
+    expect(page.get_by_role("group", name="Pizza")).to_be_visible()
+    assert axe_violations(page) == []
