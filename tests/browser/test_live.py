@@ -303,3 +303,22 @@ def test_the_inbox_and_the_sidebar_pass_axe(open_page, parley_server, person, wi
     page.get_by_role("banner").get_by_role("link", name="Questions 1").click()
     expect(page.get_by_role("group", name="Pizza")).to_be_visible()
     assert axe_violations(page) == []
+
+
+def test_ticking_the_setting_asks_for_permission_and_says_when_it_is_refused(
+    browser, parley_server, person
+):
+    context = browser.new_context(base_url=parley_server.url, locale="en-US")
+    try:
+        page = context.new_page()
+        log_in(page, *person)
+        page.goto("/settings/")
+        page.evaluate(
+            "Notification.requestPermission = () => { window.__asked = true;"
+            " return Promise.resolve('denied'); }"
+        )
+        page.get_by_role("checkbox", name="Browser notifications").check()
+        expect(page.get_by_role("alert")).to_contain_text("Your browser blocks notifications")
+        assert page.evaluate("window.__asked") is True
+    finally:
+        context.close()
