@@ -152,3 +152,8 @@ def parse_blocks(raw: Any) -> list[Block]:
 def dump_blocks(blocks: list[Block]) -> list[dict[str, Any]]:
     """The JSON to store for typed blocks."""
     return [block.model_dump(mode="json") for block in blocks]
+
+
+def searchable_text(blocks: list[Block]) -> str:
+    """What a search of the transcript finds in a message: its text, as the people wrote it."""
+    return "\n".join(block.text for block in blocks if isinstance(block, TextBlock) and block.text)

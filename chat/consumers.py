@@ -38,7 +38,88 @@ class SignedOut(Exception):
     pass
 
 
-class ConversationConsumer(AsyncWebsocketConsumer):
+class SignedInConsumer(AsyncWebsocketConsumer):
+    """A socket of one signed-in user that closes when their session ends (chat.sessions):
+    at once on `auth.changed` in the user's group, and at the latest after
+    AUTH_RECHECK_SECONDS. Subclasses set `self.user`, `self.pushing` (held while sending) and
+    `self.watch` (the task running `watch_session`)."""
+
+    async def attention_changed(self, event: dict) -> None:
+        """Meant for the user's live channel (questions.consumers); every socket in the
+        user's group receives it, and only that one acts on it."""
+
+    async def questions_reminder(self, event: dict) -> None:
+        """A question of this user's will expire soon (questions.services.send_reminder): the
+        pages show its deadline already, so there is nothing to push here."""
+
+    def wants_fragment(self, event: dict) -> bool:
+        """Whether this page shows the conversation a `chat.fragment` is for."""
+        return False
+
+    async def chat_fragment(self, event: dict) -> None:
+        """A fragment for a conversation's pages (chat.events.conversation_fragment), e.g.
+        that a question is being answered in another tab."""
+        if not self.wants_fragment(event):
+            return
+        with translation.override(self.language()):
+            html = render_to_string(event["template"], event["context"])
+        async with self.pushing:
+            if not getattr(self, "signed_out", False):
+                await self.send(text_data=html)
+
+    async def auth_changed(self, event: dict) -> None:
+        """The user's credentials changed (chat.sessions): close unless this session is
+        still good."""
+        if sessions.ended_here(event, self.session_key()) or not await self.session_valid():
+            await self.sign_out()
+
+    async def watch_session(self) -> None:
+        """The safety net under `auth.changed` (a channel layer may drop it): re-read the
+        session every AUTH_RECHECK_SECONDS."""
+        while True:
+            await asyncio.sleep(sessions.AUTH_RECHECK_SECONDS)
+            if not await self.session_valid():
+                await self.sign_out()
+                return
+
+    async def session_valid(self) -> bool:
+        return await database_sync_to_async(self.session_still_valid)()
+
+    def session_still_valid(self) -> bool:
+        # Without a session in the scope (tests that set the user themselves), the user is all
+        # there is; config.asgi always puts the consumer behind AuthMiddlewareStack.
+        if "session" not in self.scope:
+            return True
+        return sessions.session_still_valid(self.session_key(), self.user.pk)
+
+    async def sign_out(self) -> None:
+        async with self.pushing:  # after a push in progress, and before any other
+            self.signed_out = True
+            await self.close(code=CLOSE_SIGNED_OUT)
+        if self.watch is not None and self.watch is not asyncio.current_task():
+            self.watch.cancel()
+
+    def session_key(self) -> str | None:
+        session = self.scope.get("session")
+        return getattr(session, "session_key", None)
+
+    def check_session(self) -> None:
+        """Raise SignedOut once the session no longer signs this user in (logout, password
+        change, deactivation): checked before every push, so nothing more is sent."""
+        if not self.session_still_valid():
+            raise SignedOut
+
+    def language(self) -> str:
+        """The language the page itself was rendered in (LocaleMiddleware's rules)."""
+        request = HttpRequest()
+        request.COOKIES = self.scope.get("cookies", {})
+        for name, value in self.scope.get("headers", []):
+            if name == b"accept-language":
+                request.META["HTTP_ACCEPT_LANGUAGE"] = value.decode("latin-1")
+        return translation.get_language_from_request(request)
+
+
+class ConversationConsumer(SignedInConsumer):
     async def connect(self) -> None:
         self.user = self.scope.get("user")
         self.conversation_id = self.scope["url_route"]["kwargs"]["conversation_id"]
@@ -78,6 +159,9 @@ class ConversationConsumer(AsyncWebsocketConsumer):
         self.sent_seq = after
         await self.push_changes()
 
+    def wants_fragment(self, event: dict) -> bool:
+        return event["conversation_id"] == self.conversation_id
+
     async def chat_changed(self, event: dict) -> None:
         if self.sent_seq is not None and event["seq"] > self.sent_seq:
             await self.push_changes()
@@ -87,57 +171,6 @@ class ConversationConsumer(AsyncWebsocketConsumer):
             event["child_id"], -1
         ):
             await self.push_changes()
-
-    async def chat_fragment(self, event: dict) -> None:
-        """A fragment for this conversation's pages (chat.events.conversation_fragment), e.g.
-        that a question is being answered in another tab."""
-        if event["conversation_id"] != self.conversation_id:
-            return
-        with translation.override(self.language()):
-            html = render_to_string(event["template"], event["context"])
-        async with self.pushing:
-            if not getattr(self, "signed_out", False):
-                await self.send(text_data=html)
-
-    async def questions_reminder(self, event: dict) -> None:
-        """A question of this user's will expire soon (questions.services.send_reminder): the
-        page shows its deadline already, so there is nothing to push here."""
-
-    async def auth_changed(self, event: dict) -> None:
-        """The user's credentials changed (chat.sessions): close unless this session is
-        still good."""
-        if sessions.ended_here(event, self.session_key()) or not await self.session_valid():
-            await self.sign_out()
-
-    async def watch_session(self) -> None:
-        """The safety net under `auth.changed` (a channel layer may drop it): re-read the
-        session every AUTH_RECHECK_SECONDS."""
-        while True:
-            await asyncio.sleep(sessions.AUTH_RECHECK_SECONDS)
-            if not await self.session_valid():
-                await self.sign_out()
-                return
-
-    async def session_valid(self) -> bool:
-        return await database_sync_to_async(self.session_still_valid)()
-
-    def session_still_valid(self) -> bool:
-        # Without a session in the scope (tests that set the user themselves), the user is all
-        # there is; config.asgi always puts the consumer behind AuthMiddlewareStack.
-        if "session" not in self.scope:
-            return True
-        return sessions.session_still_valid(self.session_key(), self.user.pk)
-
-    async def sign_out(self) -> None:
-        async with self.pushing:  # after a push in progress, and before any other
-            self.signed_out = True
-            await self.close(code=CLOSE_SIGNED_OUT)
-        if self.watch is not None and self.watch is not asyncio.current_task():
-            self.watch.cancel()
-
-    def session_key(self) -> str | None:
-        session = self.scope.get("session")
-        return getattr(session, "session_key", None)
 
     async def push_changes(self) -> None:
         async with self.pushing:
@@ -192,18 +225,3 @@ class ConversationConsumer(AsyncWebsocketConsumer):
             )
         self.sent_subagents.update({s.pk: s.conversation.seq for s in subagents})
         return html, changes.cursor, running
-
-    def check_session(self) -> None:
-        """Raise SignedOut once the session no longer signs this user in (logout, password
-        change, deactivation): checked before every push, so nothing more is sent."""
-        if not self.session_still_valid():
-            raise SignedOut
-
-    def language(self) -> str:
-        """The language the page itself was rendered in (LocaleMiddleware's rules)."""
-        request = HttpRequest()
-        request.COOKIES = self.scope.get("cookies", {})
-        for name, value in self.scope.get("headers", []):
-            if name == b"accept-language":
-                request.META["HTTP_ACCEPT_LANGUAGE"] = value.decode("latin-1")
-        return translation.get_language_from_request(request)

@@ -117,6 +117,9 @@ class Message(models.Model):
     order = models.PositiveIntegerField(_("order"))
     # A list of blocks, validated by chat.blocks on the way in and read leniently on the way out.
     blocks = models.JSONField(_("blocks"), default=list)
+    # The words of `blocks` that search finds (chat.blocks.searchable_text), kept beside them
+    # by every transcript write.
+    search_text = models.TextField(_("searchable text"), blank=True, default="", editable=False)
     # An assistant message still being streamed by a running turn.
     is_draft = models.BooleanField(_("draft"), default=False)
     # Replaced by a later attempt at the same turn (Regenerate, or an edited user message):

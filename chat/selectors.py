@@ -2,11 +2,17 @@
 
 from dataclasses import dataclass
 
-from django.db.models import QuerySet
+from django.contrib.postgres.search import SearchQuery, SearchVector
+from django.db import connection
+from django.db.models import Exists, OuterRef, Q, QuerySet
 
 from chat.blocks import TextBlock, ToolResultBlock, parse_blocks
 from chat.errors import ConversationNotFound
-from chat.models import Conversation, Message, Role
+from chat.models import AgentState, Conversation, Message, Role
+
+# PostgreSQL's "simple" text-search configuration: words as written, in any language (no
+# stemming for one language that would miss the words of another).
+SEARCH_CONFIG = "simple"
 
 
 def conversations_for_user(*, user) -> QuerySet[Conversation]:
@@ -14,6 +20,37 @@ def conversations_for_user(*, user) -> QuerySet[Conversation]:
     inside their parent's)."""
     return Conversation.objects.filter(owner=user, parent__isnull=True).order_by(
         "-updated_at", "-id"
+    )
+
+
+def search_conversations_for_user(*, user, query: str) -> QuerySet[Conversation]:
+    """The user's conversations whose title or message text matches `query`, most recently
+    active first: PostgreSQL's full-text search (web-search syntax: words, "a phrase", -not,
+    or) on PostgreSQL, a case-insensitive substring match elsewhere."""
+    conversations = conversations_for_user(user=user)
+    query = " ".join(query.split())
+    if not query:
+        return conversations
+    messages = Message.objects.filter(conversation=OuterRef("pk"), is_draft=False)
+    if connection.vendor == "postgresql":
+        words = SearchQuery(query, search_type="websearch", config=SEARCH_CONFIG)
+        in_messages = messages.annotate(
+            document=SearchVector("search_text", config=SEARCH_CONFIG)
+        ).filter(document=words)
+        # Titles are short: a part of a word finds them too.
+        in_title = Q(title__icontains=query)
+    else:
+        in_messages = messages.filter(search_text__icontains=query)
+        in_title = Q(title__icontains=query)
+    return conversations.filter(in_title | Exists(in_messages))
+
+
+def waiting_conversation_ids(*, user) -> set[int]:
+    """The user's conversations paused until the user resolves something (a question)."""
+    return set(
+        conversations_for_user(user=user)
+        .filter(agent_state=AgentState.AWAITING_USER)
+        .values_list("pk", flat=True)
     )
 
 

@@ -45,11 +45,16 @@ def rename_conversation(*, user, conversation_id: int, title: str) -> Conversati
 def delete_conversation(*, user, conversation_id: int) -> None:
     conversation = conversation_for_user(user=user, conversation_id=conversation_id, lock=True)
     seq = conversation.seq + 1
+    waiting = conversation.agent_state == AgentState.AWAITING_USER
     conversation.delete()
     # Open tabs re-read, find nothing, and close their socket.
     events.send_conversation_event_on_commit(
         conversation_id, events.conversation_changed(conversation_id, seq)
     )
+    if waiting:  # its question no longer waits: the user's pages recount
+        events.send_user_event_on_commit(
+            user.pk, events.attention_changed(user.pk, conversation_id)
+        )
 
 
 def post_user_message(*, user, conversation_id: int, text: str) -> Message:

@@ -7,7 +7,14 @@ each change advances the conversation's change cursor and pushes `chat.changed` 
 from django.utils import timezone
 
 from chat import events
-from chat.blocks import Block, ToolCallBlock, ToolResultBlock, dump_blocks, parse_blocks
+from chat.blocks import (
+    Block,
+    ToolCallBlock,
+    ToolResultBlock,
+    dump_blocks,
+    parse_blocks,
+    searchable_text,
+)
 from chat.errors import ConversationNotFound
 from chat.models import Conversation, Message, Role
 
@@ -49,6 +56,7 @@ def append_message(
         role=role,
         order=0 if last is None else last + 1,
         blocks=dump_blocks(blocks),
+        search_text=searchable_text(blocks),
         is_draft=is_draft,
         created_seq=seq,
         seq=seq,
@@ -63,11 +71,14 @@ def update_message(
     conversation: Conversation, message: Message, *, blocks: list[Block], is_draft: bool
 ) -> Message:
     message.blocks = dump_blocks(blocks)
+    message.search_text = searchable_text(blocks)
     message.is_draft = is_draft
     message.version += 1
     message.seq = save_conversation(conversation)
     message.updated_at = conversation.updated_at
-    message.save(update_fields=["blocks", "is_draft", "version", "seq", "updated_at"])
+    message.save(
+        update_fields=["blocks", "search_text", "is_draft", "version", "seq", "updated_at"]
+    )
     return message
 
 

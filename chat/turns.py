@@ -28,7 +28,7 @@ from django.db.models import Q
 from django.utils import timezone
 from django.utils.translation import gettext_noop
 
-from chat import runner, transcript
+from chat import events, runner, transcript
 from chat.blocks import (
     ActionBlock,
     ErrorBlock,
@@ -311,6 +311,7 @@ def pause(lease: Lease, call: ToolCallBlock, action: ActionBlock, *, limit: int)
     conversation.turn_pauses += 1
     conversation.agent_state = AgentState.AWAITING_USER
     transcript.save_conversation(conversation)
+    _attention_changed(conversation)
     return True
 
 
@@ -327,6 +328,7 @@ def resume(conversation: Conversation, *, result: ToolResultBlock) -> None:
     else:
         conversation.agent_state = AgentState.LLM_REQUESTING
     transcript.save_conversation(conversation)
+    _attention_changed(conversation)
     runner.dispatch_on_commit(conversation.pk)
 
 
@@ -340,6 +342,7 @@ def decline(
     _close_open_tool_calls(conversation, unrun_result)
     transcript.append_message(conversation, role=Role.SYSTEM, blocks=[NoticeBlock(message=notice)])
     _end(conversation, AgentState.IDLE)
+    _attention_changed(conversation)
 
 
 def stale_runs() -> list[int]:
@@ -371,6 +374,13 @@ def _end(conversation: Conversation, state: AgentState) -> None:
     """Leave the running states; the runner sees it, stops, and releases its lease."""
     conversation.agent_state = state
     transcript.save_conversation(conversation)
+
+
+def _attention_changed(conversation: Conversation) -> None:
+    """A pause began or ended: the owner's pages recount what waits for them."""
+    events.send_user_event_on_commit(
+        conversation.owner_id, events.attention_changed(conversation.owner_id, conversation.pk)
+    )
 
 
 def _stop_subagents(conversation: Conversation) -> None:

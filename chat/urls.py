@@ -6,6 +6,7 @@ app_name = "chat"
 
 urlpatterns = [
     path("", views.conversation_list, name="conversation_list"),
+    path("conversations/search/", views.conversation_search, name="conversation_search"),
     path("conversations/new/", views.conversation_create, name="conversation_create"),
     path("c/<int:conversation_id>/", views.conversation_detail, name="conversation_detail"),
     path("c/<int:conversation_id>/messages/", views.post_message, name="post_message"),

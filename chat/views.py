@@ -11,10 +11,19 @@ from django_htmx.http import reswap, retarget
 
 from chat import services
 from chat.errors import ConversationNotFound, ParleyError, RateLimited
-from chat.selectors import conversation_for_user, conversations_for_user, transcript_changes
+from chat.selectors import (
+    conversation_for_user,
+    conversations_for_user,
+    search_conversations_for_user,
+    transcript_changes,
+    waiting_conversation_ids,
+)
 
 CONVERSATION = "chat/conversation.html"
 CONVERSATION_LIST = "chat/conversation_list.html"
+SIDEBAR = "chat/sidebar.html"
+# The sidebar lists this many conversations (the list page has them all).
+SIDEBAR_SIZE = 50
 
 
 def conversation_view(view):
@@ -32,8 +41,32 @@ def conversation_view(view):
 
 @require_GET
 def conversation_list(request: HttpRequest) -> HttpResponse:
-    conversations = conversations_for_user(user=request.user)
-    return render(request, CONVERSATION_LIST, {"conversations": conversations})
+    query = request.GET.get("q", "")
+    conversations = search_conversations_for_user(user=request.user, query=query)
+    context = {
+        "conversations": conversations,
+        "query": query,
+        "waiting": waiting_conversation_ids(user=request.user),
+    }
+    return render(request, CONVERSATION_LIST, context)
+
+
+@require_GET
+def conversation_search(request: HttpRequest) -> HttpResponse:
+    """The sidebar's list for its search box (htmx); without JavaScript the box submits to
+    the list page instead."""
+    context = sidebar_context(request, query=request.GET.get("q", ""))
+    return render(request, f"{SIDEBAR}#list", context)
+
+
+def sidebar_context(request: HttpRequest, *, query: str = "", current=None) -> dict:
+    conversations = search_conversations_for_user(user=request.user, query=query)
+    return {
+        "sidebar_conversations": conversations[:SIDEBAR_SIZE],
+        "query": query,
+        "waiting": waiting_conversation_ids(user=request.user),
+        "current": current,
+    }
 
 
 @require_POST
@@ -186,6 +219,7 @@ def render_conversation(
         "cursor": changes.cursor,
         "text": text,
         "error": error,
+        **sidebar_context(request, current=changes.conversation),
     }
     return render(request, CONVERSATION, context, status=status)
 

@@ -16,13 +16,14 @@ from django.conf import settings  # noqa: E402
 from chat.routing import websocket_urlpatterns  # noqa: E402
 from chat.runner import RunnerLifecycle, RunWorker  # noqa: E402
 from config.origins import ExactOriginValidator  # noqa: E402
+from questions.routing import websocket_urlpatterns as question_websockets  # noqa: E402
 
 application = RunnerLifecycle(
     ProtocolTypeRouter(
         {
             "http": django_asgi_app,
             "websocket": ExactOriginValidator(
-                AuthMiddlewareStack(URLRouter(websocket_urlpatterns))
+                AuthMiddlewareStack(URLRouter(websocket_urlpatterns + question_websockets))
             ),
             "channel": ChannelNameRouter({settings.PARLEY_RUN_CHANNEL: RunWorker.as_asgi()}),
         }

@@ -2,8 +2,9 @@
 
 from collections.abc import Callable
 from dataclasses import dataclass
+from datetime import datetime
 
-from chat.blocks import parse_blocks
+from chat.blocks import Block, parse_blocks
 from chat.models import AgentState, Conversation, Message, Role
 from chat.selectors import conversations_for_user
 from questions.blocks import PENDING, Answer, QuestionPayload, payload_of
@@ -23,6 +24,25 @@ class PendingQuestion:
     def tool_call_id(self) -> str:
         return self.payload.tool_call_id
 
+    @property
+    def conversation(self) -> Conversation:
+        return self.message.conversation  # read with it (pending_question)
+
+    @property
+    def block(self) -> Block:
+        """The stored question_request block, as the transcript renders it."""
+        return parse_blocks(self.message.blocks)[self.block_index]
+
+    @property
+    def asked_at(self) -> datetime:
+        # Asking is the last change of the message until the question is resolved.
+        return self.message.updated_at
+
+    @property
+    def key(self) -> str:
+        """Unique among the user's questions (tool-call ids are unique per conversation)."""
+        return f"{self.conversation_id}-{self.tool_call_id}"
+
 
 def pending_question(conversation: Conversation) -> PendingQuestion | None:
     """The conversation's pending question, if it waits for one."""
@@ -32,9 +52,10 @@ def pending_question(conversation: Conversation) -> PendingQuestion | None:
 
 
 def pending_questions_for_user(*, user) -> list[PendingQuestion]:
-    """The user's pending questions in every conversation, most recently active first."""
+    """The user's pending questions in every conversation, the most recently asked first."""
     waiting = conversations_for_user(user=user).filter(agent_state=AgentState.AWAITING_USER)
-    return [q for c in waiting if (q := pending_question(c)) is not None]
+    pending = [q for c in waiting if (q := pending_question(c)) is not None]
+    return sorted(pending, key=lambda q: (q.asked_at, q.conversation_id), reverse=True)
 
 
 def draft_answers(conversation_id: int, tool_call_id: str) -> list[Answer]:

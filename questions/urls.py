@@ -5,6 +5,7 @@ from questions import views
 app_name = "questions"
 
 urlpatterns = [
+    path("questions/", views.inbox, name="inbox"),
     path(
         "c/<int:conversation_id>/questions/<str:tool_call_id>/answer/", views.answer, name="answer"
     ),

@@ -1,14 +1,19 @@
-"""Answer or reject a question from the page. The block itself updates over the websocket,
-in every open tab, so a successful htmx request needs no content back."""
+"""Answer or reject a question from its conversation or from the inbox, and the inbox page.
+The block itself updates over the websocket, in every open tab, so a successful htmx request
+from a conversation needs no content back; from the inbox, the question leaves the list."""
 
 import re
 
 from django.http import HttpRequest, HttpResponse, QueryDict
-from django.views.decorators.http import require_POST
+from django.shortcuts import redirect, render
+from django.views.decorators.http import require_GET, require_POST
 
 from chat.views import control_response, conversation_view
 from questions import services
 from questions.blocks import BROWSER, Answer
+from questions.selectors import pending_questions_for_user
+
+INBOX = "questions/inbox.html"
 
 FIELD = re.compile(r"q(\d)(-custom)?")
 
@@ -28,10 +33,18 @@ def answers_from_form(data: QueryDict) -> list[Answer]:
     ]
 
 
+@require_GET
+def inbox(request: HttpRequest) -> HttpResponse:
+    """Every pending question of the user's, newest first, each answerable here."""
+    questions = pending_questions_for_user(user=request.user)
+    context = {"questions": questions, "pending_questions": questions, "live_inbox": True}
+    return render(request, INBOX, context)
+
+
 @require_POST
 @conversation_view
 def answer(request: HttpRequest, conversation_id: int, tool_call_id: str) -> HttpResponse:
-    return control_response(
+    response = control_response(
         request,
         conversation_id,
         lambda: services.answer_question(
@@ -43,12 +56,13 @@ def answer(request: HttpRequest, conversation_id: int, tool_call_id: str) -> Htt
         ),
         alert=alert_id(tool_call_id),
     )
+    return for_page(request, response, conversation_id, tool_call_id)
 
 
 @require_POST
 @conversation_view
 def reject(request: HttpRequest, conversation_id: int, tool_call_id: str) -> HttpResponse:
-    return control_response(
+    response = control_response(
         request,
         conversation_id,
         lambda: services.reject_question(
@@ -77,6 +91,22 @@ def draft(request: HttpRequest, conversation_id: int, tool_call_id: str) -> Http
         ),
         alert=alert_id(tool_call_id),
     )
+    return for_page(request, response, conversation_id, tool_call_id)
+
+
+def for_page(
+    request: HttpRequest, response: HttpResponse, conversation_id: int, tool_call_id: str
+) -> HttpResponse:
+    """From the inbox, a resolved question leaves the list at once (the page's other tabs
+    see it go over the live channel), and without JavaScript the inbox is shown again.
+    Refusals are shown as from the conversation: in the block's alert."""
+    # The inbox's forms say where they are (templates/questions/question.html).
+    if request.POST.get("from") != "inbox" or response.status_code >= 400:
+        return response
+    if request.htmx:
+        key = f"{conversation_id}-{tool_call_id}"
+        return render(request, f"{INBOX}#resolved", {"key": key})
+    return redirect("questions:inbox")
 
 
 def alert_id(tool_call_id: str) -> str:

@@ -1,6 +1,10 @@
 """What a person does on Parley's pages, shared by the browser tests."""
 
+from pathlib import Path
+
 from playwright.sync_api import expect
+
+AXE = Path(__file__).resolve().parents[1] / "vendor" / "axe-core" / "axe.min.js"
 
 
 def log_in(page, username="demo", password="demo"):
@@ -23,3 +27,15 @@ def transcript_items(page):
 def send(page, text):
     page.get_by_role("textbox", name="Message").fill(text)
     page.get_by_role("textbox", name="Message").press("Enter")
+
+
+def axe_violations(page) -> list[dict]:
+    """axe-core's serious and critical findings on the page (its context must bypass the CSP:
+    axe is injected for the scan only)."""
+    page.add_script_tag(path=str(AXE))
+    result = page.evaluate("async () => await axe.run(document)")
+    return [
+        {"id": v["id"], "impact": v["impact"], "nodes": [n["html"][:120] for n in v["nodes"]]}
+        for v in result["violations"]
+        if v["impact"] in ("serious", "critical")
+    ]

@@ -8,10 +8,9 @@ from pathlib import Path
 import pytest
 from playwright.sync_api import expect
 
-from tests.browser.pages import log_in, new_conversation
+from tests.browser.pages import axe_violations, log_in, new_conversation
 
 ROOT = Path(__file__).resolve().parents[2]
-AXE = ROOT / "tests" / "vendor" / "axe-core" / "axe.min.js"
 SCREENSHOTS = ROOT / "docs" / "screenshots"
 
 FORMS = {
@@ -314,16 +313,6 @@ def test_the_question_block_in_each_language(open_page, parley_server, locale, t
     expect(group.get_by_role("button", name=texts["submit"])).to_be_visible()
     group.get_by_role("button", name=texts["reject"]).click()
     expect(group.get_by_text(texts["rejected"])).to_be_visible()
-
-
-def axe_violations(page) -> list[dict]:
-    page.add_script_tag(path=str(AXE))
-    result = page.evaluate("async () => await axe.run(document)")
-    return [
-        {"id": v["id"], "impact": v["impact"], "nodes": [n["html"][:120] for n in v["nodes"]]}
-        for v in result["violations"]
-        if v["impact"] in ("serious", "critical")
-    ]
 
 
 VIEWPORTS = {

@@ -1,0 +1,75 @@
+"""The user's live channel (`/ws/me/`), open on every signed-in page: transport only.
+
+When it opens, and whenever a conversation of the user's starts or stops waiting for them
+(`attention.changed` in the user's group), it re-reads the pending questions and pushes the
+same partials the page renders (templates/questions/live.html): the header's "Questions" link
+with its count, and the state the page's script keeps the tab's title, icon, notifications
+and sidebar markers in step with; on the inbox page (`?inbox=1`), every pending question's
+item too. Each push is the whole state, so a lost event costs only until the next one.
+"""
+
+import asyncio
+from urllib.parse import parse_qs
+
+from channels.db import database_sync_to_async
+from django.template.loader import render_to_string
+from django.utils import translation
+
+from chat.consumers import CLOSE_SIGNED_OUT, SignedInConsumer, SignedOut
+from chat.events import user_group
+from questions.selectors import pending_questions_for_user
+from questions.templatetags.attention import live_context
+
+
+class AttentionConsumer(SignedInConsumer):
+    async def connect(self) -> None:
+        self.user = self.scope.get("user")
+        self.pushing = asyncio.Lock()  # one push at a time, each with the latest state
+        self.watch: asyncio.Task | None = None
+        if self.user is None or not self.user.is_authenticated:
+            await self.close()  # before accept: the handshake is refused (HTTP 403)
+            return
+        query = parse_qs(self.scope.get("query_string", b"").decode("latin-1"))
+        self.inbox = query.get("inbox") == ["1"]
+        self.group = user_group(self.user.pk)
+        await self.channel_layer.group_add(self.group, self.channel_name)
+        await self.accept()
+        self.watch = asyncio.create_task(self.watch_session())
+        # The page was rendered before the socket opened: catch up on anything in between.
+        await self.push()
+
+    async def disconnect(self, code: int) -> None:
+        if getattr(self, "watch", None) is not None:
+            self.watch.cancel()
+        if hasattr(self, "group"):
+            await self.channel_layer.group_discard(self.group, self.channel_name)
+
+    async def receive(self, text_data: str | None = None, bytes_data: bytes | None = None) -> None:
+        """Nothing a client sends changes what it is told (pages send a sync on open)."""
+
+    async def attention_changed(self, event: dict) -> None:
+        await self.push()
+
+    def wants_fragment(self, event: dict) -> bool:
+        # The inbox shows every pending question's block; other pages have their own socket.
+        return self.inbox
+
+    async def push(self) -> None:
+        async with self.pushing:
+            if getattr(self, "signed_out", False):
+                return
+            try:
+                html = await database_sync_to_async(self.render)()
+            except SignedOut:
+                self.signed_out = True
+                await self.close(code=CLOSE_SIGNED_OUT)
+                return
+            await self.send(text_data=html)
+
+    def render(self) -> str:
+        self.check_session()
+        questions = pending_questions_for_user(user=self.user)
+        with translation.override(self.language()):
+            return render_to_string(
+                "questions/live.html#push", live_context(self.user, questions, inbox=self.inbox)
+            )

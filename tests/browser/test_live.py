@@ -1,0 +1,324 @@
+"""The user's live channel in a real browser: the Questions inbox, the tab title and icon,
+browser notifications, and the conversation sidebar (search, waiting markers)."""
+
+import re
+import uuid
+from pathlib import Path
+
+import pytest
+from playwright.sync_api import expect
+
+from tests.browser.pages import axe_violations, log_in, new_conversation, send
+
+SCREENSHOTS = Path(__file__).resolve().parents[2] / "docs" / "screenshots"
+
+# Records every Notification the page makes (permission is granted by the browser context).
+RECORD_NOTIFICATIONS = """
+window.__notifications = [];
+window.Notification = class extends window.Notification {
+  constructor(title, options) {
+    super(title, options);
+    window.__notifications.push({title: title, body: options.body, tag: options.tag, self: this});
+  }
+};
+"""
+# A tab in the background (headless tabs are always visible otherwise).
+HIDDEN = """
+Object.defineProperty(document, "visibilityState", {get: () => "hidden"});
+Object.defineProperty(document, "hidden", {get: () => true});
+"""
+
+
+@pytest.fixture
+def person(parley_server):
+    """A user of this test's own: the demo user's questions from other tests would count."""
+    name = f"p{uuid.uuid4().hex[:8]}"
+    parley_server.manage(
+        "shell",
+        "-c",
+        "from django.contrib.auth.models import User; "
+        f"User.objects.create_user({name!r}, password='pw-{name}')",
+    )
+    return name, f"pw-{name}"
+
+
+def questions_link(page):
+    return page.get_by_role("banner").get_by_role("link", name=re.compile(r"^Questions"))
+
+
+def ask_pizza(page):
+    new_conversation(page)
+    send(page, "Order a pizza")
+    question = page.get_by_role("group", name="Pizza")
+    expect(question).to_be_visible()
+    return question
+
+
+def test_the_inbox_answers_another_conversations_question_and_it_goes_live_elsewhere(
+    context, page, person
+):
+    log_in(page, *person)
+    ask_pizza(page)
+    conversation_url = page.url
+    expect(questions_link(page)).to_have_text("Questions 1")
+
+    inbox = context.new_page()
+    inbox.goto("/questions/")
+    second = context.new_page()
+    second.goto("/questions/")
+    expect(inbox.get_by_role("heading", name="Questions")).to_be_visible()
+    items = inbox.get_by_role("list", name="Pending questions").get_by_role("listitem")
+    expect(items).to_have_count(1)
+    expect(items.get_by_role("link", name="Order a pizza")).to_have_attribute(
+        "href", re.compile(r"^/c/\d+/#question-")
+    )
+    expect(second.get_by_role("group", name="Pizza")).to_be_visible()
+
+    inbox.get_by_role("group", name="Pizza").get_by_role("button", name="Pepperoni").click()
+    expect(inbox.get_by_role("group", name="Pizza")).to_have_count(0)
+    expect(inbox.get_by_text("No questions are waiting for you.")).to_be_visible()
+    # The second tab and the conversation itself follow, without a reload.
+    expect(second.get_by_role("group", name="Pizza")).to_have_count(0)
+    expect(second.get_by_text("No questions are waiting for you.")).to_be_visible()
+    expect(questions_link(second)).to_have_text("Questions")
+    expect(page.get_by_role("group", name="Pizza")).to_contain_text("Answer: Pepperoni")
+    assert page.url == conversation_url
+
+    # A question asked elsewhere appears in both.
+    ask_pizza(page)
+    expect(inbox.get_by_role("group", name="Pizza")).to_be_visible()
+    expect(second.get_by_role("group", name="Pizza")).to_be_visible()
+    expect(second.get_by_text("No questions are waiting for you.")).to_be_hidden()
+    expect(questions_link(second)).to_have_text("Questions 1")
+
+
+def test_a_refusal_from_the_inbox_is_shown_in_the_block(context, page, person):
+    log_in(page, *person)
+    new_conversation(page)
+    send(page, "Pick some toppings")
+    expect(page.get_by_role("group", name="Toppings")).to_be_visible()
+    inbox = context.new_page()
+    inbox.goto("/questions/")
+    group = inbox.get_by_role("group", name="Toppings")
+    group.get_by_role("button", name="Submit").click()  # nothing chosen
+    expect(group.get_by_role("alert")).to_have_text("Choose an option or type an answer first.")
+    group.get_by_role("checkbox", name="Olives").check()
+    group.get_by_role("button", name="Submit").click()
+    expect(group).to_have_count(0)
+    expect(page.get_by_role("group", name="Toppings")).to_contain_text("Answer: Olives")
+
+
+def test_the_tab_title_counts_waiting_questions(context, page, person):
+    log_in(page, *person)
+    other = context.new_page()
+    other.goto("/")
+    expect(other).to_have_title("Conversations · Parley")
+    question = ask_pizza(page)
+    expect(page).to_have_title(re.compile(r"^\(1\) "))
+    expect(other).to_have_title("(1) Conversations · Parley")
+    expect(other.locator("link[rel~=icon]")).to_have_attribute(
+        "href", re.compile("favicon-pending")
+    )
+    # A new plain title (a rename) keeps the count in front.
+    other.evaluate("document.title = 'Renamed · Parley'")
+    expect(other).to_have_title("(1) Renamed · Parley")
+
+    question.get_by_role("button", name="Funghi").click()
+    expect(other).to_have_title("Renamed · Parley")
+    expect(page).not_to_have_title(re.compile(r"^\("))
+    expect(other.locator("link[rel~=icon]")).to_have_attribute("href", re.compile(r"favicon\.svg"))
+
+
+@pytest.fixture
+def granted(browser, parley_server):
+    """A browser context where Parley may notify, recording every Notification made."""
+    context = browser.new_context(base_url=parley_server.url, locale="en-US")
+    context.grant_permissions(["notifications"], origin=parley_server.url)
+    context.add_init_script(RECORD_NOTIFICATIONS)
+    yield context
+    context.close()
+
+
+def background_tab(context):
+    tab = context.new_page()
+    tab.add_init_script(HIDDEN)
+    tab.goto("/")
+    expect(tab.get_by_role("heading", name="Conversations")).to_be_visible()
+    return tab
+
+
+def test_a_question_asked_while_the_tab_is_hidden_notifies_once_and_leads_to_it(granted, person):
+    page = granted.new_page()
+    log_in(page, *person)
+    # Opting in is a setting.
+    page.get_by_role("banner").get_by_role("link", name="Settings").click()
+    page.get_by_role("checkbox", name="Browser notifications").check()
+    page.get_by_role("button", name="Save settings").click()
+    expect(page.get_by_role("status")).to_contain_text("Settings saved.")
+
+    background = background_tab(granted)
+    page.goto("/")
+    ask_pizza(page)
+    expect(questions_link(background)).to_have_text("Questions 1")
+    background.wait_for_function("window.__notifications.length > 0")
+    shown = background.evaluate(
+        "window.__notifications.map(n => ({title: n.title, body: n.body, tag: n.tag}))"
+    )
+    assert len(shown) == 1
+    assert shown[0]["title"] == "Parley is waiting for your answer"
+    assert shown[0]["body"] == "Order a pizza: Pizza"
+    # The visible tab where it was asked does not notify.
+    assert page.evaluate("window.__notifications.length") == 0
+
+    background.evaluate("window.__notifications[0].self.onclick()")
+    expect(background).to_have_url(re.compile(r"/c/\d+/#question-"))
+    background.bring_to_front()  # what window.focus() does for a real window
+    group = background.get_by_role("group", name="Pizza")
+    expect(group.get_by_role("button", name="Margherita")).to_be_focused()
+
+
+def test_without_the_setting_nothing_notifies(granted, person):
+    page = granted.new_page()
+    log_in(page, *person)
+    background = background_tab(granted)
+    ask_pizza(page)
+    # The count arrives in the same push that would notify.
+    expect(questions_link(background)).to_have_text("Questions 1")
+    assert background.evaluate("window.__notifications.length") == 0
+
+
+def test_the_sidebar_search_finds_a_word_inside_a_message(page, person):
+    log_in(page, *person)
+    new_conversation(page)
+    send(page, "Tell me about aardvarks")
+    expect(page.locator(".message-assistant")).to_contain_text("aardvarks")
+    expect(page.get_by_role("status").filter(has_text="replying")).to_have_count(0)
+    new_conversation(page)
+    send(page, "Something else")
+    sidebar = page.get_by_role("complementary", name="Your conversations")
+    # The new conversation's title (from its first message) shows there at once.
+    expect(sidebar.get_by_role("link", name="Something else")).to_have_attribute(
+        "aria-current", "page"
+    )
+    sidebar.get_by_role("searchbox", name="Search").fill("aardvarks")
+    results = sidebar.get_by_role("list", name="Search results")
+    expect(results.get_by_role("link")).to_have_count(1)
+    expect(results.get_by_role("link", name="Tell me about aardvarks")).to_be_visible()
+    sidebar.get_by_role("searchbox", name="Search").fill("zebras")
+    expect(sidebar.get_by_text("Nothing matches your search.")).to_be_visible()
+
+
+def test_the_waiting_marker_appears_live_when_a_question_is_asked_in_another_tab(
+    context, page, person
+):
+    log_in(page, *person)
+    other = context.new_page()
+    other.goto("/")
+    new_conversation(other)
+    send(other, "Plan the team lunch")
+    expect(other.locator(".message-assistant")).to_contain_text("Plan the team lunch")
+    expect(other.get_by_role("status").filter(has_text="replying")).to_have_count(0)
+    new_conversation(page)
+    send(page, "Hello there")
+    watching = page.url
+    sidebar = page.get_by_role("complementary", name="Your conversations")
+    row = sidebar.get_by_role("listitem").filter(has_text="Plan the team lunch")
+    expect(row.get_by_text("Waiting for your answer")).to_be_hidden()
+
+    send(other, "Now order a pizza")
+    question = other.get_by_role("group", name="Pizza")
+    expect(question).to_be_visible()
+    expect(row.get_by_text("Waiting for your answer")).to_be_visible()
+    expect(row.get_by_role("link")).to_have_accessible_name(
+        "Plan the team lunch Waiting for your answer"
+    )
+    expect(
+        sidebar.get_by_role("paragraph").filter(has_text="Waiting for your answer: 1")
+    ).to_be_visible()
+    here = sidebar.get_by_role("listitem").filter(has_text="Hello there")
+    expect(here.get_by_text("Waiting for your answer")).to_be_hidden()
+    assert page.url == watching
+    page.set_viewport_size({"width": 1280, "height": 800})
+    SCREENSHOTS.mkdir(parents=True, exist_ok=True)
+    page.screenshot(path=str(SCREENSHOTS / "sidebar.png"), caret="initial")
+
+    question.get_by_role("button", name="Margherita").click()
+    expect(row.get_by_text("Waiting for your answer")).to_be_hidden()
+    expect(
+        sidebar.get_by_role("paragraph").filter(has_text="Waiting for your answer: 1")
+    ).to_be_hidden()
+
+
+def test_on_a_phone_the_sidebar_folds_behind_a_button(browser, parley_server, person):
+    context = browser.new_context(
+        base_url=parley_server.url, locale="en-US", viewport={"width": 390, "height": 844}
+    )
+    try:
+        page = context.new_page()
+        log_in(page, *person)
+        ask_pizza(page)
+        toggle = page.get_by_role("button", name="Conversations")
+        expect(toggle).to_have_attribute("aria-expanded", "false")
+        expect(toggle).to_contain_text("1")
+        sidebar = page.get_by_role("complementary", name="Your conversations")
+        expect(sidebar.get_by_role("searchbox", name="Search")).to_be_hidden()
+        toggle.click()
+        expect(toggle).to_have_attribute("aria-expanded", "true")
+        expect(sidebar.get_by_role("searchbox", name="Search")).to_be_visible()
+        expect(sidebar.get_by_role("link", name=re.compile("Order a pizza"))).to_be_visible()
+        no_sideways_scroll = "document.documentElement.scrollWidth <= window.innerWidth"
+        assert page.evaluate(no_sideways_scroll)
+        page.screenshot(path=str(SCREENSHOTS / "sidebar-phone.png"), caret="initial")
+        page.goto("/questions/")
+        expect(page.get_by_role("group", name="Pizza")).to_be_visible()
+        assert page.evaluate(no_sideways_scroll)
+        page.screenshot(path=str(SCREENSHOTS / "inbox-phone.png"), caret="initial")
+    finally:
+        context.close()
+
+
+def test_inbox_screenshot(context, page, person):
+    log_in(page, *person)
+    ask_pizza(page)
+    new_conversation(page)
+    send(page, "Pick some toppings")
+    expect(page.get_by_role("group", name="Toppings")).to_be_visible()
+    page.set_viewport_size({"width": 1280, "height": 900})
+    page.get_by_role("banner").get_by_role("link", name="Questions 2").click()
+    expect(page.get_by_role("group")).to_have_count(2)
+    page.screenshot(path=str(SCREENSHOTS / "inbox.png"), full_page=True, caret="initial")
+
+
+@pytest.mark.parametrize("width", [1280, 390])
+def test_the_inbox_and_the_sidebar_pass_axe(open_page, parley_server, person, width):
+    page = open_page(parley_server, bypass_csp=True, viewport={"width": width, "height": 900})
+    log_in(page, *person)
+    ask_pizza(page)
+    toggle = page.get_by_role("button", name="Conversations")
+    if width < 900:
+        toggle.click()  # the folded sidebar's content is scanned too
+    waiting = page.get_by_role("complementary").get_by_role("paragraph")
+    expect(waiting.filter(has_text="Waiting for your answer: 1")).to_be_visible()
+    assert axe_violations(page) == []
+    page.get_by_role("banner").get_by_role("link", name="Questions 1").click()
+    expect(page.get_by_role("group", name="Pizza")).to_be_visible()
+    assert axe_violations(page) == []
+
+
+def test_ticking_the_setting_asks_for_permission_and_says_when_it_is_refused(
+    browser, parley_server, person
+):
+    context = browser.new_context(base_url=parley_server.url, locale="en-US")
+    try:
+        page = context.new_page()
+        log_in(page, *person)
+        page.goto("/settings/")
+        page.evaluate(
+            "Notification.requestPermission = () => { window.__asked = true;"
+            " return Promise.resolve('denied'); }"
+        )
+        page.get_by_role("checkbox", name="Browser notifications").check()
+        expect(page.get_by_role("alert")).to_contain_text("Your browser blocks notifications")
+        assert page.evaluate("window.__asked") is True
+    finally:
+        context.close()

@@ -1,0 +1,304 @@
+"""The user's live channel (questions.consumers), the inbox page and the header's count."""
+
+import re
+
+import pytest
+from channels.db import database_sync_to_async
+from channels.routing import URLRouter
+from channels.testing import WebsocketCommunicator
+from django.contrib.auth.models import AnonymousUser
+from django.test import Client
+from django.urls import reverse
+
+from chat import events, services
+from chat.models import AgentState
+from chat.providers.base import ToolCallRequest
+from chat.routing import websocket_urlpatterns as conversation_websockets
+from config.asgi import application
+from questions import services as questions
+from questions.errors import QuestionAlreadyResolved
+from questions.routing import websocket_urlpatterns
+from questions.selectors import pending_questions_for_user
+from tests.fakes import PIZZA
+
+pytestmark = pytest.mark.django_db(transaction=True)
+
+db = database_sync_to_async
+HTMX = {"HX-Request": "true"}
+# What a browser on http://127.0.0.1:8000 sends: the origin is checked against this host.
+HOST = (b"host", b"127.0.0.1:8000")
+
+
+def ask(user, conversation, model, call_id="q1"):
+    """The conversation's next turn asks PIZZA (the model's other canned replies wait)."""
+    model.responses.insert(0, [ToolCallRequest(call_id, "question", PIZZA)])
+    services.post_user_message(user=user, conversation_id=conversation.pk, text="Lunch?")
+
+
+def count(html):
+    return int(re.search(r'id="live-state" hidden data-count="(\d+)"', html).group(1))
+
+
+def inbox_keys(html):
+    return re.findall(r'<li class="inbox-item" id="inbox-([\w-]+)"', html)
+
+
+async def connect_as(user, path="/ws/me/"):
+    communicator = WebsocketCommunicator(URLRouter(websocket_urlpatterns), path)
+    communicator.scope["user"] = user
+    connected, _ = await communicator.connect()
+    return communicator, connected
+
+
+# --- Selectors ------------------------------------------------------------------------------
+
+
+def test_pending_questions_are_the_users_own_newest_first(user, other_user, model):
+    first = services.create_conversation(owner=user, title="First")
+    second = services.create_conversation(owner=user, title="Second")
+    theirs = services.create_conversation(owner=other_user, title="Theirs")
+    ask(user, first, model)
+    ask(user, second, model)
+    ask(other_user, theirs, model)
+    # Renaming the older one makes it the most recently active, not the most recently asked.
+    services.rename_conversation(user=user, conversation_id=first.pk, title="First, renamed")
+    pending = pending_questions_for_user(user=user)
+    assert [q.conversation_id for q in pending] == [second.pk, first.pk]
+    assert pending[1].conversation.title == "First, renamed"
+    assert pending[0].key == f"{second.pk}-q1"
+
+
+# --- Events ---------------------------------------------------------------------------------
+
+
+def test_asking_and_answering_tell_the_users_group(
+    user, conversation, model, django_capture_on_commit_callbacks, monkeypatch
+):
+    sent = []
+    monkeypatch.setattr(events, "_send_to_group", lambda group, event: sent.append((group, event)))
+    ask(user, conversation, model)
+    change = (
+        f"user.{user.pk}",
+        {"type": "attention.changed", "user_id": user.pk, "conversation_id": conversation.pk},
+    )
+    assert sent.count(change) == 1
+    questions.answer_question(
+        user=user,
+        conversation_id=conversation.pk,
+        tool_call_id="q1",
+        answers=[questions.Answer(labels=["Funghi"])],
+    )
+    assert sent.count(change) == 2
+    ask(user, conversation, model, call_id="q2")
+    questions.reject_question(user=user, conversation_id=conversation.pk, tool_call_id="q2")
+    assert sent.count(change) == 4
+
+
+def test_deleting_a_waiting_conversation_tells_the_users_group(
+    user, conversation, model, monkeypatch
+):
+    ask(user, conversation, model)
+    sent = []
+    monkeypatch.setattr(events, "_send_to_group", lambda group, event: sent.append((group, event)))
+    services.delete_conversation(user=user, conversation_id=conversation.pk)
+    assert (f"user.{user.pk}", events.attention_changed(user.pk, conversation.pk)) in sent
+
+
+# --- The consumer ---------------------------------------------------------------------------
+
+
+async def test_the_channel_pushes_the_count_when_questions_come_and_go(user, conversation, model):
+    communicator, connected = await connect_as(user)
+    assert connected
+    html = await communicator.receive_from()
+    assert count(html) == 0
+    assert 'href="/questions/" hx-swap-oob="true">Questions</a>' in html
+    assert "inbox-incoming" not in html
+
+    await db(ask)(user, conversation, model)
+    html = await communicator.receive_from()
+    assert count(html) == 1
+    assert 'Questions <span class="questions-count">1</span></a>' in html
+    assert f'data-url="/c/{conversation.pk}/#question-q1"' in html
+    assert "First chat: Pizza" in html
+
+    await db(questions.answer_question)(
+        user=user,
+        conversation_id=conversation.pk,
+        tool_call_id="q1",
+        answers=[questions.Answer(labels=["Funghi"])],
+    )
+    assert count(await communicator.receive_from()) == 0
+    await communicator.disconnect()
+
+
+async def test_on_the_inbox_the_channel_pushes_every_pending_item(user, conversation, model):
+    communicator, _ = await connect_as(user, "/ws/me/?inbox=1")
+    assert inbox_keys(await communicator.receive_from()) == []
+    await db(ask)(user, conversation, model)
+    html = await communicator.receive_from()
+    assert '<div id="inbox-incoming" hx-swap-oob="true" hidden><template>' in html
+    assert inbox_keys(html) == [f"{conversation.pk}-q1"]
+    assert 'role="group" aria-label="Pizza"' in html
+    assert '<input type="hidden" name="from" value="inbox">' in html
+    await communicator.disconnect()
+
+
+async def test_another_users_questions_are_not_pushed(user, other_user, model):
+    theirs = await db(services.create_conversation)(owner=other_user, title="Theirs")
+    communicator, _ = await connect_as(user)
+    await communicator.receive_from()
+    await db(ask)(other_user, theirs, model)
+    assert await communicator.receive_nothing(timeout=0.5)
+    await communicator.disconnect()
+
+
+async def test_anonymous_is_refused():
+    _, connected = await connect_as(AnonymousUser())
+    assert not connected
+
+
+async def test_a_conversation_socket_ignores_the_users_attention_events(user, conversation, model):
+    """Both sockets join the user's group; the conversation's must not fail on these."""
+    communicator = WebsocketCommunicator(
+        URLRouter(conversation_websockets), f"/ws/conversations/{conversation.pk}/"
+    )
+    communicator.scope["user"] = user
+    assert (await communicator.connect())[0]
+    await communicator.send_json_to({"type": "sync", "after": 0})
+    await db(ask)(user, conversation, model)
+    html = await communicator.receive_from()
+    while "Which pizza?" not in html:
+        html = await communicator.receive_from()
+    # The attention event came after those pushes; the socket still serves what follows.
+    await db(questions.answer_question)(
+        user=user,
+        conversation_id=conversation.pk,
+        tool_call_id="q1",
+        answers=[questions.Answer(labels=["Funghi"])],
+    )
+    html = await communicator.receive_from()
+    while "Answer:" not in html:
+        html = await communicator.receive_from()
+    await communicator.disconnect()
+
+
+def signed_in(user) -> Client:
+    client = Client()
+    client.force_login(user)
+    return client
+
+
+def real_socket(client: Client | None, *, origin=b"http://127.0.0.1:8000", cookies=""):
+    """The channel through the whole ASGI stack (origin check, session auth), as a browser on
+    http://127.0.0.1:8000 opens it with `client`'s session."""
+    headers = [HOST]
+    if origin:
+        headers.append((b"origin", origin))
+    if client is not None:
+        headers.append(
+            (b"cookie", f"sessionid={client.cookies['sessionid'].value}{cookies}".encode())
+        )
+    return WebsocketCommunicator(application, "/ws/me/", headers=headers)
+
+
+@pytest.mark.parametrize(
+    ("origin", "with_session", "accepted"),
+    [
+        (b"http://127.0.0.1:8000", True, True),
+        (b"http://evil.example", True, False),
+        (b"http://127.0.0.1:9999", True, False),
+        (None, True, False),
+        (b"http://127.0.0.1:8000", False, False),
+    ],
+)
+async def test_the_real_stack_checks_origin_and_session(user, origin, with_session, accepted):
+    client = await db(signed_in)(user) if with_session else None
+    communicator = real_socket(client, origin=origin)
+    connected, _ = await communicator.connect()
+    assert connected is accepted
+    if connected:
+        await communicator.disconnect()
+
+
+async def test_signing_out_closes_the_channel(user):
+    client = await db(signed_in)(user)
+    communicator = real_socket(client)
+    assert (await communicator.connect())[0]
+    await communicator.receive_from()
+    await db(client.logout)()
+    assert await communicator.receive_output(timeout=1) == {
+        "type": "websocket.close",
+        "code": 4401,
+    }
+
+
+async def test_pushes_follow_the_language_cookie(user):
+    communicator = real_socket(await db(signed_in)(user), cookies="; django_language=pt-br")
+    assert (await communicator.connect())[0]
+    assert ">Perguntas</a>" in await communicator.receive_from()
+    await communicator.disconnect()
+
+
+# --- Pages ----------------------------------------------------------------------------------
+
+
+@pytest.fixture
+def asked(client, user, conversation, model):
+    client.force_login(user)
+    ask(user, conversation, model)
+    return conversation
+
+
+def test_every_page_has_the_questions_link_with_the_count(client, asked):
+    for url in [reverse("chat:conversation_list"), reverse("accounts:preferences")]:
+        html = client.get(url).content.decode()
+        assert 'Questions <span class="questions-count">1</span></a>' in html
+        assert 'ws-connect="/ws/me/"' in html
+
+
+def test_the_inbox_lists_pending_questions_with_a_link_to_each(client, user, asked, model):
+    other = services.create_conversation(owner=user, title="Second chat")
+    ask(user, other, model, call_id="q9")
+    html = client.get(reverse("questions:inbox")).content.decode()
+    assert inbox_keys(html) == [f"{other.pk}-q9", f"{asked.pk}-q1"]
+    assert f'href="/c/{asked.pk}/#question-q1">First chat</a>' in html
+    assert 'ws-connect="/ws/me/?inbox=1"' in html
+    assert 'id="inbox-empty" class="empty" hidden' in html
+
+
+def test_the_inbox_is_empty_when_nothing_waits(client, user):
+    client.force_login(user)
+    html = client.get(reverse("questions:inbox")).content.decode()
+    assert inbox_keys(html) == []
+    assert "No questions are waiting for you." in html
+    assert 'id="inbox-empty" class="empty">' in html
+
+
+def test_answering_from_the_inbox_takes_the_item_off_the_list(client, asked):
+    url = reverse("questions:answer", args=[asked.pk, "q1"])
+    response = client.post(url, {"q0": "Funghi", "from": "inbox"}, headers=HTMX)
+    assert response.status_code == 200
+    assert f'<div id="inbox-{asked.pk}-q1" hx-swap-oob="delete"></div>' in response.content.decode()
+    asked.refresh_from_db()
+    assert asked.agent_state == AgentState.IDLE
+    # Refused (already answered): shown in the block's alert, as on the conversation page.
+    again = client.post(url, {"q0": "Funghi", "from": "inbox"}, headers=HTMX)
+    assert again.status_code == 409
+    assert (again["HX-Retarget"], again["HX-Reswap"]) == ("#question-q1-alert", "innerHTML")
+    assert again.content.decode() == str(QuestionAlreadyResolved.default_message)
+
+
+def test_rejecting_from_the_inbox_without_javascript_returns_to_the_inbox(client, asked):
+    url = reverse("questions:reject", args=[asked.pk, "q1"])
+    response = client.post(url, {"from": "inbox"})
+    assert response["Location"] == reverse("questions:inbox")
+    asked.refresh_from_db()
+    assert asked.agent_state == AgentState.IDLE
+
+
+def test_another_users_question_cannot_be_answered_from_the_inbox(client, other_user, asked):
+    client.force_login(other_user)
+    url = reverse("questions:answer", args=[asked.pk, "q1"])
+    assert client.post(url, {"q0": "Funghi", "from": "inbox"}, headers=HTMX).status_code == 404
+    assert inbox_keys(client.get(reverse("questions:inbox")).content.decode()) == []
