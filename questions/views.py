@@ -73,6 +73,7 @@ def reject(request: HttpRequest, conversation_id: int, tool_call_id: str) -> Htt
         ),
         alert=alert_id(tool_call_id),
     )
+    return for_page(request, response, conversation_id, tool_call_id)
 
 
 @require_POST
@@ -91,7 +92,6 @@ def draft(request: HttpRequest, conversation_id: int, tool_call_id: str) -> Http
         ),
         alert=alert_id(tool_call_id),
     )
-    return for_page(request, response, conversation_id, tool_call_id)
 
 
 def for_page(
