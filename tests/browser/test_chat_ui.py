@@ -2,6 +2,7 @@
 times, regenerate and edit, Send while the agent replies, the tab title, the empty state and
 the API tokens page."""
 
+import re
 from pathlib import Path
 
 from playwright.sync_api import expect
@@ -108,7 +109,8 @@ def test_code_is_highlighted_and_code_messages_and_tokens_copy(open_page, parley
     reply = last_reply(page)
     expect(reply).to_contain_text(CODE_REPLY)
     # Named after its first message, live: the tab title follows without a reload.
-    expect(page).to_have_title("Show me some code · Parley")
+    # Questions other tests left waiting for demo may prefix "(N) " (tests/browser/test_live.py).
+    expect(page).to_have_title(re.compile(r"^(\(\d+\) )?Show me some code · Parley$"))
     # Highlighted on the server: Pygments' token spans (a keyword, a function name).
     code = reply.locator("pre code.language-python")
     expect(code.locator("span.k").first).to_have_text("def")
@@ -149,7 +151,7 @@ def test_regenerate_and_edit_replace_the_last_turn_and_keep_the_old_one(page, pa
     page.get_by_role("button", name="Hello!").click()
     expect(last_reply(page)).to_contain_text("scripted")
     # The tab is named after the conversation, which is named after its first message.
-    expect(page).to_have_title("Hello! · Parley")
+    expect(page).to_have_title(re.compile(r"^(\(\d+\) )?Hello! · Parley$"))
     wait_until_idle(page)
     first_reply = last_reply(page).get_attribute("id")
 

@@ -285,7 +285,7 @@ def test_inbox_screenshot(context, page, person):
     expect(page.get_by_role("group", name="Toppings")).to_be_visible()
     page.set_viewport_size({"width": 1280, "height": 900})
     page.get_by_role("banner").get_by_role("link", name="Questions 2").click()
-    expect(page.get_by_role("group")).to_have_count(2)
+    expect(page.get_by_role("main").get_by_role("group")).to_have_count(2)
     page.screenshot(path=str(SCREENSHOTS / "inbox.png"), full_page=True, caret="initial")
 
 
