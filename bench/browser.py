@@ -78,7 +78,7 @@ def summary(ms: list[float]) -> dict:
     }
 
 
-def run(model_url: str, trials: int = 15) -> dict:
+def run(model_url: str, trials: int = 12) -> dict:
     floor = Floor(Path(tempfile.mkdtemp(prefix="parley-floor-")))
     times: dict[str, list[float]] = {
         "parley": [],

@@ -17,8 +17,8 @@ import redis
 from bench.client import Person
 from bench.servers import REDIS_DB, flush_redis, parley
 
-COUNT = 200
-SETTLE_SECONDS = 3.0
+COUNT = 150
+SETTLE_SECONDS = 2.0
 
 
 def rss_kb(pid: int) -> int:

@@ -23,7 +23,7 @@ LEVELS = (1, 10, 30)
 
 def completed(message: str) -> bool:
     """The frame that shows the reply finished: the follow-up rendered as the final message."""
-    return FOLLOW_UP in message and 'id="draft-' not in message
+    return FOLLOW_UP in message and "is-draft" not in message
 
 
 async def flow(person: Person) -> float:

@@ -59,7 +59,7 @@ def summary(samples: list[float]) -> dict:
     }
 
 
-def run(model_url: str, count: int = 60) -> dict:
+def run(model_url: str, count: int = 25) -> dict:
     results = {}
     with parley(model_url) as [server]:
         results["in_memory"] = summary(asyncio.run(trials(server.url, count)))

@@ -8,6 +8,7 @@ import asyncio
 import time
 
 from bench.client import Person
+from bench.model import reply_text
 from bench.servers import parley
 
 PACE = 200  # words per second
@@ -33,7 +34,7 @@ async def one_reply(server, person: Person, size: int) -> dict:
             await asyncio.sleep(0.1)
         await asyncio.sleep(0.5)  # the last frames
         frames = tab.socket.messages[start:]
-        first = next(i for i, m in enumerate(frames) if 'id="draft-' in m)
+        first = next(i for i, m in enumerate(frames) if reply_text(5) in m)
         received = sum(len(m.encode()) for m in frames[first:])
         return {
             "chars": size,

@@ -9,7 +9,7 @@ from bench.client import Person
 from bench.servers import parley
 
 MESSAGES = 1_000
-TRIALS = 5
+TRIALS = 3
 
 # Run in the server's environment (manage.py shell): 1,000 messages, user and agent in turn,
 # the agent's with some markdown.
