@@ -124,6 +124,9 @@ def start_in_this_loop() -> None:
     global _sweeper
     _loop = asyncio.get_running_loop()
     _sweeper = _loop.create_task(_sweep_forever(), context=contextvars.Context())
+    from chat import providers
+
+    _loop.run_in_executor(None, providers.preload)
 
 
 async def shutdown(grace: float = 5.0) -> None:

@@ -1,6 +1,7 @@
 """Agent providers: one small interface (base.Provider), chosen by AGENT_PROVIDER."""
 
 import asyncio
+import importlib
 import weakref
 from pathlib import Path
 
@@ -37,6 +38,21 @@ def get_provider() -> Provider:
     if key not in providers:
         providers[key] = build_provider()
     return providers[key]
+
+
+MODULES = {
+    "scripted": "chat.providers.scripted",
+    "openai": "chat.providers.openai",
+    "anthropic": "chat.providers.anthropic",
+}
+
+
+def preload() -> None:
+    """Import the configured provider's module and SDK now (a second or more for openai and
+    anthropic), so the first turn does not do it on the event loop, stalling every request
+    and socket of the process meanwhile. Called in a thread when a process starts serving."""
+    if module := MODULES.get(settings.AGENT_PROVIDER):
+        importlib.import_module(module)
 
 
 def configuration() -> tuple:

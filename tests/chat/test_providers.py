@@ -236,3 +236,16 @@ def test_a_changed_configuration_gets_a_new_provider(provider, settings):
     first, second = async_to_sync(two)()
     assert first is not second
     assert second.model == "another-model"
+
+
+def test_a_serving_process_imports_its_provider_before_the_first_turn(settings, monkeypatch):
+    """Importing an SDK takes a second or more; done by the first turn, it would stall the
+    event loop (every request and socket of the process) meanwhile."""
+    import sys
+
+    from chat import providers
+
+    settings.AGENT_PROVIDER = "anthropic"
+    monkeypatch.delitem(sys.modules, "chat.providers.anthropic", raising=False)
+    providers.preload()
+    assert "chat.providers.anthropic" in sys.modules
