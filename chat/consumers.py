@@ -179,7 +179,7 @@ class ConversationConsumer(AsyncWebsocketConsumer):
         parent = conversation_for_user(user=self.user, conversation_id=self.conversation_id)
         subagents = changed_subagents(parent, self.sent_subagents)
         changes = transcript_changes(
-            user=self.user, conversation_id=self.conversation_id, after=after
+            user=self.user, conversation_id=self.conversation_id, after=after, first=parent
         )
         running = changes.conversation.is_running
         if changes.cursor == after and not subagents:
