@@ -59,9 +59,12 @@ test-postgres: export SECRET_KEY ?= parley-test-only
 test-postgres: lock-check messages
 	DATABASE_URL=$(TEST_POSTGRES_URL) $(PYTHON) -m pytest -m "not live"
 
+# The benchmark suite (bench/, under 5 minutes): results and a plot in docs/bench/.
+# Needs PostgreSQL and Redis on 127.0.0.1 and Chromium at /usr/bin/chromium, like the tests.
 bench: export SECRET_KEY ?= parley-bench-only
-bench: messages
-	$(PYTHON) scripts/bench_runtime.py
+bench: $(MO)
+	@PARLEY_EXTRAS="dev bench" scripts/bootstrap.sh
+	$(PYTHON) -m bench
 
 makemessages: bootstrap
 	$(PYTHON) manage.py makemessages --no-wrap --no-obsolete --no-location -l en -l zh_Hans -l pt_BR -i ".venv/*" -i "tests/*" -i "scripts/*"

@@ -6,6 +6,12 @@ consumer re-read what changed after the last change it sent and push the same pa
 page renders: new messages are appended, changed ones replaced in place. A dropped
 connection, a lost event or a burst of events all end the same way: no gaps, no duplicates.
 
+While the agent streams, a draft message already on the page gets only its new text: an
+append to the draft's text (escaped, never rendered as markdown), so the bytes sent grow with
+the reply's length, not its square. The finished message is rendered once, in full, when the
+step completes. What a tab has of each draft is known for this connection only: a new or
+reconnected socket gets each draft whole first, then its appends.
+
 Sub-agents (chat.subagents) stream into their parent's page: each change of a child is also
 announced to the parent's group (`chat.subagent_changed`), and the consumer then pushes the
 status and transcript of every child changed since the child cursor it last sent.
@@ -36,6 +42,15 @@ RECHECK_SECONDS = 1.5
 
 class SignedOut(Exception):
     pass
+
+
+def draft_text(message) -> str | None:
+    """A streaming draft's text (a draft is one text block while it streams), else None."""
+    blocks = message.blocks
+    if message.is_draft and len(blocks) == 1 and blocks[0].get("type") == "text":
+        text = blocks[0].get("text")
+        return text if isinstance(text, str) else None
+    return None
 
 
 class SignedInConsumer(AsyncWebsocketConsumer):
@@ -125,6 +140,8 @@ class ConversationConsumer(SignedInConsumer):
         self.conversation_id = self.scope["url_route"]["kwargs"]["conversation_id"]
         self.sent_seq: int | None = None  # unknown until the client says what it has
         self.sent_subagents: dict[int, int] = {}  # child id -> the child's cursor sent
+        self.sent_drafts: dict[int, str] = {}  # draft message id -> the text this tab has
+        self.sent_header = ""  # the title and status as last sent
         self.pushing = asyncio.Lock()  # one push at a time: each reads from the last cursor
         self.recheck: asyncio.Task | None = None
         self.watch: asyncio.Task | None = None
@@ -177,9 +194,11 @@ class ConversationConsumer(SignedInConsumer):
             if getattr(self, "signed_out", False):
                 return
             try:
-                html, cursor, running = await database_sync_to_async(self.render_changes)(
-                    self.sent_seq
-                )
+                # Any thread of the pool: pushes to several tabs render side by side, and
+                # never queue behind a turn's writes.
+                html, cursor, running = await database_sync_to_async(
+                    self.render_changes, thread_sensitive=False
+                )(self.sent_seq)
             except ConversationNotFound:
                 await self.close(code=CLOSE_NOT_FOUND)
                 return
@@ -208,20 +227,49 @@ class ConversationConsumer(SignedInConsumer):
         parent = conversation_for_user(user=self.user, conversation_id=self.conversation_id)
         subagents = changed_subagents(parent, self.sent_subagents)
         changes = transcript_changes(
-            user=self.user, conversation_id=self.conversation_id, after=after
+            user=self.user, conversation_id=self.conversation_id, after=after, first=parent
         )
         running = changes.conversation.is_running
         if changes.cursor == after and not subagents:
             return "", after, running
+        messages, appends = self.split_appends(changes.messages)
+        context = {"conversation": changes.conversation, "after": after, "oob": True}
         with translation.override(self.language()):
+            header = render_to_string("chat/conversation.html#header", context)
+            if header == self.sent_header:
+                header = ""
             html = render_to_string(
                 "chat/conversation.html#changes",
                 {
-                    "conversation": changes.conversation,
+                    **context,
                     "changes": changes,
-                    "after": after,
+                    "messages": messages,
+                    "appends": appends,
                     "subagents": subagents,
+                    "header": header,
+                    # A push of appends alone leaves the page's cursor where it was: a tab
+                    # that reconnects from there gets those drafts whole, and nothing twice.
+                    "send_cursor": bool(messages or subagents or header),
                 },
             )
+        self.sent_header = header or self.sent_header
         self.sent_subagents.update({s.pk: s.conversation.seq for s in subagents})
-        return html, changes.cursor, running
+        return html.strip(), changes.cursor, running
+
+    def split_appends(self, changed: list) -> tuple[list, list[tuple[int, str]]]:
+        """The changed messages to render whole, and (draft id, new text) for each draft
+        whose text only grew since this tab got it. Remembers what the tab now has."""
+        messages, appends = [], []
+        for message in changed:
+            text = draft_text(message)
+            sent = self.sent_drafts.get(message.pk)
+            if text is not None and sent is not None and text.startswith(sent):
+                if len(text) > len(sent):
+                    appends.append((message.pk, text[len(sent) :]))
+            else:
+                messages.append(message)
+            if text is None:
+                self.sent_drafts.pop(message.pk, None)
+            else:
+                self.sent_drafts[message.pk] = text
+        return messages, appends

@@ -25,13 +25,48 @@ def user_group(user_id: int) -> str:
 
 
 def send_conversation_event_on_commit(conversation_id: int, event: dict) -> None:
-    # robust: a push that fails (a Redis blip) is logged, never turned into an error after
-    # the data is already committed; the next change or reconnect catches the page up.
-    transaction.on_commit(partial(_send, conversation_id, event), robust=True)
+    """Push `event` to the conversation's group after commit. The events of one transaction
+    leave together, and of several for one group and kind only the newest: each says
+    "changed up to seq N", so the newest covers the others."""
+    connection = transaction.get_connection()
+    batch = getattr(connection, "parley_events", None)
+    new = batch is None or not batch.pending(connection)
+    if new:
+        batch = connection.parley_events = _Batch()
+    key = (conversation_id, event["type"], event.get("child_id"))
+    batch.events.pop(key, None)  # re-inserted last: sent in the order of their newest change
+    batch.events[key] = event
+    if new:
+        # robust: a push that fails (a Redis blip) is logged, never turned into an error
+        # after the data is already committed; the next change or reconnect catches up.
+        # (Outside a transaction this sends at once.)
+        transaction.on_commit(batch.send, robust=True)
 
 
-def _send(conversation_id: int, event: dict) -> None:
-    _send_to_group(conversation_group(conversation_id), event)
+class _Batch:
+    """The conversation events of one transaction, sent in one trip to the event loop."""
+
+    def __init__(self) -> None:
+        self.events: dict[tuple, dict] = {}
+
+    def pending(self, connection) -> bool:
+        """Whether this batch will still be sent (a rolled-back savepoint drops it)."""
+        return any(callback == self.send for _, callback, _ in connection.run_on_commit)
+
+    def send(self) -> None:
+        _send_batch([(key[0], event) for key, event in self.events.items()])
+
+
+def _send_batch(batch: list[tuple[int, dict]]) -> None:
+    """Send (conversation id, event) pairs, in order, in one trip to the event loop."""
+    layer = get_channel_layer()
+    if layer is not None:
+        async_to_sync(_send_all)(layer, batch)
+
+
+async def _send_all(layer, batch: list[tuple[int, dict]]) -> None:
+    for conversation_id, event in batch:
+        await layer.group_send(conversation_group(conversation_id), event)
 
 
 def send_user_event_on_commit(user_id: int, event: dict) -> None:

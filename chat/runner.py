@@ -171,6 +171,9 @@ def start_in_this_loop() -> None:
     _sweeper = _loop.create_task(_sweep_forever(), context=contextvars.Context())
     _jobs_wake = asyncio.Event()
     _jobs_task = _loop.create_task(_jobs_forever(), context=contextvars.Context())
+    from chat import providers
+
+    _loop.run_in_executor(None, providers.preload)
 
 
 async def shutdown(grace: float = 5.0) -> None:

@@ -11,8 +11,10 @@ import contextlib
 import logging
 import time
 
+from asgiref.sync import ThreadSensitiveContext
 from channels.db import database_sync_to_async
 from django.conf import settings
+from django.db import transaction
 
 from chat import pausing, selectors, subagents, tools, turns
 from chat.blocks import TextBlock, ToolCallBlock, ToolResultBlock, parse_blocks
@@ -76,6 +78,15 @@ def build_history(conversation_id: int) -> list[HistoryMessage]:
     return history
 
 
+@transaction.atomic
+def start_step(lease: turns.Lease) -> list[HistoryMessage] | None:
+    """Count the model request and read the history it is sent with, in one transaction that
+    commits before the request goes out; None when the turn has made its AGENT_MAX_STEPS."""
+    if turns.begin_step(lease, limit=settings.AGENT_MAX_STEPS) is None:
+        return None
+    return build_history(lease.conversation_id)
+
+
 class StreamWriter:
     """Accumulates streamed text and writes it to the draft in batches."""
 
@@ -130,17 +141,20 @@ async def request_model(
     raise AssertionError("unreachable")  # pragma: no cover
 
 
-async def advance(lease: turns.Lease, context: AgentContext) -> AgentState:
-    """Run the turn's steps until it ends, pauses or fails; returns the state it left."""
+async def advance(
+    lease: turns.Lease, context: AgentContext, state: turns.TurnState | None = None
+) -> AgentState:
+    """Run the turn's steps until it ends, pauses or fails; returns the state it left.
+    `state`: the turn's state as just read under this lease (read again if not given)."""
     provider = get_provider()
     while True:
-        state = await db(turns.current)(lease)
+        if state is None:
+            state = await db(turns.current)(lease)
         if state.state == AgentState.LLM_REQUESTING:
-            if state.steps >= settings.AGENT_MAX_STEPS:
+            history = await db(start_step)(lease)
+            if history is None:
                 await db(turns.fail)(lease, turns.STEP_LIMIT, retryable=False)
                 return AgentState.ERROR
-            history = await db(build_history)(lease.conversation_id)
-            await db(turns.begin_step)(lease)
             text, calls = await request_model(lease, provider, history, context)
             await db(turns.complete_step)(lease, text=text, tool_calls=calls)
         elif state.state == AgentState.TOOL_EXECUTING:
@@ -149,6 +163,7 @@ async def advance(lease: turns.Lease, context: AgentContext) -> AgentState:
             await db(turns.tools_done)(lease)
         else:
             return state.state
+        state = None
 
 
 async def run_tools(lease: turns.Lease, context: AgentContext) -> bool:
@@ -189,6 +204,13 @@ async def run_turn(conversation_id: int, *, is_subagent: bool = False) -> None:
     Logs one line when the turn is claimed (or taken over from a runner that stopped renewing)
     and one when this runner lets go of it: paused, finished, failed, stopped or handed back.
     """
+    # The turn's database calls get a thread of their own (as each HTTP request does), so
+    # turns and websocket pushes in this process do not queue behind each other on one.
+    async with ThreadSensitiveContext():
+        await _run_turn(conversation_id, is_subagent=is_subagent)
+
+
+async def _run_turn(conversation_id: int, *, is_subagent: bool) -> None:
     claim = await db(turns.claim)(conversation_id)
     if claim is None:
         return
@@ -213,7 +235,7 @@ async def run_turn(conversation_id: int, *, is_subagent: bool = False) -> None:
     started = time.monotonic()
     outcome = "handed_back"
     try:
-        outcome = OUTCOMES[await advance(lease, context)]
+        outcome = OUTCOMES[await advance(lease, context, claim.turn)]
     except (turns.LeaseLost, ConversationNotFound):
         outcome = "stopped_or_taken_over"
     except asyncio.CancelledError:

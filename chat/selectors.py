@@ -89,15 +89,19 @@ class TranscriptChanges:
     cursor: int
 
 
-def transcript_changes(*, user, conversation_id: int, after: int) -> TranscriptChanges:
+def transcript_changes(
+    *, user, conversation_id: int, after: int, first: Conversation | None = None
+) -> TranscriptChanges:
     """Messages changed after `after`, with a cursor such that every change <= cursor is in them.
 
     Change numbers are handed out under the conversation's row lock, so they commit in order:
     everything up to the conversation's seq read first is committed before the messages are
     read. The conversation is read again at the end so the state shown is never older than the
-    messages.
+    messages. `first`: the conversation as the caller just read it through
+    conversation_for_user, to stand for that first read.
     """
-    first = conversation_for_user(user=user, conversation_id=conversation_id)
+    if first is None:
+        first = conversation_for_user(user=user, conversation_id=conversation_id)
     messages = messages_changed_since(conversation_id=first.pk, after=after)
     cursor = max([after, first.seq, *(m.seq for m in messages)])
     latest = conversation_for_user(user=user, conversation_id=conversation_id)

@@ -74,6 +74,8 @@ class Claim:
     taken_from: str
     # The turn is a sub-agent's (chat.subagents): it may not ask the user or spawn agents.
     is_subagent: bool = False
+    # The turn's state when it was claimed, so the runner starts without reading it again.
+    turn: "TurnState | None" = None
 
 
 @dataclass(frozen=True)
@@ -138,6 +140,7 @@ def claim(conversation_id: int) -> Claim | None:
         Lease(conversation_id, conversation.lease_token),
         taken_from,
         is_subagent=conversation.parent_id is not None,
+        turn=TurnState(AgentState(conversation.agent_state), conversation.turn_steps),
     )
 
 
@@ -165,9 +168,12 @@ def current(lease: Lease) -> TurnState:
 
 
 @transaction.atomic
-def begin_step(lease: Lease) -> int:
-    """Count a model request before it is sent. Returns the step number (1-based)."""
+def begin_step(lease: Lease, *, limit: int | None = None) -> int | None:
+    """Count a model request before it is sent. Returns the step number (1-based), or None
+    (and counts nothing) when the turn already made `limit` requests."""
     conversation = _held(lease, AgentState.LLM_REQUESTING)
+    if limit is not None and conversation.turn_steps >= limit:
+        return None
     conversation.turn_steps += 1
     conversation.save(update_fields=["turn_steps"])
     return conversation.turn_steps

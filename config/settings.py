@@ -179,8 +179,13 @@ if REDIS_URL:
         }
     CHANNEL_LAYERS = {
         "default": {
-            "BACKEND": "channels_redis.core.RedisChannelLayer",
-            "CONFIG": {"hosts": [redis_host], "capacity": 1000},
+            # channels-redis's layer with a bounded pool (config/channel_layers.py).
+            "BACKEND": "config.channel_layers.BoundedRedisChannelLayer",
+            "CONFIG": {
+                "hosts": [redis_host],
+                "capacity": 1000,
+                "max_connections": int(os.environ.get("REDIS_POOL_SIZE", "20")),
+            },
         }
     }
 else:

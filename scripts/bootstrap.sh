@@ -64,12 +64,15 @@ if [ "$("$UV" --version 2>/dev/null | cut -d' ' -f2)" != "$uv_version" ]; then
     "$UV_VENV/bin/python" -m pip install --quiet --disable-pip-version-check "uv==$uv_version"
 fi
 
-want=$(cat pyproject.toml uv.lock | sha256sum | cut -d' ' -f1)
+# The optional dependency groups of pyproject.toml to install (`make bench` adds "bench").
+EXTRAS=${PARLEY_EXTRAS:-dev}
+want=$( (cat pyproject.toml uv.lock; echo "$EXTRAS") | sha256sum | cut -d' ' -f1)
 if [ "$(cat "$STAMP" 2>/dev/null)" != "$want" ]; then
-    echo "bootstrap: installing the dependencies locked in uv.lock"
+    echo "bootstrap: installing the dependencies locked in uv.lock (extras: $EXTRAS)"
     # --frozen: install uv.lock as it is, without resolving again (`make test` checks that it
     # still matches pyproject.toml). Packages the lock does not list are removed.
-    "$UV" sync --quiet --frozen --extra dev --python "$VENV/bin/python"
+    # shellcheck disable=SC2046
+    "$UV" sync --quiet --frozen $(printf -- '--extra %s ' $EXTRAS) --python "$VENV/bin/python"
     echo "$want" > "$STAMP"
 fi
 

@@ -1,5 +1,8 @@
 """Agent providers: one small interface (base.Provider), chosen by AGENT_PROVIDER."""
 
+import asyncio
+import importlib
+import weakref
 from pathlib import Path
 
 from django.conf import settings
@@ -32,7 +35,59 @@ def suggestions() -> list[str]:
     return load_suggestions(scripted_agent_script())
 
 
+# Providers built, per event loop and configuration: a provider holds an SDK client with its
+# HTTP connection pool (bound to the loop it runs on), and building one costs more than a
+# model's first token (TLS contexts, the SDK's setup), so each process reuses its own.
+_built: weakref.WeakKeyDictionary[asyncio.AbstractEventLoop, dict[tuple, Provider]] = (
+    weakref.WeakKeyDictionary()
+)
+
+
 def get_provider() -> Provider:
+    """The configured provider, built once per event loop and configuration."""
+    key = configuration()
+    try:
+        loop = asyncio.get_running_loop()
+    except RuntimeError:
+        return build_provider()  # no loop to share a client on
+    providers = _built.setdefault(loop, {})
+    if key not in providers:
+        providers[key] = build_provider()
+    return providers[key]
+
+
+MODULES = {
+    "scripted": "chat.providers.scripted",
+    "openai": "chat.providers.openai",
+    "anthropic": "chat.providers.anthropic",
+}
+
+
+def preload() -> None:
+    """Import the configured provider's module and SDK now (a second or more for openai and
+    anthropic), so the first turn does not do it on the event loop, stalling every request
+    and socket of the process meanwhile. Called in a thread when a process starts serving."""
+    if module := MODULES.get(settings.AGENT_PROVIDER):
+        importlib.import_module(module)
+
+
+def configuration() -> tuple:
+    """Every setting a provider is built from."""
+    names = (
+        "AGENT_PROVIDER",
+        "AGENT_MODEL",
+        "AGENT_REQUEST_TIMEOUT",
+        "SCRIPTED_AGENT_SCRIPT",
+        "SCRIPTED_AGENT_DELAY",
+        "OPENAI_BASE_URL",
+        "OPENAI_API_KEY",
+        "ANTHROPIC_BASE_URL",
+        "ANTHROPIC_API_KEY",
+    )
+    return tuple(getattr(settings, name) for name in names)
+
+
+def build_provider() -> Provider:
     name = settings.AGENT_PROVIDER
     common = {
         "model": settings.AGENT_MODEL,

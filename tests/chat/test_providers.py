@@ -195,3 +195,57 @@ def test_a_subagent_is_offered_no_question_tool_nor_spawn_agents_and_is_refused_
         Role.ASSISTANT,
         [TextBlock(text="The sub-agent says 42.")],
     )
+
+
+async def test_turns_on_one_event_loop_share_one_provider_and_its_client(
+    provider, fake_llm, conversation, user, monkeypatch
+):
+    """Building a provider (an SDK client and its connection pool) costs more than a local
+    model's first token: a process builds one per configuration, not one per turn."""
+    from channels.db import database_sync_to_async as db
+
+    from chat import providers
+
+    built = []
+    build = providers.build_provider
+    monkeypatch.setattr(providers, "build_provider", lambda: built.append(1) or build())
+    fake_llm.queue({"text": "First."}, {"text": "Second."})
+    for text in ("one", "two"):
+        await db(services.post_user_message)(user=user, conversation_id=conversation.pk, text=text)
+    blocks = await db(lambda: list(conversation.messages.values_list("blocks", flat=True)))()
+    assert [b[0]["text"] for b in blocks if b[0]["type"] == "text"] == [
+        "one",
+        "First.",
+        "two",
+        "Second.",
+    ]
+    assert len(built) == 1
+    assert providers.get_provider() is providers.get_provider()
+
+
+def test_a_changed_configuration_gets_a_new_provider(provider, settings):
+    from asgiref.sync import async_to_sync
+
+    from chat import providers
+
+    async def two():
+        first = providers.get_provider()
+        settings.AGENT_MODEL = "another-model"
+        return first, providers.get_provider()
+
+    first, second = async_to_sync(two)()
+    assert first is not second
+    assert second.model == "another-model"
+
+
+def test_a_serving_process_imports_its_provider_before_the_first_turn(settings, monkeypatch):
+    """Importing an SDK takes a second or more; done by the first turn, it would stall the
+    event loop (every request and socket of the process) meanwhile."""
+    import sys
+
+    from chat import providers
+
+    settings.AGENT_PROVIDER = "anthropic"
+    monkeypatch.delitem(sys.modules, "chat.providers.anthropic", raising=False)
+    providers.preload()
+    assert "chat.providers.anthropic" in sys.modules

@@ -96,7 +96,7 @@ def test_each_change_advances_the_cursor_and_pushes_after_commit(
     conversation, user, django_capture_on_commit_callbacks, dispatched, monkeypatch
 ):
     pushed = []
-    monkeypatch.setattr(events, "_send", lambda conversation_id, event: pushed.append(event))
+    monkeypatch.setattr(events, "_send_batch", lambda batch: pushed.extend(e for _, e in batch))
     with django_capture_on_commit_callbacks() as callbacks:
         message = services.post_user_message(user=user, conversation_id=conversation.pk, text="hi")
     # Nothing left before the commit.
@@ -107,10 +107,8 @@ def test_each_change_advances_the_cursor_and_pushes_after_commit(
     assert conversation.agent_state == AgentState.LLM_REQUESTING
     for callback in callbacks:
         callback()
-    assert pushed == [
-        events.conversation_changed(conversation.pk, 1),
-        events.conversation_changed(conversation.pk, 2),
-    ]
+    # One event for the transaction: the newest change covers the first.
+    assert pushed == [events.conversation_changed(conversation.pk, 2)]
     assert dispatched == [conversation.pk]
 
 

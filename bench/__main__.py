@@ -1,0 +1,210 @@
+"""`make bench` (or `.venv/bin/python -m bench [section ...]`): Parley's performance figures.
+
+Sections: browser, server_side, streaming, load, idle, transcript (all by default). Writes
+docs/bench/results.json, docs/bench/results.md (the README's table) and docs/bench/bench.png.
+The model is bench/model.py: a local OpenAI-compatible server that answers at once (streaming
+at a fast model's pace for the streaming section), driven through the real `openai` SDK.
+
+Needs PostgreSQL and Redis on 127.0.0.1 (it creates and drops its own `parley_perf_*`
+database and uses Redis database 13) and Chromium at /usr/bin/chromium.
+"""
+
+import json
+import os
+import platform
+import sys
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+OUT = ROOT / "docs" / "bench"
+SECTIONS = ("browser", "server_side", "streaming", "load", "idle", "transcript")
+
+
+def main(argv: list[str]) -> None:
+    sys.path.insert(0, str(ROOT))
+    os.environ.setdefault("SECRET_KEY", "parley-bench-only")
+    from bench import browser, idle, load, server_side, streaming, transcript
+    from bench.model import Model
+
+    modules = {
+        "browser": browser,
+        "server_side": server_side,
+        "streaming": streaming,
+        "load": load,
+        "idle": idle,
+        "transcript": transcript,
+    }
+    chosen = argv or list(SECTIONS)
+    model = Model()
+    paced = Model(pace=streaming.PACE)
+    results: dict = {
+        "machine": f"{platform.machine()}, {os.cpu_count()} cores, "
+        f"Python {platform.python_version()}",
+        "model": "bench/model.py: a local OpenAI-compatible server answering at once (openai SDK)",
+    }
+    OUT.mkdir(parents=True, exist_ok=True)
+    previous = OUT / "results.json"
+    if argv and previous.exists():  # a partial run keeps the other sections' figures
+        results = {**json.loads(previous.read_text()), **results}
+    started = time.monotonic()
+    for name in chosen:
+        began = time.monotonic()
+        print(f"bench: {name}…", flush=True)
+        url = paced.url if name == "streaming" else model.url
+        results[name] = modules[name].run(url)
+        results[name]["seconds"] = round(time.monotonic() - began, 1)
+    results["total_seconds"] = round(time.monotonic() - started, 1)
+    previous.write_text(json.dumps(results, indent=2) + "\n")
+    table = figures(results)
+    (OUT / "results.md").write_text(table + "\n")
+    plot(results, OUT / "bench.png")
+    print(table)
+    print(f"bench: {results['total_seconds']} s; results in {OUT.relative_to(ROOT)}/")
+
+
+def figures(r: dict) -> str:
+    """The README's table: each figure, and its goal (issue 11)."""
+    rows = ["| measure | result | goal |", "|---|---|---|"]
+    if b := r.get("browser"):
+        rows.append(
+            f"| browser round trip, median (in the page) | Parley {b['parley']['median_ms']} ms, "
+            f"floor {b['floor']['median_ms']} ms: **{b['ratio']}×** | ≤ 2× |"
+        )
+        rows.append(
+            "| browser round trip, median (as Playwright sees it) | Parley "
+            f"{b['parley_playwright']['median_ms']} ms, floor "
+            f"{b['floor_playwright']['median_ms']} ms: **{b['ratio_playwright']}×** | ≤ 2× |"
+        )
+    if s := r.get("server_side"):
+        for layer, label in (("in_memory", "in-memory layer"), ("redis", "Redis + a worker")):
+            rows.append(
+                f"| answer → first frame of the reply, {label} | p50 **{s[layer]['p50_ms']} ms**, "
+                f"p99 {s[layer]['p99_ms']} ms | "
+                + ("p50 ≤ 15 ms |" if layer == "in_memory" else "– |")
+            )
+    if s := r.get("streaming"):
+        for reply in s["replies"]:
+            rows.append(
+                f"| websocket bytes for a {reply['chars']:,}-character reply "
+                f"({s['pace_words_per_second']} words/s) | {reply['bytes']:,} B in "
+                f"{reply['frames']} frames: **{reply['ratio']}×** | "
+                + ("≤ 2× |" if reply["chars"] == 50_000 else "– |")
+            )
+    if s := r.get("load"):
+        for n, level in s.items():
+            if not isinstance(level, dict):
+                continue
+            rows.append(
+                f"| {n} concurrent flows, answer → completed reply | p50 {level['p50_ms']} ms, "
+                f"p95 **{level['p95_ms']} ms**, errors {level['errors']}, peak DB connections "
+                f"{level['peak_db_connections']} | "
+                + ("p95 ≤ 1 s, no errors |" if n == "30" else "– |")
+            )
+    if s := r.get("idle"):
+        for kind, label in (("websocket", "websocket"), ("sse", "event stream (SSE)")):
+            k = s[kind]
+            rows.append(
+                f"| idle {label}: memory each; RSS open → closed; Redis connections open → "
+                f"closed | **{k['kb_each']} KB**; {k['rss_kb']['open'] // 1024} → "
+                f"{k['rss_kb']['closed'] // 1024} MB; {k['redis_connections']['open']} → "
+                f"{k['redis_connections']['closed']} | "
+                + ("≤ 50 KB, given back |" if kind == "websocket" else "– |")
+            )
+    if s := r.get("transcript"):
+        rows.append(
+            f"| {s['messages']:,}-message transcript: page / websocket catch-up | "
+            f"{s['page_ms']} ms / {s['catch_up_ms']} ms | – |"
+        )
+    return "\n".join(rows)
+
+
+def plot(r: dict, path: Path) -> None:
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    fig, axes = plt.subplots(2, 3, figsize=(14, 8))
+    fig.suptitle(f"Parley benchmark ({r['machine']})")
+
+    def bars(ax, labels, values, title, unit, goal=None):
+        ax.bar(labels, values, color=["#4c72b0", "#dd8452", "#55a868", "#c44e52"][: len(values)])
+        ax.set_title(title, fontsize=10)
+        ax.set_ylabel(unit)
+        for i, v in enumerate(values):
+            ax.annotate(f"{v:g}", (i, v), ha="center", va="bottom", fontsize=8)
+        if goal is not None:
+            ax.axhline(goal, color="grey", linestyle="--", linewidth=1)
+        ax.tick_params(axis="x", labelsize=8)
+
+    if b := r.get("browser"):
+        bars(
+            axes[0][0],
+            ["floor\n(page)", "Parley\n(page)", "floor\n(Playwright)", "Parley\n(Playwright)"],
+            [
+                b["floor"]["median_ms"],
+                b["parley"]["median_ms"],
+                b["floor_playwright"]["median_ms"],
+                b["parley_playwright"]["median_ms"],
+            ],
+            "Click an option → follow-up visible (median)",
+            "ms",
+        )
+    if s := r.get("server_side"):
+        bars(
+            axes[0][1],
+            ["in-memory p50", "in-memory p99", "Redis p50", "Redis p99"],
+            [
+                s["in_memory"]["p50_ms"],
+                s["in_memory"]["p99_ms"],
+                s["redis"]["p50_ms"],
+                s["redis"]["p99_ms"],
+            ],
+            "Answer POST → first frame of the reply",
+            "ms",
+            goal=15,
+        )
+    if s := r.get("streaming"):
+        bars(
+            axes[0][2],
+            [f"{x['chars'] // 1000}k chars" for x in s["replies"]],
+            [x["ratio"] for x in s["replies"]],
+            "Websocket bytes / reply length",
+            "×",
+            goal=2,
+        )
+    if s := r.get("load"):
+        ax = axes[1][0]
+        levels = [v for v in s.values() if isinstance(v, dict)]
+        n = [v["flows"] for v in levels]
+        ax.plot(n, [v["p50_ms"] for v in levels], marker="o", label="p50")
+        ax.plot(n, [v["p95_ms"] for v in levels], marker="o", label="p95")
+        ax.axhline(1000, color="grey", linestyle="--", linewidth=1)
+        ax.set_title("Concurrent flows: answer → completed reply", fontsize=10)
+        ax.set_xlabel("flows (2 web + 2 workers, PostgreSQL, Redis)")
+        ax.set_ylabel("ms")
+        ax.legend()
+    if s := r.get("idle"):
+        bars(
+            axes[1][1],
+            ["websocket", "event stream"],
+            [s["websocket"]["kb_each"], s["sse"]["kb_each"]],
+            "Memory per idle connection",
+            "KB",
+            goal=50,
+        )
+    if s := r.get("transcript"):
+        bars(
+            axes[1][2],
+            ["page", "catch-up"],
+            [s["page_ms"], s["catch_up_ms"]],
+            f"{s['messages']:,}-message transcript",
+            "ms",
+        )
+    fig.tight_layout()
+    fig.savefig(path, dpi=90)
+
+
+if __name__ == "__main__":
+    main(sys.argv[1:])

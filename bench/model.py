@@ -1,0 +1,114 @@
+"""The benchmark's model: a local OpenAI-compatible chat completions server that answers at once.
+
+Stateless, so any number of Parley processes can share it. What it answers depends on the
+request's last message:
+- the user's message `stream <N>`: a reply of N characters, streamed word by word at `pace`
+  words per second (0: as fast as the socket takes them);
+- any other user message: one line of text and a `question` tool call with two options;
+- a tool result (the user answered): the follow-up text `FOLLOW_UP`, then the turn ends.
+"""
+
+import itertools
+import json
+import re
+import threading
+import time
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+
+FOLLOW_UP = "Onward:"
+ASK_TEXT = "One question first."
+OPTIONS = ("Alpha", "Beta")
+_ids = itertools.count(1)
+
+
+def reply_text(length: int) -> str:
+    """Prose-like text of exactly `length` characters, with some markdown."""
+    words = ("lorem", "**ipsum**", "dolor", "sit", "amet,", "consectetur", "adipiscing", "elit.")
+    out, size = [], 0
+    for word in itertools.cycle(words):
+        if size >= length:
+            break
+        out.append(word + " ")
+        size += len(word) + 1
+    return "".join(out)[:length]
+
+
+def words(text: str) -> list[str]:
+    return re.findall(r"\S+\s*", text)
+
+
+class Model:
+    def __init__(self, pace: float = 0.0) -> None:
+        self.pace = pace
+        handler = type("Handler", (_Handler,), {"model": self})
+        self.server = ThreadingHTTPServer(("127.0.0.1", 0), handler)
+        self.server.daemon_threads = True
+        self.url = f"http://127.0.0.1:{self.server.server_address[1]}/v1"
+        threading.Thread(target=self.server.serve_forever, daemon=True).start()
+
+    def close(self) -> None:
+        self.server.shutdown()
+        self.server.server_close()
+
+
+def _chunk(delta: dict, finish: str | None = None) -> bytes:
+    data = {
+        "id": "chatcmpl-bench",
+        "object": "chat.completion.chunk",
+        "created": 0,
+        "model": "bench",
+        "choices": [{"index": 0, "delta": delta, "finish_reason": finish}],
+    }
+    return f"data: {json.dumps(data)}\n\n".encode()
+
+
+class _Handler(BaseHTTPRequestHandler):
+    model: Model
+    protocol_version = "HTTP/1.1"
+
+    def log_message(self, *args) -> None:
+        pass
+
+    def do_POST(self) -> None:
+        body = json.loads(self.rfile.read(int(self.headers["Content-Length"])))
+        last = body["messages"][-1]
+        pace = 0.0
+        call = None
+        if last["role"] == "tool":
+            text = f"{FOLLOW_UP} {last['content'].strip()}."
+        elif m := re.fullmatch(r"stream (\d+)", (last.get("content") or "").strip()):
+            text, pace = reply_text(int(m[1])), self.model.pace
+        else:
+            text = ASK_TEXT
+            arguments = {"question": "Which one?", "options": [{"label": o} for o in OPTIONS]}
+            call = {"id": f"ask{next(_ids)}", "name": "question", "args": json.dumps(arguments)}
+        self.send_response(200)
+        self.send_header("Content-Type", "text/event-stream")
+        self.send_header("Transfer-Encoding", "chunked")
+        self.end_headers()
+        self.send_chunk(_chunk({"role": "assistant", "content": ""}))
+        for word in words(text):
+            if pace:
+                time.sleep(1 / pace)
+            self.send_chunk(_chunk({"content": word}))
+        if call:
+            self.send_chunk(
+                _chunk(
+                    {
+                        "tool_calls": [
+                            {
+                                "index": 0,
+                                "id": call["id"],
+                                "type": "function",
+                                "function": {"name": call["name"], "arguments": call["args"]},
+                            }
+                        ]
+                    }
+                )
+            )
+        self.send_chunk(_chunk({}, "tool_calls" if call else "stop") + b"data: [DONE]\n\n")
+        self.send_chunk(b"")
+
+    def send_chunk(self, data: bytes) -> None:
+        self.wfile.write(f"{len(data):x}\r\n".encode() + data + b"\r\n")
+        self.wfile.flush()

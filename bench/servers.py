@@ -1,0 +1,71 @@
+"""Parley processes for the benchmarks (tests/live_server.py's LiveServer, as deployed:
+daphne through config.serve, `manage.py worker`), pointed at the benchmark's model."""
+
+import contextlib
+import subprocess
+import tempfile
+import uuid
+from pathlib import Path
+
+import psycopg
+
+from tests.live_server import LiveServer
+
+POSTGRES_ADMIN = "postgres://postgres@127.0.0.1:5432/postgres"
+# Databases of Redis reserved for the benchmark, so no other process's workers take its turns.
+REDIS_DB = 13
+
+
+def model_env(model_url: str) -> dict[str, str]:
+    return {
+        "AGENT_PROVIDER": "openai",
+        "OPENAI_BASE_URL": model_url,
+        "OPENAI_API_KEY": "bench",
+        "AGENT_MODEL": "bench",
+        "LOG_LEVEL": "WARNING",
+    }
+
+
+@contextlib.contextmanager
+def postgres_database():
+    name = f"parley_perf_{uuid.uuid4().hex[:10]}"
+    with psycopg.connect(POSTGRES_ADMIN, autocommit=True) as connection:
+        connection.execute(f'CREATE DATABASE "{name}"')
+    try:
+        yield POSTGRES_ADMIN.rsplit("/", 1)[0] + f"/{name}"
+    finally:
+        with psycopg.connect(POSTGRES_ADMIN, autocommit=True) as connection:
+            connection.execute(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
+
+
+def flush_redis(url: str) -> None:
+    import redis
+
+    redis.Redis.from_url(url).flushdb()
+
+
+@contextlib.contextmanager
+def parley(model_url: str, *, webs: int = 1, workers: int = 0, database_url: str = "", **env):
+    """`webs` daphne processes (and `workers` workers) on one database; yields the servers."""
+    workdir = Path(tempfile.mkdtemp(prefix="parley-bench-"))
+    env = {**model_env(model_url), **env}
+    first = LiveServer(workdir, database_url=database_url, **env)
+    servers = [first] + [
+        LiveServer(workdir / f"web{i}", database_url=first.database_url, **env)
+        for i in range(1, webs)
+    ]
+    for server in servers[1:]:
+        server.log_path.parent.mkdir(exist_ok=True)
+    first.set_up_database()
+    running: list[subprocess.Popen] = []
+    try:
+        for server in servers:
+            server.start()
+        running = [first.start_worker() for _ in range(workers)]
+        yield servers
+    finally:
+        for process in running:
+            process.terminate()
+            process.wait(timeout=15)
+        for server in servers:
+            server.stop()

@@ -1,0 +1,200 @@
+"""Streaming in linear bytes: while a reply streams, open tabs get only its new text; the
+finished message is rendered once. Each test applies what a tab receives the way htmx does
+(out-of-band swaps by id) and checks what a person would read there."""
+
+import html as htmllib
+import re
+
+import pytest
+from channels.db import database_sync_to_async
+from channels.routing import URLRouter
+from channels.testing import WebsocketCommunicator
+
+from chat import turns
+from chat.models import AgentState, Conversation
+from chat.routing import websocket_urlpatterns
+from tests.factories import set_state
+
+pytestmark = pytest.mark.django_db(transaction=True)
+
+db = database_sync_to_async
+
+# The out-of-band fragments a push is made of, in document order (test texts contain no lists,
+# so a message's </li> is its own).
+FRAGMENT = re.compile(
+    r'<div hx-swap-oob="beforeend:#transcript">\s*'
+    r'<li id="message-(?P<new>\d+)"(?P<new_body>.*?)</li>\s*</div>'
+    r'|<li id="message-(?P<replaced>\d+)"(?P<replaced_body>[^>]*hx-swap-oob="true".*?)</li>'
+    r'|<div hx-swap-oob="beforeend:#draft-(?P<draft>\d+)">(?P<text>[^<]*)</div>'
+    r'|<input type="hidden" id="sync-cursor" value="(?P<cursor>\d+)"',
+    re.DOTALL,
+)
+
+
+class Tab:
+    """A conversation page as htmx leaves it after each push: its messages by id, and the
+    cursor it would sync from after a reconnect."""
+
+    def __init__(self, cursor: int = 0) -> None:
+        self.messages: dict[str, str] = {}
+        self.cursor = cursor
+        self.bytes = 0
+
+    def apply(self, html: str) -> None:
+        self.bytes += len(html.encode())
+        for fragment in FRAGMENT.finditer(html):
+            if fragment["new"]:
+                assert fragment["new"] not in self.messages, "a message was added twice"
+                self.messages[fragment["new"]] = fragment["new_body"]
+            elif fragment["replaced"]:
+                self.messages[fragment["replaced"]] = fragment["replaced_body"]
+            elif fragment["draft"]:
+                body = self.messages[fragment["draft"]]  # an append needs its draft there
+                opening = f'id="draft-{fragment["draft"]}">'
+                assert opening in body, "text appended to a message that is not a draft"
+                start = body.index(opening) + len(opening)
+                end = body.index("</div>", start)
+                self.messages[fragment["draft"]] = body[:end] + fragment["text"] + body[end:]
+            else:
+                self.cursor = int(fragment["cursor"])
+
+    def draft(self, message_id: int) -> str:
+        """The text shown in a streaming draft, as a person reads it."""
+        body = self.messages[str(message_id)]
+        found = re.search(rf'id="draft-{message_id}">([^<]*)</div>', body)
+        assert found, "the message is not shown as a draft"
+        return htmllib.unescape(found[1])
+
+    def text(self, message_id: int) -> str:
+        return htmllib.unescape(re.sub(r"<[^>]+>", "", self.messages[str(message_id)]))
+
+
+async def open_tab(user, conversation_id: int, tab: Tab) -> WebsocketCommunicator:
+    communicator = WebsocketCommunicator(
+        URLRouter(websocket_urlpatterns), f"/ws/conversations/{conversation_id}/"
+    )
+    communicator.scope["user"] = user
+    connected, _ = await communicator.connect()
+    assert connected
+    await communicator.send_json_to({"type": "sync", "after": tab.cursor})
+    return communicator
+
+
+async def receive(communicator: WebsocketCommunicator, tab: Tab) -> None:
+    tab.apply(await communicator.receive_from(timeout=5))
+
+
+async def start_turn(conversation) -> turns.Lease:
+    await db(set_state)(conversation.pk, AgentState.LLM_REQUESTING)
+    return (await db(turns.claim)(conversation.pk)).lease
+
+
+async def current_seq(conversation) -> int:
+    return (await db(Conversation.objects.get)(pk=conversation.pk)).seq
+
+
+async def draft_id(conversation) -> int:
+    return (await db(conversation.messages.get)(is_draft=True)).pk
+
+
+# Text that must arrive exactly as written: markup, entities, quotes, newlines, markdown.
+CHUNKS = ["Hello ", "<b>not bold</b> ", "& 'quotes' \"too\"\n", "**star** ", "the end."]
+
+
+async def test_a_streamed_reply_arrives_whole_and_once_in_an_open_tab(user, conversation):
+    lease = await start_turn(conversation)
+    tab = Tab(cursor=await current_seq(conversation))
+    communicator = await open_tab(user, conversation.pk, tab)
+    text = ""
+    for chunk in CHUNKS * 4:
+        text += chunk
+        await db(turns.stream_text)(lease, text)
+        await receive(communicator, tab)
+        assert tab.draft(await draft_id(conversation)) == text
+
+    message = await draft_id(conversation)
+    await db(turns.complete_step)(lease, text=text, tool_calls=[])
+    await receive(communicator, tab)
+    shown = tab.text(message)
+    assert shown.count("the end.") == 4  # once per repetition: nothing doubled
+    assert "<strong>star</strong>" in tab.messages[str(message)]  # markdown, once complete
+    assert f'id="draft-{message}"' not in tab.messages[str(message)]
+    assert list(tab.messages) == [str(message)]
+    assert await communicator.receive_nothing()
+    await communicator.disconnect()
+
+
+async def test_a_tab_that_connects_or_reconnects_mid_stream_catches_up_without_gaps_or_duplicates(
+    user, conversation
+):
+    lease = await start_turn(conversation)
+    early = Tab(cursor=await current_seq(conversation))
+    first = await open_tab(user, conversation.pk, early)
+    text = ""
+    for chunk in CHUNKS:
+        text += chunk
+        await db(turns.stream_text)(lease, text)
+        await receive(first, early)
+    message = await draft_id(conversation)
+
+    # A second tab opens mid-stream (from the page's cursor before the draft), and the first
+    # drops out and reconnects from the cursor its page has.
+    late = Tab(cursor=early.cursor - 1)
+    second = await open_tab(user, conversation.pk, late)
+    await receive(second, late)
+    assert late.draft(message) == text
+    await first.disconnect()
+    text += "while one tab was away. "
+    await db(turns.stream_text)(lease, text)
+    await receive(second, late)
+    first = await open_tab(user, conversation.pk, early)
+    await receive(first, early)
+    assert early.draft(message) == text
+
+    for chunk in CHUNKS:
+        text += chunk
+        await db(turns.stream_text)(lease, text)
+        for communicator, tab in ((first, early), (second, late)):
+            await receive(communicator, tab)
+            assert tab.draft(message) == text
+
+    await db(turns.complete_step)(lease, text=text, tool_calls=[])
+    for communicator, tab in ((first, early), (second, late)):
+        await receive(communicator, tab)
+        assert tab.text(message).count("while one tab was away.") == 1
+        assert tab.text(message).count("the end.") == 2
+        assert list(tab.messages) == [str(message)]
+        assert await communicator.receive_nothing()
+        await communicator.disconnect()
+
+
+async def test_a_stream_that_starts_over_replaces_the_draft(user, conversation):
+    """A retried model request streams from the start again, over the same draft."""
+    lease = await start_turn(conversation)
+    tab = Tab(cursor=await current_seq(conversation))
+    communicator = await open_tab(user, conversation.pk, tab)
+    await db(turns.stream_text)(lease, "A first attempt that fai")
+    await receive(communicator, tab)
+    await db(turns.stream_text)(lease, "Second")
+    await receive(communicator, tab)
+    assert tab.draft(await draft_id(conversation)) == "Second"
+    await communicator.disconnect()
+
+
+async def test_the_bytes_a_tab_receives_grow_linearly_with_a_long_reply(user, conversation):
+    lease = await start_turn(conversation)
+    tab = Tab(cursor=await current_seq(conversation))
+    communicator = await open_tab(user, conversation.pk, tab)
+    text = ""
+    # 100 characters a write: what a fast model streams in one flush interval (50 ms).
+    words = "a reply that a fast model streams, a hundred characters in each write to the draft "
+    for index in range(200):
+        text += f"{index:03d} {words}{words}"[:100]
+        await db(turns.stream_text)(lease, text)
+        await receive(communicator, tab)
+    await db(turns.complete_step)(lease, text=text, tool_calls=[])
+    await receive(communicator, tab)
+    assert len(text) == 20_000
+    # Re-sending the whole draft on every push, as before, came to about 200 times the text.
+    assert tab.bytes <= 3 * len(text), f"{tab.bytes / len(text):.1f} x the reply's length"
+    await communicator.disconnect()
