@@ -29,7 +29,7 @@ class Preferences(models.Model):
         _("questions expire after (seconds)"),
         null=True,
         blank=True,
-        help_text=_("Leave empty to use the server's setting."),
+        help_text=_("Leave empty to use the server's setting; 0 means never."),
     )
 
     class Meta:
