@@ -1,5 +1,6 @@
 """What a person does on Parley's pages, shared by the browser tests."""
 
+import time
 from pathlib import Path
 
 from playwright.sync_api import expect
@@ -39,3 +40,18 @@ def axe_violations(page) -> list[dict]:
         for v in result["violations"]
         if v["impact"] in ("serious", "critical")
     ]
+
+
+def watch_text(locator, until: str, timeout: float = 20.0) -> list[str]:
+    """Every distinct text the locator shows until it contains `until`."""
+    seen: list[str] = []
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if locator.count():
+            text = locator.inner_text()
+            if not seen or seen[-1] != text:
+                seen.append(text)
+            if until in text:
+                return seen
+        time.sleep(0.01)
+    raise AssertionError(f"never saw {until!r}; saw {seen[-3:]}")

@@ -90,6 +90,10 @@ def admin_page(browser, parley_server, operator):
     return page
 
 
+def row(page, conversation: int):
+    return page.locator(f"#result_list a[href*='/admin/chat/conversation/{conversation}/change/']")
+
+
 def listed(page) -> set[int]:
     links = page.locator("#result_list a[href*='/admin/chat/conversation/']")
     return {
@@ -142,12 +146,15 @@ def test_search_filter_and_export(browser, parley_server, operator, conversation
     # A word of the pending question, found in the message text (not the title or owner).
     page.get_by_role("textbox", name="Search").fill("want")
     page.get_by_role("button", name="Search").click()
-    assert waiting in listed(page) and idle not in listed(page)
+    expect(page).to_have_url(re.compile(r"\?q=want$"))  # the results page, not the one before
+    expect(row(page, waiting)).to_have_count(1)
+    assert idle not in listed(page)
 
     page.goto("/admin/chat/conversation/")
     page.locator("#changelist-filter").get_by_role("link", name="Yes").first.click()
-    expect(page.locator("#changelist-filter")).to_contain_text("waiting for an answer")
-    assert waiting in listed(page) and idle not in listed(page)
+    expect(page).to_have_url(re.compile(r"waiting=yes"))
+    expect(row(page, waiting)).to_have_count(1)
+    assert idle not in listed(page)
 
     page.locator(f"#result_list input[value='{waiting}']").check()
     page.get_by_role("combobox", name="Action:").select_option(

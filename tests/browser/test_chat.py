@@ -6,24 +6,9 @@ import time
 import pytest
 from playwright.sync_api import expect
 
-from tests.browser.pages import log_in, new_conversation, transcript_items
+from tests.browser.pages import log_in, new_conversation, transcript_items, watch_text
 
 FINAL_MARK = "two tools in one turn."
-
-
-def watch_text(locator, until: str, timeout: float = 15.0) -> list[str]:
-    """Every distinct text the locator shows until it contains `until`."""
-    seen: list[str] = []
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        if locator.count():
-            text = locator.inner_text()
-            if not seen or seen[-1] != text:
-                seen.append(text)
-            if until in text:
-                return seen
-        time.sleep(0.01)
-    raise AssertionError(f"never saw {until!r}; saw {seen[-3:]}")
 
 
 def test_log_in_chat_and_watch_the_reply_stream_into_two_tabs(context, page):
