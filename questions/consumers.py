@@ -50,6 +50,39 @@ class AttentionConsumer(SignedInConsumer):
     async def attention_changed(self, event: dict) -> None:
         await self.push()
 
+    async def questions_reminder(self, event: dict) -> None:
+        """One of the user's questions expires soon: the page notifies as for a new one."""
+        async with self.pushing:
+            if getattr(self, "signed_out", False):
+                return
+            try:
+                html = await database_sync_to_async(self.render_reminder)(event)
+            except SignedOut:
+                self.signed_out = True
+                await self.close(code=CLOSE_SIGNED_OUT)
+                return
+            if html:
+                await self.send(text_data=html)
+
+    def render_reminder(self, event: dict) -> str:
+        self.check_session()
+        question = next(
+            (
+                q
+                for q in pending_questions_for_user(user=self.user)
+                if (q.conversation_id, q.tool_call_id)
+                == (event["conversation_id"], event["tool_call_id"])
+            ),
+            None,
+        )
+        if question is None:  # answered since: nothing to remind of
+            return ""
+        with translation.override(self.language()):
+            context = live_context(self.user, [question], inbox=self.inbox)
+            return render_to_string(
+                "questions/live.html#reminder", {**context, "question": question}
+            )
+
     def wants_fragment(self, event: dict) -> bool:
         # The inbox shows every pending question's block; other pages have their own socket.
         return self.inbox

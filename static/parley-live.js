@@ -89,11 +89,11 @@
     if (target) { target.focus(); }
   }
 
-  function notify(now, question) {
+  function notify(now, question, title) {
     if (!now.notify || !("Notification" in window) || Notification.permission !== "granted") { return; }
     if (document.visibilityState !== "hidden" || !claim(question.key)) { return; }
     var live = channel();
-    var notification = new Notification(live ? live.getAttribute("data-notification-title") : "Parley", {
+    var notification = new Notification(title || (live ? live.getAttribute("data-notification-title") : "Parley"), {
       body: question.text,
       tag: "parley-question-" + question.key
     });
@@ -160,10 +160,23 @@
     }
   }
 
+  // A question expires soon: the same notification path, under its own title and key.
+  function applyReminder() {
+    var reminder = byId("live-reminder");
+    if (!reminder || !reminder.getAttribute("data-key") || reminder.hasAttribute("data-done")) { return; }
+    reminder.setAttribute("data-done", "");
+    notify(
+      { notify: reminder.getAttribute("data-notify") === "true" },
+      { key: reminder.getAttribute("data-key"), text: reminder.textContent.trim(), url: reminder.getAttribute("data-url") },
+      reminder.getAttribute("data-title")
+    );
+  }
+
   document.addEventListener("htmx:oobAfterSwap", function () {
     reconcileInbox();
     applyState();
     applySidebarTitle();
+    applyReminder();
   });
   // A list swapped in (the sidebar's search, a renamed row) shows the markers of now.
   document.addEventListener("htmx:afterSettle", function () {

@@ -2,6 +2,7 @@
 browser notifications, and the conversation sidebar (search, waiting markers)."""
 
 import re
+import time
 import uuid
 from pathlib import Path
 
@@ -320,5 +321,40 @@ def test_ticking_the_setting_asks_for_permission_and_says_when_it_is_refused(
         page.get_by_role("checkbox", name="Browser notifications").check()
         expect(page.get_by_role("alert")).to_contain_text("Your browser blocks notifications")
         assert page.evaluate("window.__asked") is True
+    finally:
+        context.close()
+
+
+def test_a_reminder_before_the_deadline_notifies_a_hidden_tab(browser, start_server):
+    """Reminders take the notification path too: with a deadline, a hidden tab is told once
+    when the question is asked and once more before it expires."""
+    server = start_server(QUESTION_EXPIRE_AFTER="8", PARLEY_SWEEP_SECONDS="0.3")
+    context = browser.new_context(base_url=server.url, locale="en-US")
+    try:
+        context.grant_permissions(["notifications"], origin=server.url)
+        context.add_init_script(RECORD_NOTIFICATIONS)
+        page = context.new_page()
+        log_in(page)
+        page.goto("/settings/")
+        page.get_by_role("checkbox", name="Browser notifications").check()
+        page.get_by_role("button", name="Save settings").click()
+        expect(page.get_by_role("status")).to_contain_text("Settings saved.")
+        background = background_tab(context)
+        page.goto("/")
+        ask_pizza(page)
+
+        # Polled with evaluate: this server's strict CSP refuses wait_for_function's eval.
+        deadline = time.monotonic() + 20
+        while background.evaluate("window.__notifications.length") < 2:
+            assert time.monotonic() < deadline, "no reminder within 20 s of asking"
+            background.wait_for_timeout(200)
+        shown = background.evaluate("window.__notifications.map(n => [n.title, n.body])")
+        assert shown == [
+            ["Parley is waiting for your answer", "Order a pizza: Pizza"],
+            ["A question expires soon", "Order a pizza: Pizza"],
+        ]
+        # The reminder came before the deadline: the question still waits.
+        question = page.get_by_role("group", name="Pizza")
+        expect(question.get_by_text("Expired", exact=True)).to_have_count(0)
     finally:
         context.close()

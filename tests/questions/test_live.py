@@ -4,6 +4,7 @@ import re
 
 import pytest
 from channels.db import database_sync_to_async
+from channels.layers import get_channel_layer
 from channels.routing import URLRouter
 from channels.testing import WebsocketCommunicator
 from django.contrib.auth.models import AnonymousUser
@@ -141,6 +142,36 @@ async def test_on_the_inbox_the_channel_pushes_every_pending_item(user, conversa
     assert inbox_keys(html) == [f"{conversation.pk}-q1"]
     assert 'role="group" aria-label="Pizza"' in html
     assert '<input type="hidden" name="from" value="inbox">' in html
+    await communicator.disconnect()
+
+
+async def test_a_reminder_is_pushed_for_a_pending_question_only(user, conversation, model):
+    communicator, _ = await connect_as(user)
+    await communicator.receive_from()
+    await db(ask)(user, conversation, model)
+    await communicator.receive_from()
+    reminder = {
+        "type": "questions.reminder",
+        "conversation_id": conversation.pk,
+        "tool_call_id": "q1",
+        "expires_at": "2026-11-26T09:00:00+00:00",
+    }
+    await get_channel_layer().group_send(events.user_group(user.pk), reminder)
+    html = await communicator.receive_from()
+    assert 'id="live-reminder"' in html and 'hx-swap-oob="true"' in html
+    assert f'data-key="reminder-{conversation.pk}-q1"' in html
+    assert 'data-title="A question expires soon"' in html
+    assert "First chat: Pizza" in html
+    # Answered since: nothing to remind of.
+    await db(questions.answer_question)(
+        user=user,
+        conversation_id=conversation.pk,
+        tool_call_id="q1",
+        answers=[questions.Answer(labels=["Funghi"])],
+    )
+    await communicator.receive_from()
+    await get_channel_layer().group_send(events.user_group(user.pk), reminder)
+    assert await communicator.receive_nothing(timeout=0.5)
     await communicator.disconnect()
 
 
