@@ -153,8 +153,9 @@ def test_the_terminal_client_without_a_terminal_numbers_the_choices(server, toke
     assert "  1) Olives" in result.stdout
     assert "Adding these toppings:\n\nOlives\nPeppers" in result.stdout
     # The answer is recorded as given through the terminal (the client says so in a header).
+    # The client carried on in the conversation it was last in: its last question is this one.
     latest = http.get("/conversations").json()[0]["id"]
-    [extra] = [
+    *_, extra = [
         block["extra"]
         for message in http.get(f"/conversations/{latest}").json()["messages"]
         for block in message["blocks"]
