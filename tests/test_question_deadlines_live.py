@@ -219,8 +219,16 @@ def test_a_receiver_that_fails_at_first_still_gets_every_event_once(tmp_path):
             assert body["data"]["url"].endswith(f"/c/{conversation_id}/#question-scripted-1-0")
         # The failures were retried under the same webhook-id: more requests than events.
         assert len(receiver.requests) == 2 + 3
-        rows = server.query("SELECT status, attempts FROM webhooks_delivery ORDER BY id")
-        assert [status for status, _ in rows] == ["delivered", "delivered"]
+        # A delivery is marked delivered just after its receiver answered: wait for that write.
+        rows = wait_for(
+            lambda: (
+                (r := server.query("SELECT status, attempts FROM webhooks_delivery ORDER BY id"))
+                and [status for status, _ in r] == ["delivered", "delivered"]
+                and r
+            ),
+            10,
+            "both deliveries marked delivered",
+        )
         assert sum(attempts for _, attempts in rows) == 5
     finally:
         worker.terminate()
