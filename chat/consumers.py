@@ -194,11 +194,11 @@ class ConversationConsumer(SignedInConsumer):
             if getattr(self, "signed_out", False):
                 return
             try:
-                # Any thread of the pool: pushes to several tabs render side by side, and
-                # never queue behind a turn's writes.
-                html, cursor, running = await database_sync_to_async(
-                    self.render_changes, thread_sensitive=False
-                )(self.sent_seq)
+                # On the one sync thread: a thread of the executor would keep a connection of
+                # the bounded pool for good (found exhausting it on PostgreSQL).
+                html, cursor, running = await database_sync_to_async(self.render_changes)(
+                    self.sent_seq
+                )
             except ConversationNotFound:
                 await self.close(code=CLOSE_NOT_FOUND)
                 return
