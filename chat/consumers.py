@@ -10,7 +10,9 @@ While the agent streams, a draft message already on the page gets only its new t
 append to the draft's text (escaped, never rendered as markdown), so the bytes sent grow with
 the reply's length, not its square. The finished message is rendered once, in full, when the
 step completes. What a tab has of each draft is known for this connection only: a new or
-reconnected socket gets each draft whole first, then its appends.
+reconnected socket gets each draft whole first, then its appends. The change's event carries
+the appended text (chat.transcript.stream_into_draft), so a tab that has every change before
+it forwards the text without reading the database; any other tab catches up the usual way.
 
 Sub-agents (chat.subagents) stream into their parent's page: each change of a child is also
 announced to the parent's group (`chat.subagent_changed`), and the consumer then pushes the
@@ -19,18 +21,21 @@ status and transcript of every child changed since the child cursor it last sent
 
 import asyncio
 import json
+import time
 
 from channels.db import database_sync_to_async
 from channels.generic.websocket import AsyncWebsocketConsumer
 from django.http import HttpRequest
 from django.template.loader import render_to_string
 from django.utils import translation
+from django.utils.html import format_html
 
 from chat import sessions
 from chat.errors import ConversationNotFound
 from chat.events import conversation_group, user_group
 from chat.selectors import conversation_for_user, transcript_changes
 from chat.subagents import changed_subagents
+from chat.transcript import draft_text
 
 # Close codes in the private range: the page does not reconnect after them.
 CLOSE_NOT_FOUND = 4404
@@ -38,19 +43,19 @@ CLOSE_SIGNED_OUT = 4401
 # While a turn runs, check again this long after each push, in case its last event was
 # dropped (channel layers drop messages to a full queue).
 RECHECK_SECONDS = 1.5
+# A push reads the session again first unless it was read this recently. `auth.changed` closes
+# the socket at once, and `watch_session` reads the session every AUTH_RECHECK_SECONDS, so
+# this only spares a streaming tab a session read for each of its many pushes a second.
+SESSION_FRESH_SECONDS = 0.5
 
 
 class SignedOut(Exception):
     pass
 
 
-def draft_text(message) -> str | None:
-    """A streaming draft's text (a draft is one text block while it streams), else None."""
-    blocks = message.blocks
-    if message.is_draft and len(blocks) == 1 and blocks[0].get("type") == "text":
-        text = blocks[0].get("text")
-        return text if isinstance(text, str) else None
-    return None
+def append_html(draft_id: int, text: str) -> str:
+    """The push that adds `text` (escaped) to the end of a streaming draft on the page."""
+    return format_html('<div hx-swap-oob="beforeend:#draft-{}">{}</div>', draft_id, text)
 
 
 class SignedInConsumer(AsyncWebsocketConsumer):
@@ -58,6 +63,8 @@ class SignedInConsumer(AsyncWebsocketConsumer):
     at once on `auth.changed` in the user's group, and at the latest after
     AUTH_RECHECK_SECONDS. Subclasses set `self.user`, `self.pushing` (held while sending) and
     `self.watch` (the task running `watch_session`)."""
+
+    session_read_at = float("-inf")  # time.monotonic() of the last read that found it good
 
     async def attention_changed(self, event: dict) -> None:
         """Meant for the user's live channel (questions.consumers); every socket in the
@@ -103,9 +110,16 @@ class SignedInConsumer(AsyncWebsocketConsumer):
     def session_still_valid(self) -> bool:
         # Without a session in the scope (tests that set the user themselves), the user is all
         # there is; config.asgi always puts the consumer behind AuthMiddlewareStack.
-        if "session" not in self.scope:
-            return True
-        return sessions.session_still_valid(self.session_key(), self.user.pk)
+        valid = "session" not in self.scope or sessions.session_still_valid(
+            self.session_key(), self.user.pk
+        )
+        if valid:
+            self.session_read_at = time.monotonic()
+        return valid
+
+    def session_fresh(self) -> bool:
+        """Whether the session was found good within the last SESSION_FRESH_SECONDS."""
+        return time.monotonic() - self.session_read_at < SESSION_FRESH_SECONDS
 
     async def sign_out(self) -> None:
         async with self.pushing:  # after a push in progress, and before any other
@@ -120,8 +134,9 @@ class SignedInConsumer(AsyncWebsocketConsumer):
 
     def check_session(self) -> None:
         """Raise SignedOut once the session no longer signs this user in (logout, password
-        change, deactivation): checked before every push, so nothing more is sent."""
-        if not self.session_still_valid():
+        change, deactivation): checked before every push (read again unless it was read in
+        the last SESSION_FRESH_SECONDS), so nothing more is sent."""
+        if not self.session_fresh() and not self.session_still_valid():
             raise SignedOut
 
     def language(self) -> str:
@@ -180,8 +195,32 @@ class ConversationConsumer(SignedInConsumer):
         return event["conversation_id"] == self.conversation_id
 
     async def chat_changed(self, event: dict) -> None:
-        if self.sent_seq is not None and event["seq"] > self.sent_seq:
-            await self.push_changes()
+        if self.sent_seq is None or event["seq"] <= self.sent_seq:
+            return
+        if "appended" in event and await self.push_appended(event["seq"], event["appended"]):
+            return
+        await self.push_changes(upto=event["seq"])
+
+    async def push_appended(self, seq: int, appended: dict) -> bool:
+        """Send text streamed into a draft as the event carries it, with no database read and
+        no template, when this tab has every change before it. False: push the usual way."""
+        draft_id = appended["message"]
+        async with self.pushing:
+            if getattr(self, "signed_out", False):
+                return True
+            sent = self.sent_drafts.get(draft_id)
+            if (
+                self.sent_seq != seq - 1
+                or sent is None
+                or len(sent) != appended["at"]
+                or not self.session_fresh()
+            ):
+                return False
+            self.sent_drafts[draft_id] = sent + appended["text"]
+            self.sent_seq = seq
+            await self.send(text_data=append_html(draft_id, appended["text"]))
+        self.recheck_later()
+        return True
 
     async def chat_subagent_changed(self, event: dict) -> None:
         if self.sent_seq is not None and event["seq"] > self.sent_subagents.get(
@@ -189,9 +228,13 @@ class ConversationConsumer(SignedInConsumer):
         ):
             await self.push_changes()
 
-    async def push_changes(self) -> None:
+    async def push_changes(self, upto: int | None = None) -> None:
+        """Push what changed after the tab's cursor (`upto`: the change that asks for it;
+        nothing to do if a push made while it waited for its turn covered it)."""
         async with self.pushing:
             if getattr(self, "signed_out", False):
+                return
+            if upto is not None and self.sent_seq is not None and upto <= self.sent_seq:
                 return
             try:
                 # On the one sync thread: a thread of the executor would keep a connection of
@@ -209,9 +252,12 @@ class ConversationConsumer(SignedInConsumer):
                 self.sent_seq = cursor
                 await self.send(text_data=html)
         if running:
-            if self.recheck is not None:
-                self.recheck.cancel()
-            self.recheck = asyncio.create_task(self.push_later())
+            self.recheck_later()
+
+    def recheck_later(self) -> None:
+        if self.recheck is not None:
+            self.recheck.cancel()
+        self.recheck = asyncio.create_task(self.push_later())
 
     async def push_later(self) -> None:
         await asyncio.sleep(RECHECK_SECONDS)
@@ -256,8 +302,8 @@ class ConversationConsumer(SignedInConsumer):
         self.sent_subagents.update({s.pk: s.conversation.seq for s in subagents})
         return html.strip(), changes.cursor, running
 
-    def split_appends(self, changed: list) -> tuple[list, list[tuple[int, str]]]:
-        """The changed messages to render whole, and (draft id, new text) for each draft
+    def split_appends(self, changed: list) -> tuple[list, list[str]]:
+        """The changed messages to render whole, and the append (append_html) for each draft
         whose text only grew since this tab got it. Remembers what the tab now has."""
         messages, appends = [], []
         for message in changed:
@@ -265,7 +311,7 @@ class ConversationConsumer(SignedInConsumer):
             sent = self.sent_drafts.get(message.pk)
             if text is not None and sent is not None and text.startswith(sent):
                 if len(text) > len(sent):
-                    appends.append((message.pk, text[len(sent) :]))
+                    appends.append(append_html(message.pk, text[len(sent) :]))
             else:
                 messages.append(message)
             if text is None:

@@ -79,8 +79,14 @@ def _send_to_group(group: str, event: dict) -> None:
         async_to_sync(layer.group_send)(group, event)
 
 
-def conversation_changed(conversation_id: int, seq: int) -> dict:
-    return {"type": "chat.changed", "conversation_id": conversation_id, "seq": seq}
+def conversation_changed(conversation_id: int, seq: int, *, appended: dict | None = None) -> dict:
+    """The conversation changed up to `seq`. `appended` ({"message": id, "at": offset,
+    "text": new text}) says the change is only text added to a streaming draft: a consumer that
+    has everything up to seq - 1, and that draft up to `at`, sends it on as it is."""
+    event = {"type": "chat.changed", "conversation_id": conversation_id, "seq": seq}
+    if appended is not None:
+        event["appended"] = appended
+    return event
 
 
 def subagent_changed(parent_id: int, child_id: int, seq: int) -> dict:

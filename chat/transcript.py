@@ -9,6 +9,7 @@ from django.utils import timezone
 from chat import events
 from chat.blocks import (
     Block,
+    TextBlock,
     ToolCallBlock,
     ToolResultBlock,
     dump_blocks,
@@ -27,14 +28,16 @@ def lock(conversation_id: int) -> Conversation:
         raise ConversationNotFound from None
 
 
-def save_conversation(conversation: Conversation) -> int:
+def save_conversation(conversation: Conversation, *, appended: dict | None = None) -> int:
     """Save the conversation as a change: advance its change cursor, save it, and push the
-    change after commit. Returns the new cursor."""
+    change after commit. Returns the new cursor. `appended`: the change is only text added to
+    a streaming draft (events.conversation_changed)."""
     conversation.seq += 1
     conversation.updated_at = timezone.now()
     conversation.save()
     events.send_conversation_event_on_commit(
-        conversation.pk, events.conversation_changed(conversation.pk, conversation.seq)
+        conversation.pk,
+        events.conversation_changed(conversation.pk, conversation.seq, appended=appended),
     )
     if conversation.parent_id is not None:
         # A sub-agent is watched through its parent's page and streams: tell them too. The
@@ -67,14 +70,40 @@ def append_message(
     return message
 
 
+def draft_text(message: Message) -> str | None:
+    """A streaming draft's text (a draft is one text block while it streams), else None."""
+    blocks = message.blocks
+    if message.is_draft and len(blocks) == 1 and blocks[0].get("type") == "text":
+        text = blocks[0].get("text")
+        return text if isinstance(text, str) else None
+    return None
+
+
+def stream_into_draft(conversation: Conversation, draft: Message, text: str) -> Message:
+    """The streaming draft's text is now `text`. When it only grew, the change's event carries
+    the new part, so open pages append it without reading the transcript again."""
+    before = draft_text(draft)
+    appended = None
+    if before is not None and len(text) > len(before) and text.startswith(before):
+        appended = {"message": draft.pk, "at": len(before), "text": text[len(before) :]}
+    return update_message(
+        conversation, draft, blocks=[TextBlock(text=text)], is_draft=True, appended=appended
+    )
+
+
 def update_message(
-    conversation: Conversation, message: Message, *, blocks: list[Block], is_draft: bool
+    conversation: Conversation,
+    message: Message,
+    *,
+    blocks: list[Block],
+    is_draft: bool,
+    appended: dict | None = None,
 ) -> Message:
     message.blocks = dump_blocks(blocks)
     message.search_text = searchable_text(blocks)
     message.is_draft = is_draft
     message.version += 1
-    message.seq = save_conversation(conversation)
+    message.seq = save_conversation(conversation, appended=appended)
     message.updated_at = conversation.updated_at
     message.save(
         update_fields=["blocks", "search_text", "is_draft", "version", "seq", "updated_at"]

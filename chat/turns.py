@@ -189,7 +189,7 @@ def stream_text(lease: Lease, text: str) -> None:
             conversation, role=Role.ASSISTANT, blocks=[TextBlock(text=text)], is_draft=True
         )
     else:
-        transcript.update_message(conversation, draft, blocks=[TextBlock(text=text)], is_draft=True)
+        transcript.stream_into_draft(conversation, draft, text)
 
 
 @transaction.atomic

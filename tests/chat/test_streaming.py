@@ -198,3 +198,73 @@ async def test_the_bytes_a_tab_receives_grow_linearly_with_a_long_reply(user, co
     # Re-sending the whole draft on every push, as before, came to about 200 times the text.
     assert tab.bytes <= 3 * len(text), f"{tab.bytes / len(text):.1f} x the reply's length"
     await communicator.disconnect()
+
+
+async def test_a_tab_that_missed_a_change_reads_it_instead_of_appending_past_it(
+    user, conversation, monkeypatch
+):
+    """The event of each streamed write carries its new text, and a tab that has every change
+    before it appends that text as it comes. A channel layer may drop an event: a tab that
+    missed one (here a rename during the stream) reads what it lacks instead."""
+    from chat import events, services
+
+    lease = await start_turn(conversation)
+    tab = Tab(cursor=await current_seq(conversation))
+    communicator = await open_tab(user, conversation.pk, tab)
+    text = "The first part. "
+    await db(turns.stream_text)(lease, text)
+    await receive(communicator, tab)
+
+    send = events.send_conversation_event_on_commit
+    monkeypatch.setattr(events, "send_conversation_event_on_commit", lambda *args: None)
+    await db(services.rename_conversation)(
+        user=user, conversation_id=conversation.pk, title="Renamed while streaming"
+    )
+    monkeypatch.setattr(events, "send_conversation_event_on_commit", send)
+    text += "And the part after it."
+    await db(turns.stream_text)(lease, text)
+    pushed = await communicator.receive_from(timeout=5)
+    tab.apply(pushed)
+    assert tab.draft(await draft_id(conversation)) == text
+    assert "Renamed while streaming" in pushed
+    await communicator.disconnect()
+
+
+async def test_streamed_text_stops_at_a_session_that_ended_even_if_its_event_was_lost(
+    user, conversation, monkeypatch
+):
+    """Appends skip the session read only while the last one is fresh: a session that ended
+    without its `auth.changed` event (a dropped event) gets no more text after that."""
+    import asyncio
+
+    from django.test import Client
+
+    from chat import consumers, events, sessions
+    from config.asgi import application
+
+    monkeypatch.setattr(sessions, "AUTH_RECHECK_SECONDS", 3600)  # no periodic re-read
+    client = Client()
+    await db(client.force_login)(user)
+    headers = [
+        (b"host", b"127.0.0.1:8000"),
+        (b"origin", b"http://127.0.0.1:8000"),
+        (b"cookie", f"sessionid={client.cookies['sessionid'].value}".encode()),
+    ]
+    lease = await start_turn(conversation)
+    tab = Tab(cursor=await current_seq(conversation))
+    communicator = WebsocketCommunicator(
+        application, f"/ws/conversations/{conversation.pk}/", headers=headers
+    )
+    assert (await communicator.connect())[0]
+    await communicator.send_json_to({"type": "sync", "after": tab.cursor})
+    await db(turns.stream_text)(lease, "Shown while signed in. ")
+    await receive(communicator, tab)
+
+    monkeypatch.setattr(events, "send_user_event_on_commit", lambda *args: None)
+    await db(client.logout)()
+    await asyncio.sleep(consumers.SESSION_FRESH_SECONDS)
+    await db(turns.stream_text)(lease, "Shown while signed in. Not after signing out.")
+    assert await communicator.receive_output(timeout=5) == {
+        "type": "websocket.close",
+        "code": 4401,
+    }
