@@ -100,6 +100,8 @@ class SignedInConsumer(AsyncWebsocketConsumer):
         session every AUTH_RECHECK_SECONDS."""
         while True:
             await asyncio.sleep(sessions.AUTH_RECHECK_SECONDS)
+            if self.session_fresh():
+                continue  # a push has just read it
             if not await self.session_valid():
                 await self.sign_out()
                 return

@@ -87,6 +87,17 @@ def start_step(lease: turns.Lease) -> list[HistoryMessage] | None:
     return build_history(lease.conversation_id)
 
 
+@transaction.atomic
+def claim_turn(conversation_id: int) -> tuple[turns.Claim | None, list[HistoryMessage] | None]:
+    """Claim the turn and, when its next step is a model request, start that step (count it,
+    read its history) in the same transaction: the request goes out after one commit. The
+    history is None when the claim started no step (the turn runs tools, or is at its limit)."""
+    claim = turns.claim(conversation_id, step_limit=settings.AGENT_MAX_STEPS)
+    if claim is None or not claim.step_started:
+        return claim, None
+    return claim, build_history(conversation_id)
+
+
 class StreamWriter:
     """Accumulates streamed text and writes it to the draft in batches."""
 
@@ -142,16 +153,21 @@ async def request_model(
 
 
 async def advance(
-    lease: turns.Lease, context: AgentContext, state: turns.TurnState | None = None
+    lease: turns.Lease,
+    context: AgentContext,
+    state: turns.TurnState | None = None,
+    history: list[HistoryMessage] | None = None,
 ) -> AgentState:
     """Run the turn's steps until it ends, pauses or fails; returns the state it left.
-    `state`: the turn's state as just read under this lease (read again if not given)."""
+    `state`: the turn's state as just read under this lease (read again if not given);
+    `history`: the model request it shows was already started (claim_turn)."""
     provider = get_provider()
     while True:
         if state is None:
             state = await db(turns.current)(lease)
         if state.state == AgentState.LLM_REQUESTING:
-            history = await db(start_step)(lease)
+            if history is None:
+                history = await db(start_step)(lease)
             if history is None:
                 await db(turns.fail)(lease, turns.STEP_LIMIT, retryable=False)
                 return AgentState.ERROR
@@ -163,7 +179,7 @@ async def advance(
             await db(turns.tools_done)(lease)
         else:
             return state.state
-        state = None
+        state = history = None
 
 
 async def run_tools(lease: turns.Lease, context: AgentContext) -> bool:
@@ -211,7 +227,7 @@ async def run_turn(conversation_id: int, *, is_subagent: bool = False) -> None:
 
 
 async def _run_turn(conversation_id: int, *, is_subagent: bool) -> None:
-    claim = await db(turns.claim)(conversation_id)
+    claim, history = await db(claim_turn)(conversation_id)
     if claim is None:
         return
     lease = claim.lease
@@ -235,7 +251,7 @@ async def _run_turn(conversation_id: int, *, is_subagent: bool) -> None:
     started = time.monotonic()
     outcome = "handed_back"
     try:
-        outcome = OUTCOMES[await advance(lease, context, claim.turn)]
+        outcome = OUTCOMES[await advance(lease, context, claim.turn, history)]
     except (turns.LeaseLost, ConversationNotFound):
         outcome = "stopped_or_taken_over"
     except asyncio.CancelledError:

@@ -76,6 +76,8 @@ class Claim:
     is_subagent: bool = False
     # The turn's state when it was claimed, so the runner starts without reading it again.
     turn: "TurnState | None" = None
+    # The claim also counted the turn's next model request (claim's `step_limit`).
+    step_started: bool = False
 
 
 @dataclass(frozen=True)
@@ -119,9 +121,11 @@ def stop_turn(conversation: Conversation) -> None:
 # --- The runner's side -------------------------------------------------------------------------
 
 
-@transaction.atomic
-def claim(conversation_id: int) -> Claim | None:
-    """Take the lease of a running turn that nobody holds (or whose holder stopped renewing)."""
+@transaction.atomic(savepoint=False)
+def claim(conversation_id: int, *, step_limit: int | None = None) -> Claim | None:
+    """Take the lease of a running turn that nobody holds (or whose holder stopped renewing).
+    With `step_limit`, a turn whose next step is a model request also has that request
+    counted here (as begin_step does), unless it already made `step_limit` of them."""
     now = timezone.now()
     claimable = Conversation.objects.filter(
         Q(lease_expires_at__isnull=True) | Q(lease_expires_at__lt=now),
@@ -135,12 +139,22 @@ def claim(conversation_id: int) -> Claim | None:
     conversation.lease_owner = RUNNER_ID
     conversation.lease_expires_at = now + lease_duration()
     conversation.lease_token += 1
-    conversation.save(update_fields=["lease_owner", "lease_expires_at", "lease_token"])
+    fields = ["lease_owner", "lease_expires_at", "lease_token"]
+    step_started = (
+        step_limit is not None
+        and conversation.agent_state == AgentState.LLM_REQUESTING
+        and conversation.turn_steps < step_limit
+    )
+    if step_started:
+        conversation.turn_steps += 1
+        fields.append("turn_steps")
+    conversation.save(update_fields=fields)
     return Claim(
         Lease(conversation_id, conversation.lease_token),
         taken_from,
         is_subagent=conversation.parent_id is not None,
         turn=TurnState(AgentState(conversation.agent_state), conversation.turn_steps),
+        step_started=step_started,
     )
 
 
@@ -171,18 +185,19 @@ def current(lease: Lease) -> TurnState:
 def begin_step(lease: Lease, *, limit: int | None = None) -> int | None:
     """Count a model request before it is sent. Returns the step number (1-based), or None
     (and counts nothing) when the turn already made `limit` requests."""
-    conversation = _held(lease, AgentState.LLM_REQUESTING)
+    conversation = _held(lease, AgentState.LLM_REQUESTING, saved_later=True)
     if limit is not None and conversation.turn_steps >= limit:
+        conversation.save(update_fields=["lease_expires_at"])
         return None
     conversation.turn_steps += 1
-    conversation.save(update_fields=["turn_steps"])
+    conversation.save(update_fields=["turn_steps", "lease_expires_at"])
     return conversation.turn_steps
 
 
 @transaction.atomic
 def stream_text(lease: Lease, text: str) -> None:
     """The model's text so far, shown in the turn's draft message."""
-    conversation = _held(lease, AgentState.LLM_REQUESTING)
+    conversation = _held(lease, AgentState.LLM_REQUESTING, saved_later=True)
     draft = _draft(conversation)
     if draft is None:
         transcript.append_message(
@@ -195,7 +210,7 @@ def stream_text(lease: Lease, text: str) -> None:
 @transaction.atomic
 def complete_step(lease: Lease, *, text: str, tool_calls: list[ToolCallBlock]) -> AgentState:
     """Store the model's whole answer; then run its tools, or end the turn."""
-    conversation = _held(lease, AgentState.LLM_REQUESTING)
+    conversation = _held(lease, AgentState.LLM_REQUESTING, saved_later=True)
     tool_calls = _with_unique_ids(conversation, tool_calls)
     blocks = ([TextBlock(text=text)] if text else []) + list(tool_calls)
     draft = _draft(conversation)
@@ -364,15 +379,18 @@ def stale_runs() -> list[int]:
 # --- Helpers (the caller holds the row lock) --------------------------------------------------
 
 
-def _held(lease: Lease, *states: AgentState) -> Conversation:
-    """Lock the conversation, check the lease is still this runner's, and extend it."""
+def _held(lease: Lease, *states: AgentState, saved_later: bool = False) -> Conversation:
+    """Lock the conversation, check the lease is still this runner's, and extend it.
+    `saved_later`: the caller saves the whole row in this transaction (every change does,
+    chat.transcript.save_conversation), which writes the extension with it."""
     conversation = transcript.lock(lease.conversation_id)
     if conversation.lease_token != lease.token or conversation.lease_owner != lease.owner:
         raise LeaseLost
     if states and conversation.agent_state not in states:
         raise LeaseLost
     conversation.lease_expires_at = timezone.now() + lease_duration()
-    conversation.save(update_fields=["lease_expires_at"])
+    if not saved_later:
+        conversation.save(update_fields=["lease_expires_at"])
     return conversation
 
 
