@@ -3,7 +3,8 @@ revocation close the user's open websockets and event streams.
 
 Django's own auth decides whether a session is still good (`django.contrib.auth.get_user`:
 the session's user, its session auth hash — which changes with the password — and an active
-account). Streams re-check on every push, at least every AUTH_RECHECK_SECONDS, and at once
+account). Streams re-check on every push (websockets reuse a read made in the last
+chat.consumers.SESSION_FRESH_SECONDS), at least every AUTH_RECHECK_SECONDS, and at once
 when their user's group (`user.<id>`) gets `auth.changed`, which is sent after commit when
 Django's auth reports a logout or the user row's password or activity changes (Django's auth
 emits these as signals, so this boundary listens to them) and when a token is revoked.
