@@ -31,6 +31,7 @@ from chat.tools import (
     ToolInput,
     ToolSpec,
     invalid_arguments,
+    json_schema,
 )
 
 db = database_sync_to_async
@@ -80,7 +81,7 @@ class SpawnAgentsInput(ToolInput):
 def specs(context: AgentContext) -> list[ToolSpec]:
     if context.is_subagent:
         return []
-    return [ToolSpec(TOOL_NAME, DESCRIPTION, SpawnAgentsInput.model_json_schema())]
+    return [ToolSpec(TOOL_NAME, DESCRIPTION, json_schema(SpawnAgentsInput))]
 
 
 def handles(name: str) -> bool:

@@ -5,6 +5,7 @@ tool, bad arguments, a failure inside) becomes an error result the model can rea
 """
 
 import ast
+import functools
 import json
 import math
 import operator
@@ -41,7 +42,14 @@ class Tool:
     run: Callable[[ToolInput, AgentContext], str]
 
     def json_schema(self) -> dict:
-        return self.input_model.model_json_schema()
+        return json_schema(self.input_model)
+
+
+@functools.cache
+def json_schema(model: type[BaseModel]) -> dict:
+    """A tool input's JSON schema for the model, made once per process: pydantic builds it
+    anew on every call (about 1 ms each), and every step offers every tool. Read only."""
+    return model.model_json_schema()
 
 
 @dataclass(frozen=True)

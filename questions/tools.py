@@ -2,7 +2,7 @@
 
 from django.conf import settings
 
-from chat.tools import AgentContext, ToolSpec
+from chat.tools import AgentContext, ToolSpec, json_schema
 from questions.schemas import (
     QUESTION_TOOL_NAMES,
     TOOL_ASK_USER_QUESTION,
@@ -65,6 +65,4 @@ def specs(context: AgentContext) -> list[ToolSpec]:
     """Sub-agents are never offered question tools."""
     if context.is_subagent:
         return []
-    return [
-        ToolSpec(name, DESCRIPTIONS[name], INPUTS[name].model_json_schema()) for name in enabled()
-    ]
+    return [ToolSpec(name, DESCRIPTIONS[name], json_schema(INPUTS[name])) for name in enabled()]
