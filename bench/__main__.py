@@ -19,6 +19,17 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 OUT = ROOT / "docs" / "bench"
 SECTIONS = ("browser", "server_side", "streaming", "load", "idle", "transcript")
+# bench/idle.py's kinds of connection: in the table, and (shorter) in the plot.
+IDLE_KINDS = (
+    ("websocket", "websocket (permessage-deflate)"),
+    ("websocket_plain", "websocket, uncompressed"),
+    ("sse", "event stream (SSE)"),
+)
+IDLE_LABELS = (
+    ("websocket", "websocket\n(deflate)"),
+    ("websocket_plain", "websocket\n(uncompressed)"),
+    ("sse", "event stream"),
+)
 
 
 def main(argv: list[str]) -> None:
@@ -85,11 +96,17 @@ def figures(r: dict) -> str:
             )
     if s := r.get("streaming"):
         for reply in s["replies"]:
+            wire = (
+                f"on the wire (permessage-deflate) {reply['wire_bytes']:,} B: "
+                f"**{reply['wire_ratio']}×**; "
+                if "wire_bytes" in reply  # results from before the wire was counted
+                else ""
+            )
             rows.append(
                 f"| websocket bytes for a {reply['chars']:,}-character reply "
-                f"({s['pace_words_per_second']} words/s) | {reply['bytes']:,} B in "
-                f"{reply['frames']} frames: **{reply['ratio']}×** | "
-                + ("≤ 2× |" if reply["chars"] == 50_000 else "– |")
+                f"({s['pace_words_per_second']} words/s) | {wire}payload {reply['bytes']:,} B "
+                f"in {reply['frames']} frames: {reply['ratio']}× | "
+                + ("≤ 2× on the wire |" if reply["chars"] == 50_000 else "– |")
             )
     if s := r.get("load"):
         for n, level in s.items():
@@ -102,7 +119,9 @@ def figures(r: dict) -> str:
                 + ("p95 ≤ 1 s, no errors |" if n == "30" else "– |")
             )
     if s := r.get("idle"):
-        for kind, label in (("websocket", "websocket"), ("sse", "event stream (SSE)")):
+        for kind, label in IDLE_KINDS:
+            if kind not in s:
+                continue
             k = s[kind]
             rows.append(
                 f"| idle {label}: memory each; RSS open → closed; Redis connections open → "
@@ -166,14 +185,23 @@ def plot(r: dict, path: Path) -> None:
             goal=15,
         )
     if s := r.get("streaming"):
-        bars(
-            axes[0][2],
-            [f"{x['chars'] // 1000}k chars" for x in s["replies"]],
-            [x["ratio"] for x in s["replies"]],
-            "Websocket bytes / reply length",
-            "×",
-            goal=2,
-        )
+        ax = axes[0][2]
+        replies = s["replies"]
+        at = range(len(replies))
+        for offset, key, label, color in (
+            (-0.2, "ratio", "payload", "#4c72b0"),
+            (0.2, "wire_ratio", "on the wire (deflate)", "#dd8452"),
+        ):
+            values = [x.get(key, 0) for x in replies]
+            ax.bar([i + offset for i in at], values, width=0.4, label=label, color=color)
+            for i, v in zip(at, values, strict=True):
+                ax.annotate(f"{v:g}", (i + offset, v), ha="center", va="bottom", fontsize=8)
+        ax.set_xticks(list(at), [f"{x['chars'] // 1000}k chars" for x in replies])
+        ax.axhline(2, color="grey", linestyle="--", linewidth=1)
+        ax.set_title("Websocket bytes / reply length", fontsize=10)
+        ax.set_ylabel("×")
+        ax.tick_params(axis="x", labelsize=8)
+        ax.legend(fontsize=8)
     if s := r.get("load"):
         ax = axes[1][0]
         levels = [v for v in s.values() if isinstance(v, dict)]
@@ -186,10 +214,11 @@ def plot(r: dict, path: Path) -> None:
         ax.set_ylabel("ms")
         ax.legend()
     if s := r.get("idle"):
+        shown = [(kind, label) for kind, label in IDLE_LABELS if kind in s]
         bars(
             axes[1][1],
-            ["websocket", "event stream"],
-            [s["websocket"]["kb_each"], s["sse"]["kb_each"]],
+            [label for _, label in shown],
+            [s[kind]["kb_each"] for kind, _ in shown],
             "Memory per idle connection",
             "KB",
             goal=50,

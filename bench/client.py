@@ -44,11 +44,14 @@ class Person:
         )
         response.raise_for_status()
 
-    async def socket(self, conversation_id: int, after: int = 0) -> "Tab":
+    async def socket(self, conversation_id: int, after: int = 0, *, deflate: bool = False) -> "Tab":
+        """A tab's websocket on the conversation, synced from `after`; with `deflate`, it
+        offers permessage-deflate as browsers do."""
         socket = await WebSocket.connect(
             self.url,
             f"/ws/conversations/{conversation_id}/",
             {"Origin": self.url, "Cookie": f"sessionid={self.session}"},
+            deflate=deflate,
         )
         socket.send(0x1, f'{{"type": "sync", "after": {after}}}'.encode())
         return Tab(socket)
@@ -68,6 +71,7 @@ class Tab:
         return "".join(self.socket.messages)
 
     def bytes_received(self) -> int:
+        """The messages' text, as the page gets it (decompressed)."""
         return sum(len(m.encode()) for m in self.socket.messages)
 
     async def wait_for(self, predicate, seconds: float = 30, start: int = 0) -> tuple[int, float]:

@@ -1,23 +1,32 @@
 """Idle connections: memory per idle websocket and per idle server-sent event stream, and
 whether memory and Redis connections are given back when they close.
 
-One web process with the Redis channel layer (SQLite). COUNT connections of each kind are
-opened on one conversation and left idle; the process's resident memory (VmRSS) and the
-Redis connections of the benchmark's Redis database are read before, while open, after they
-closed, and after a second burst (memory the allocator kept is reused, not grown again).
+A web process with the Redis channel layer (SQLite) for each kind of connection. COUNT
+connections are opened on one conversation and left idle; the process's resident memory
+(VmRSS) and the Redis connections of the benchmark's Redis database are read before, while
+open, after they closed, and after a second burst (memory the allocator kept is reused, not
+grown again).
+
+The websockets are a browser's: they offer permessage-deflate, and the conversation has a
+short exchange, so each socket's sync has its answer (the transcript) and the socket keeps
+the compressor that sent it and the decompressor of its sync. The same is measured without
+the offer ("websocket_plain"), for what compression costs.
 """
 
 import asyncio
 import contextlib
+import functools
 from pathlib import Path
 
 import httpx
 import redis
 
 from bench.client import Person
+from bench.model import reply_text
 from bench.servers import REDIS_DB, flush_redis, parley
 
 COUNT = 150
+EXCHANGE_CHARS = 1_000  # the reply that each socket's sync sends, with its question
 SETTLE_SECONDS = 2.0
 
 
@@ -36,9 +45,15 @@ def redis_connections(url: str) -> int:
         client.close()
 
 
-async def open_sockets(person: Person, conversation: int, count: int) -> list:
-    # Each handshake is complete when `socket` returns (the sync finds nothing to send).
-    return [await person.socket(conversation) for _ in range(count)]
+async def open_sockets(person: Person, conversation: int, count: int, deflate: bool) -> list:
+    """`count` tabs, each open once it has the answer to its sync."""
+    tabs = []
+    for _ in range(count):
+        tab = await person.socket(conversation, deflate=deflate)
+        tabs.append(tab)
+        assert bool(tab.socket.extensions) == deflate, tab.socket.extensions
+        await tab.wait_for(lambda message: True)
+    return tabs
 
 
 async def open_streams(person: Person, conversation: int, count: int) -> list:
@@ -74,18 +89,39 @@ async def close_streams(opened: list) -> None:
     await client.aclose()
 
 
+# Run in the server's environment (manage.py shell): a conversation of a question and a reply.
+EXCHANGE = """
+from django.contrib.auth.models import User
+from django.db import transaction
+from chat import services, transcript
+from chat.blocks import TextBlock
+from chat.models import Role
+conversation = services.create_conversation(owner=User.objects.get(username="demo"))
+with transaction.atomic():
+    locked = transcript.lock(conversation.pk)
+    transcript.append_message(locked, role=Role.USER, blocks=[TextBlock(text="A question?")])
+    transcript.append_message(locked, role=Role.ASSISTANT, blocks=[TextBlock(text={reply!r})])
+print(conversation.pk)
+"""
+
+
 async def measure(server, redis_url: str, kind: str) -> dict:
     pid = server.process.pid
     person = Person(server.url)
     await person.log_in()
-    conversation = await person.new_conversation()
-    opener = open_sockets if kind == "websocket" else open_streams
+    if kind == "sse":
+        conversation = await person.new_conversation()
+        opener = open_streams
+    else:
+        reply = reply_text(EXCHANGE_CHARS)
+        conversation = int(server.manage("shell", "-v", "0", "-c", EXCHANGE.format(reply=reply)))
+        opener = functools.partial(open_sockets, deflate=kind == "websocket")
 
     async def burst() -> tuple[int, int]:
         opened = await opener(person, conversation, COUNT)
         await asyncio.sleep(SETTLE_SECONDS)
         during = (rss_kb(pid), redis_connections(redis_url))
-        if kind == "websocket":
+        if kind != "sse":
             assert all(tab.socket.close_code is None for tab in opened), "a socket closed"
             for tab in opened:
                 await tab.close()
@@ -94,7 +130,7 @@ async def measure(server, redis_url: str, kind: str) -> dict:
         return during
 
     warm = await opener(person, conversation, 10)  # imports, pools, templates
-    if kind == "websocket":
+    if kind != "sse":
         for tab in warm:
             await tab.close()
     else:
@@ -122,10 +158,11 @@ def run(model_url: str) -> dict:
     redis_url = f"redis://127.0.0.1:6379/{REDIS_DB}"
     flush_redis(redis_url)
     results = {}
-    with parley(model_url, REDIS_URL=redis_url, PARLEY_MAX_STREAMS="0") as [server]:
-        for kind in ("websocket", "sse"):
+    for kind in ("websocket", "websocket_plain", "sse"):
+        # A process of its own for each: memory another kind freed would be reused.
+        with parley(model_url, REDIS_URL=redis_url, PARLEY_MAX_STREAMS="0") as [server]:
             results[kind] = asyncio.run(measure(server, redis_url, kind))
-    flush_redis(redis_url)
+        flush_redis(redis_url)
     return results
 
 

@@ -1,7 +1,11 @@
 """Streaming: the websocket bytes one tab receives for a reply of N characters, as a ratio to N.
 
 The model streams word by word at PACE words per second (a fast model's pace); the tab's
-bytes are counted from the first frame of the reply (its draft) to the end of the turn.
+bytes are counted from the first frame of the reply (its draft) to the end of the turn. The
+tab offers permessage-deflate as browsers do, and two figures are kept: the messages' text
+as the page gets it (payload), and the bytes read from the socket, frame headers included
+(wire: what the network carries, and the issue's figure). The reply is a short cycle of
+words (bench/model.py), which compresses far better than prose would.
 """
 
 import asyncio
@@ -22,7 +26,8 @@ def is_idle(server, conversation_id: int) -> bool:
 
 async def one_reply(server, person: Person, size: int) -> dict:
     conversation = await person.new_conversation()
-    tab = await person.socket(conversation)
+    tab = await person.socket(conversation, deflate=True)
+    assert tab.socket.extensions, "the server did not accept permessage-deflate"
     try:
         await asyncio.sleep(0.2)  # the sync's answer
         start = len(tab.socket.messages)
@@ -36,11 +41,15 @@ async def one_reply(server, person: Person, size: int) -> dict:
         frames = tab.socket.messages[start:]
         first = next(i for i, m in enumerate(frames) if reply_text(5) in m)
         received = sum(len(m.encode()) for m in frames[first:])
+        wire = sum(tab.socket.wire_sizes[start + first :])
         return {
             "chars": size,
             "bytes": received,
             "frames": len(frames) - first,
             "ratio": round(received / size, 2),
+            "wire_bytes": wire,
+            "wire_ratio": round(wire / size, 2),
+            "extensions": tab.socket.extensions,
         }
     finally:
         await tab.close()

@@ -7,12 +7,23 @@ nothing of turns running on its loop. This subclass starts the sweep as soon as 
 runs, and before the reactor shuts down it hands this process's turns back (chat.runner
 .shutdown) and closes server-sent event streams and `wait` calls (daphne cancels them).
 Every daphne option works as usual; the application defaults to config.asgi:application.
+
+Websockets speak permessage-deflate (RFC 7692) with a client that offers it, as browsers do.
+A streamed reply is many small pushes whose wrapper repeats, so with the compression context
+kept from one message to the next the bytes on the wire fall well below the text's own
+length (issue 11: at most 2x for a 50,000-character reply; bench/streaming.py). The cost is
+memory for as long as a socket is open: its compressor, from its first message on, and its
+decompressor of the client's messages. zlib's defaults take ~300 KB a socket; the small
+windows below take ~21 KB by zlib's reckoning, less of it resident (bench/idle.py measures an
+idle socket's whole cost, whose goal is 50 KB). A client's compressed message may inflate to
+CLIENT_MESSAGE_BYTES at most: past that, the socket is dropped before more is inflated.
 """
 
 import asyncio
 import os
 import sys
 
+from autobahn.websocket.compress import PerMessageDeflateOffer, PerMessageDeflateOfferAccept
 from daphne.cli import CommandLineInterface
 from daphne.server import Server
 
@@ -21,6 +32,35 @@ APPLICATION = "config.asgi:application"
 HANDOVER_SECONDS = 5.0
 # How long open requests get to answer by themselves before they are cancelled.
 DRAIN_SECONDS = 1.0
+
+# permessage-deflate: the server's window (2**WINDOW_BITS bytes of history; zlib's default
+# 15) and memory level (default 8), and the window the client is asked for (it only sends
+# syncs). Compressing takes 2**(WINDOW_BITS + 2) + 2**(MEM_LEVEL + 9) bytes plus ~6 KB,
+# decompressing 2**CLIENT_WINDOW_BITS plus ~7 KB (32 KB plus ~7 KB for a client that offers no
+# smaller window). 1 KB of history holds the last pushes of a streaming reply, which is what
+# repeats; a window twice as large would save ~8% of the bytes of a prose reply for ~4 KB more
+# a socket, too close to the goal of 50 KB an idle socket.
+WINDOW_BITS = 10
+MEM_LEVEL = 3
+CLIENT_WINDOW_BITS = 9
+# The most a client's compressed message may inflate to (a sync is ~40 bytes): autobahn
+# drops the socket of one that inflates further as soon as the bound is passed.
+CLIENT_MESSAGE_BYTES = 4096
+
+
+def accept_deflate(offers: list) -> PerMessageDeflateOfferAccept | None:
+    """autobahn's perMessageCompressionAccept: the client's first permessage-deflate offer,
+    with this server's bounds (a smaller window than a client asked for, if it did)."""
+    for offer in offers:
+        if isinstance(offer, PerMessageDeflateOffer):
+            return PerMessageDeflateOfferAccept(
+                offer,
+                request_max_window_bits=CLIENT_WINDOW_BITS if offer.accept_max_window_bits else 0,
+                window_bits=min(WINDOW_BITS, offer.request_max_window_bits or WINDOW_BITS),
+                mem_level=MEM_LEVEL,
+                max_message_size=CLIENT_MESSAGE_BYTES,
+            )
+    return None
 
 
 class ParleyServer(Server):
@@ -32,6 +72,16 @@ class ParleyServer(Server):
         def start():
             runner.start_in_this_loop()
 
+        def configure_websockets():
+            # daphne makes its websocket factory in run(), before the reactor starts. autobahn
+            # resets allowNullOrigin on every call that does not name it: keep daphne's (the
+            # application checks origins, and answers a refused one with a 403).
+            factory = self.ws_factory
+            factory.setProtocolOptions(
+                perMessageCompressionAccept=accept_deflate,
+                allowNullOrigin=factory.allowNullOrigin,
+            )
+
         def stop():
             return defer.Deferred.fromFuture(
                 asyncio.ensure_future(runner.shutdown(grace=HANDOVER_SECONDS))
@@ -40,6 +90,7 @@ class ParleyServer(Server):
         # Startup triggers fire before the asyncio loop under the reactor runs: start on its
         # first turn instead.
         reactor.callWhenRunning(reactor.callLater, 0, start)
+        reactor.callWhenRunning(configure_websockets)
         reactor.addSystemEventTrigger("before", "shutdown", stop)
         super().run()
 

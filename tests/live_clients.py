@@ -8,6 +8,7 @@ import json
 import os
 import re
 import time
+import zlib
 
 import httpx
 
@@ -20,20 +21,84 @@ class HandshakeRefused(Exception):
         self.status_line = status_line
 
 
+# What Chromium offers (RFC 7692): the server may ask for a smaller client window.
+DEFLATE_OFFER = "permessage-deflate; client_max_window_bits"
+# What a compressed message's deflate data lacks: the empty stored block of Z_SYNC_FLUSH.
+DEFLATE_TAIL = b"\x00\x00\xff\xff"
+
+
+def extension_params(header: str) -> dict[str, str | bool]:
+    """The parameters of a permessage-deflate response header, e.g.
+    {"client_max_window_bits": "10"} (a parameter without a value is True)."""
+    name, *params = (part.strip() for part in header.split(";"))
+    if name != "permessage-deflate":
+        raise ValueError(f"not permessage-deflate: {header!r}")
+    parsed: dict[str, str | bool] = {}
+    for param in params:
+        key, _, value = param.partition("=")
+        parsed[key.strip()] = value.strip().strip('"') or True
+    return parsed
+
+
+class Deflate:
+    """permessage-deflate (RFC 7692) as the handshake settled it, for one client socket:
+    raw deflate each way, the context kept across messages unless the other side said no."""
+
+    def __init__(self, header: str) -> None:
+        self.params = extension_params(header)
+        self.server_window = int(self.params.get("server_max_window_bits", 15))
+        self.client_window = int(self.params.get("client_max_window_bits", 15))
+        self.server_takeover = "server_no_context_takeover" not in self.params
+        self.client_takeover = "client_no_context_takeover" not in self.params
+        self.decompressor = zlib.decompressobj(-self.server_window)
+        self.compressor = zlib.compressobj(wbits=-self.client_window)
+
+    def decompress(self, payload: bytes) -> bytes:
+        if not self.server_takeover:
+            self.decompressor = zlib.decompressobj(-self.server_window)
+        return self.decompressor.decompress(payload + DEFLATE_TAIL)
+
+    def compress(self, payload: bytes) -> bytes:
+        if not self.client_takeover:
+            self.compressor = zlib.compressobj(wbits=-self.client_window)
+        data = self.compressor.compress(payload) + self.compressor.flush(zlib.Z_SYNC_FLUSH)
+        return data.removesuffix(DEFLATE_TAIL)
+
+
+def offered(deflate: bool | str) -> str:
+    """The Sec-WebSocket-Extensions offer for WebSocket.connect's `deflate`."""
+    return DEFLATE_OFFER if deflate is True else deflate or ""
+
+
 class WebSocket:
     """A minimal RFC 6455 client over asyncio streams (the suite has no websocket library):
-    keeps the text messages, answers pings, and records the close code."""
+    keeps the text messages, answers pings, and records the close code.
 
-    def __init__(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+    With `deflate`, it offers permessage-deflate as Chromium does (or the offer given);
+    `extensions` is what the server answered (None: not accepted), and then messages go both
+    ways compressed. `messages` are always the text as the application sent it; `wire_sizes`
+    are the bytes each message took on the socket (frame headers and payloads), `wire_bytes`
+    all frames' bytes."""
+
+    def __init__(
+        self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter, extensions: str | None
+    ) -> None:
         self.reader, self.writer = reader, writer
+        self.extensions = extensions
+        self.deflate = Deflate(extensions) if extensions else None
         self.messages: list[str] = []
         self.received_at: list[float] = []  # time.time() of each message
+        self.wire_sizes: list[int] = []  # bytes read for each message, frame headers included
+        self.wire_bytes = 0  # bytes read for all frames, control frames included
+        self.compressed: list[bool] = []  # whether each message came compressed (RSV1)
         self.close_code: int | None = None
         self.closed_at: float | None = None
         self.reading = asyncio.create_task(self.read())
 
     @classmethod
-    async def connect(cls, url: str, path: str, headers: dict[str, str]) -> "WebSocket":
+    async def connect(
+        cls, url: str, path: str, headers: dict[str, str], *, deflate: bool | str = False
+    ) -> "WebSocket":
         host, port = url.removeprefix("http://").split(":")
         reader, writer = await asyncio.open_connection(host, int(port))
         request = [
@@ -43,6 +108,7 @@ class WebSocket:
             "Connection: Upgrade",
             f"Sec-WebSocket-Key: {base64.b64encode(os.urandom(16)).decode()}",
             "Sec-WebSocket-Version: 13",
+            *([f"Sec-WebSocket-Extensions: {offer}"] if (offer := offered(deflate)) else []),
             *(f"{name}: {value}" for name, value in headers.items()),
         ]
         writer.write(("\r\n".join(request) + "\r\n\r\n").encode())
@@ -50,31 +116,63 @@ class WebSocket:
         if not response.startswith("HTTP/1.1 101"):
             writer.close()
             raise HandshakeRefused(response.splitlines()[0])
-        return cls(reader, writer)
+        extensions = None
+        for line in response.split("\r\n")[1:]:
+            name, _, value = line.partition(":")
+            if name.strip().lower() == "sec-websocket-extensions":
+                extensions = value.strip()
+        if extensions and not deflate:
+            writer.close()
+            raise AssertionError(f"the server chose an extension nobody offered: {extensions}")
+        return cls(reader, writer, extensions)
 
     def send(self, opcode: int, payload: bytes) -> None:
-        """One final frame; a client masks what it sends."""
+        """One final frame, compressed if permessage-deflate is on (control frames never)."""
+        if self.deflate is not None and opcode < 0x8:
+            self.send_frame(opcode, self.deflate.compress(payload), rsv1=True)
+        else:
+            self.send_frame(opcode, payload)
+
+    def send_frame(self, opcode: int, payload: bytes, *, rsv1: bool = False) -> None:
+        """One final frame of `payload` as is (RSV1 marks it compressed); a client masks
+        what it sends."""
         mask = os.urandom(4)
         length = len(payload)
+        first = 0x80 | (0x40 if rsv1 else 0) | opcode
         if length < 126:
-            head = bytes([0x80 | opcode, 0x80 | length])
+            head = bytes([first, 0x80 | length])
+        elif length < 1 << 16:
+            head = bytes([first, 0x80 | 126]) + length.to_bytes(2, "big")
         else:
-            head = bytes([0x80 | opcode, 0x80 | 126]) + length.to_bytes(2, "big")
+            head = bytes([first, 0x80 | 127]) + length.to_bytes(8, "big")
         masked = bytes(byte ^ mask[i % 4] for i, byte in enumerate(payload))
         self.writer.write(head + mask + masked)
 
     async def read(self) -> None:
         message = b""
+        compressed = False
+        wire = 0  # bytes of the message's frames so far
         try:
             while True:
                 first, second = await self.reader.readexactly(2)
+                size = 2
                 length = second & 0x7F
                 if length == 126:
                     length = int.from_bytes(await self.reader.readexactly(2), "big")
+                    size += 2
                 elif length == 127:
                     length = int.from_bytes(await self.reader.readexactly(8), "big")
+                    size += 8
                 payload = await self.reader.readexactly(length)  # a server does not mask
+                size += length
+                self.wire_bytes += size
                 opcode = first & 0x0F
+                if first & 0x40 and (self.deflate is None or opcode not in (0x1, 0x2)):
+                    # RSV1 without the extension, or on a frame that cannot carry it: a
+                    # browser fails the connection (1002, protocol error).
+                    self.close_code = 1002
+                    self.closed_at = time.time()
+                    return
                 if opcode == 0x8:  # close
                     self.close_code = int.from_bytes(payload[:2], "big") if payload else 1005
                     self.closed_at = time.time()
@@ -82,13 +180,25 @@ class WebSocket:
                 if opcode == 0x9:  # ping
                     self.send(0xA, payload)
                 elif opcode in (0x0, 0x1):  # continuation, text
+                    if opcode == 0x1:
+                        compressed = bool(first & 0x40)
                     message += payload
+                    wire += size
                     if first & 0x80:
+                        if compressed:
+                            try:
+                                message = self.deflate.decompress(message)
+                            except zlib.error:  # a browser fails the connection (1007)
+                                self.close_code = 1007
+                                self.closed_at = time.time()
+                                return
                         self.messages.append(message.decode())
                         self.received_at.append(time.time())
-                        message = b""
-        except asyncio.IncompleteReadError:
-            self.close_code = 1006  # gone without a close frame
+                        self.wire_sizes.append(wire)
+                        self.compressed.append(compressed)
+                        message, wire = b"", 0
+        except (asyncio.IncompleteReadError, ConnectionResetError):
+            self.close_code = 1006  # gone without a close frame (or dropped: reset)
             self.closed_at = time.time()
 
     async def close(self) -> None:

@@ -35,3 +35,32 @@ def test_a_reply_streams_whole_and_once_into_an_open_tab_and_one_opened_mid_stre
         assert shown.inner_text().count("w29") == 1
         assert shown.inner_text().count(END) == 1
         expect(transcript_items(tab)).to_have_count(2)
+
+
+def test_chromium_streams_over_permessage_deflate(context, page):
+    """Chromium offers permessage-deflate and config.serve accepts it with its small client
+    window: the handshake as the browser saw it (DevTools protocol), and a reply streamed
+    through the compressed socket."""
+    devtools = context.new_cdp_session(page)
+    devtools.send("Network.enable")
+    offers, answers = [], []
+
+    def extensions(headers: dict) -> str:
+        return next((v for k, v in headers.items() if k.lower() == "sec-websocket-extensions"), "")
+
+    devtools.on(
+        "Network.webSocketWillSendHandshakeRequest",
+        lambda event: offers.append(extensions(event["request"]["headers"])),
+    )
+    devtools.on(
+        "Network.webSocketHandshakeResponseReceived",
+        lambda event: answers.append(extensions(event["response"]["headers"])),
+    )
+    log_in(page)
+    new_conversation(page)
+    send(page, WORDS)
+    shown = page.locator(".message-assistant").last
+    expect(shown.locator("em")).to_have_text("time")
+    assert shown.inner_text().count("w29") == 1
+    assert offers and offers[-1].startswith("permessage-deflate"), offers
+    assert answers[-1] == "permessage-deflate; client_max_window_bits=9", answers
