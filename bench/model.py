@@ -8,6 +8,9 @@ request's last message:
 - a tool result (the user answered): the follow-up text `FOLLOW_UP`, then the turn ends.
 """
 
+import functools
+import importlib
+import inspect
 import itertools
 import json
 import re
@@ -21,16 +24,30 @@ OPTIONS = ("Alpha", "Beta")
 _ids = itertools.count(1)
 
 
+# Standard-library modules whose documentation is the replies' prose.
+PROSE_MODULES = ("collections", "functools", "itertools", "json", "os", "pathlib", "re", "string")
+
+
+@functools.cache
+def prose() -> str:
+    """English prose, as compressible as a model's reply (a repeated phrase would flatter the
+    websocket compression): the docstrings of some standard-library modules, one paragraph
+    each, with a heading and some bold markdown."""
+    paragraphs = []
+    for name in PROSE_MODULES:
+        module = importlib.import_module(name)
+        paragraphs.append(f"## {name}")
+        for attribute in sorted(vars(module)):
+            doc = inspect.getdoc(getattr(module, attribute))
+            if not attribute.startswith("_") and doc:
+                paragraphs.append(f"**{attribute}**: " + " ".join(doc.split()))
+    return "\n\n".join(dict.fromkeys(paragraphs))  # each docstring once
+
+
 def reply_text(length: int) -> str:
-    """Prose-like text of exactly `length` characters, with some markdown."""
-    words = ("lorem", "**ipsum**", "dolor", "sit", "amet,", "consectetur", "adipiscing", "elit.")
-    out, size = [], 0
-    for word in itertools.cycle(words):
-        if size >= length:
-            break
-        out.append(word + " ")
-        size += len(word) + 1
-    return "".join(out)[:length]
+    """Prose of exactly `length` characters (from its start; repeated if it is shorter)."""
+    text = prose()
+    return (text * (length // len(text) + 1))[:length]
 
 
 def words(text: str) -> list[str]:

@@ -4,8 +4,8 @@ The model streams word by word at PACE words per second (a fast model's pace); t
 bytes are counted from the first frame of the reply (its draft) to the end of the turn. The
 tab offers permessage-deflate as browsers do, and two figures are kept: the messages' text
 as the page gets it (payload), and the bytes read from the socket, frame headers included
-(wire: what the network carries, and the issue's figure). The reply is a short cycle of
-words (bench/model.py), which compresses far better than prose would.
+(wire: what the network carries, and the issue's figure). The reply is English prose
+(bench/model.py: standard-library docstrings), as compressible as a model's text.
 """
 
 import asyncio
@@ -39,7 +39,8 @@ async def one_reply(server, person: Person, size: int) -> dict:
             await asyncio.sleep(0.1)
         await asyncio.sleep(0.5)  # the last frames
         frames = tab.socket.messages[start:]
-        first = next(i for i, m in enumerate(frames) if reply_text(5) in m)
+        # The reply's first frame: its draft (made empty as the step starts), or its text.
+        first = next(i for i, m in enumerate(frames) if "is-draft" in m or reply_text(5) in m)
         received = sum(len(m.encode()) for m in frames[first:])
         wire = sum(tab.socket.wire_sizes[start + first :])
         return {

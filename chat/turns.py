@@ -149,6 +149,8 @@ def claim(conversation_id: int, *, step_limit: int | None = None) -> Claim | Non
         conversation.turn_steps += 1
         fields.append("turn_steps")
     conversation.save(update_fields=fields)
+    if step_started:
+        _open_draft(conversation)
     return Claim(
         Lease(conversation_id, conversation.lease_token),
         taken_from,
@@ -191,6 +193,7 @@ def begin_step(lease: Lease, *, limit: int | None = None) -> int | None:
         return None
     conversation.turn_steps += 1
     conversation.save(update_fields=["turn_steps", "lease_expires_at"])
+    _open_draft(conversation)
     return conversation.turn_steps
 
 
@@ -426,15 +429,31 @@ def _stop_subagents(conversation: Conversation) -> None:
         runner.cancel_local_on_commit(child.pk)
 
 
+def _open_draft(conversation: Conversation) -> None:
+    """The draft the step's reply streams into, made (empty) as the step starts: open pages
+    render it while the model request is on its way (an empty draft is not shown), so the
+    first text reaches them as a plain append (chat.transcript.stream_into_draft)."""
+    if _draft(conversation) is None:
+        transcript.append_message(
+            conversation, role=Role.ASSISTANT, blocks=[TextBlock(text="")], is_draft=True
+        )
+
+
 def _draft(conversation: Conversation) -> Message | None:
     return conversation.messages.filter(is_draft=True).order_by("-order").first()
 
 
 def _finalize_draft(conversation: Conversation) -> None:
+    """Keep what the turn's draft shows; a draft that never got any text (the turn stopped
+    or failed before the model's first word) goes, as it was never shown."""
     draft = _draft(conversation)
-    if draft is not None:
-        blocks = [b for b in parse_blocks(draft.blocks) if not isinstance(b, TextBlock) or b.text]
+    if draft is None:
+        return
+    blocks = [b for b in parse_blocks(draft.blocks) if not isinstance(b, TextBlock) or b.text]
+    if blocks:
         transcript.update_message(conversation, draft, blocks=blocks, is_draft=False)
+    else:
+        draft.delete()  # the last message (no other is added while a step requests)
 
 
 def _retire_retry(conversation: Conversation, *, superseded: bool = False) -> None:
