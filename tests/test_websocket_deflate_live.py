@@ -20,7 +20,7 @@ pytestmark = pytest.mark.live
 
 # What config.serve answers Chromium's offer: the client is asked for the smallest window
 # (its own window, config.serve.WINDOW_BITS, is not announced: a receiver takes any smaller).
-ACCEPTED = "permessage-deflate; client_max_window_bits=9"
+ACCEPTED = "permessage-deflate; client_no_context_takeover; client_max_window_bits=9"
 # Matches no rule of the demo script: the scripted agent echoes it, word by word.
 SAID = (
     "Tell me about seas and rivers and lakes, the long way round, with every bend of every "
@@ -113,14 +113,17 @@ def draft(socket: WebSocket) -> tuple[str, str]:
     ("offer", "answer"),
     [
         ("permessage-deflate; client_max_window_bits", ACCEPTED),  # Chromium, Safari
-        ("permessage-deflate", "permessage-deflate"),  # no smaller client window on offer
+        # No smaller client window on offer.
+        ("permessage-deflate", "permessage-deflate; client_no_context_takeover"),
         (
             "permessage-deflate; server_max_window_bits=9; client_max_window_bits",
-            "permessage-deflate; server_max_window_bits=9; client_max_window_bits=9",
+            "permessage-deflate; server_max_window_bits=9; client_no_context_takeover; "
+            "client_max_window_bits=9",
         ),
         (
             "permessage-deflate; server_no_context_takeover; client_max_window_bits",
-            "permessage-deflate; server_no_context_takeover; client_max_window_bits=9",
+            "permessage-deflate; server_no_context_takeover; client_no_context_takeover; "
+            "client_max_window_bits=9",
         ),
         ("x-webkit-deflate-frame", None),  # not an extension the server knows
     ],

@@ -63,4 +63,6 @@ def test_chromium_streams_over_permessage_deflate(context, page):
     expect(shown.locator("em")).to_have_text("time")
     assert shown.inner_text().count("w29") == 1
     assert offers and offers[-1].startswith("permessage-deflate"), offers
-    assert answers[-1] == "permessage-deflate; client_max_window_bits=9", answers
+    assert answers[-1] == (
+        "permessage-deflate; client_no_context_takeover; client_max_window_bits=9"
+    ), answers
