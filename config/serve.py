@@ -15,8 +15,9 @@ length (issue 11: at most 2x for a 50,000-character reply; bench/streaming.py). 
 memory for as long as a socket is open: its compressor, from its first message on (the
 client's messages are inflated each alone, and nothing of that is kept between them). zlib's
 defaults take ~300 KB a socket; the small window below takes ~12 KB by zlib's reckoning
-(bench/idle.py measures an idle socket's whole cost, whose goal is 50 KB). A client's compressed message may inflate to
-CLIENT_MESSAGE_BYTES at most: past that, the socket is dropped before more is inflated.
+(bench/idle.py measures an idle socket's whole cost, whose goal is 50 KB). A client's
+compressed message may inflate to CLIENT_MESSAGE_BYTES at most: past that, the socket is
+dropped before more is inflated.
 """
 
 import asyncio
