@@ -4,37 +4,16 @@ import asyncio
 import re
 import time
 
-import httpx
-
-from tests.live_clients import WebSocket, log_in
+from tests.live_clients import SignedIn, WebSocket
 
 ANSWER_FIELD = "q0"
 
 
-class Person:
-    """One signed-in browser session (cookies, CSRF token) of the demo user."""
+class Person(SignedIn):
+    """One signed-in browser session of the demo user, with a tab per open conversation."""
 
     def __init__(self, url: str) -> None:
-        self.url = url
-        self.http = httpx.AsyncClient(base_url=url, timeout=60)
-        self.session = ""
-
-    async def log_in(self) -> None:
-        self.session = await log_in(self.http)
-
-    def headers(self) -> dict[str, str]:
-        return {"X-CSRFToken": self.http.cookies["csrftoken"], "HX-Request": "true"}
-
-    async def new_conversation(self) -> int:
-        response = await self.http.post("/conversations/new/", headers=self.headers())
-        location = response.headers.get("HX-Redirect") or response.headers["location"]
-        return int(re.search(r"/c/(\d+)/", location)[1])
-
-    async def say(self, conversation_id: int, text: str) -> None:
-        response = await self.http.post(
-            f"/c/{conversation_id}/messages/", data={"text": text}, headers=self.headers()
-        )
-        response.raise_for_status()
+        super().__init__(url, timeout=60)
 
     async def answer(self, conversation_id: int, tool_call_id: str, label: str) -> None:
         response = await self.http.post(
@@ -47,17 +26,7 @@ class Person:
     async def socket(self, conversation_id: int, after: int = 0, *, deflate: bool = False) -> "Tab":
         """A tab's websocket on the conversation, synced from `after`; with `deflate`, it
         offers permessage-deflate as browsers do."""
-        socket = await WebSocket.connect(
-            self.url,
-            f"/ws/conversations/{conversation_id}/",
-            {"Origin": self.url, "Cookie": f"sessionid={self.session}"},
-            deflate=deflate,
-        )
-        socket.send(0x1, f'{{"type": "sync", "after": {after}}}'.encode())
-        return Tab(socket)
-
-    async def close(self) -> None:
-        await self.http.aclose()
+        return Tab(await self.open_socket(conversation_id, after=after, deflate=deflate))
 
 
 class Tab:

@@ -1,5 +1,6 @@
-"""Real clients for live tests: a minimal websocket client, the login form, and a reader of
-server-sent events (the suite has no websocket library)."""
+"""Real clients for live tests: a minimal websocket client, the login form, a signed-in
+person's page actions, and a reader of server-sent events (the suite has no websocket
+library)."""
 
 import asyncio
 import base64
@@ -9,6 +10,7 @@ import os
 import re
 import time
 import zlib
+from concurrent.futures import ThreadPoolExecutor
 
 import httpx
 
@@ -218,6 +220,71 @@ async def log_in(http: httpx.AsyncClient, username: str = "demo", password: str 
     )
     assert response.status_code == 302, response.text
     return http.cookies["sessionid"]
+
+
+def run(coroutine):
+    """Run `coroutine` to its end on a thread of its own: after the browser tests,
+    Playwright's loop is this thread's."""
+    with ThreadPoolExecutor(1) as thread:
+        return thread.submit(asyncio.run, coroutine).result()
+
+
+class SignedIn:
+    """A signed-in browser session (cookies, CSRF token) doing what the conversation page
+    does: new conversations, messages, and the conversation's websocket."""
+
+    def __init__(self, url: str, *, timeout: float = 30) -> None:
+        self.url = url
+        self.http = httpx.AsyncClient(base_url=url, timeout=timeout)
+        self.session = ""
+
+    async def __aenter__(self) -> "SignedIn":
+        await self.log_in()
+        return self
+
+    async def __aexit__(self, *exc) -> None:
+        await self.close()
+
+    async def log_in(self) -> None:
+        self.session = await log_in(self.http)
+
+    async def close(self) -> None:
+        await self.http.aclose()
+
+    def headers(self) -> dict[str, str]:
+        return {"X-CSRFToken": self.http.cookies["csrftoken"], "HX-Request": "true"}
+
+    async def new_conversation(self) -> int:
+        response = await self.http.post("/conversations/new/", headers=self.headers())
+        location = response.headers.get("HX-Redirect") or response.headers["location"]
+        return int(re.search(r"/c/(\d+)/", location)[1])
+
+    async def say(self, conversation_id: int, text: str) -> None:
+        response = await self.http.post(
+            f"/c/{conversation_id}/messages/", data={"text": text}, headers=self.headers()
+        )
+        response.raise_for_status()
+
+    async def open_socket(
+        self,
+        conversation_id: int,
+        *,
+        deflate: bool | str = False,
+        url: str = "",
+        after: int | None = 0,
+    ) -> "WebSocket":
+        """The conversation's websocket (through `url` if given), synced from `after` (None:
+        no sync); with `deflate`, it offers permessage-deflate (True: as browsers do)."""
+        url = url or self.url
+        socket = await WebSocket.connect(
+            url,
+            f"/ws/conversations/{conversation_id}/",
+            {"Origin": url, "Cookie": f"sessionid={self.session}"},
+            deflate=deflate,
+        )
+        if after is not None:
+            socket.send(0x1, json.dumps({"type": "sync", "after": after}).encode())
+        return socket
 
 
 async def read_stream(http: httpx.AsyncClient, url: str, headers: dict, events: list) -> None:

@@ -6,12 +6,18 @@ nothing more arrives once it closed. The websocket Origin is checked exactly."""
 import asyncio
 import re
 import time
-from concurrent.futures import ThreadPoolExecutor
 
 import httpx
 import pytest
 
-from tests.live_clients import EventStream, HandshakeRefused, WebSocket, eventually, log_in
+from tests.live_clients import (
+    EventStream,
+    HandshakeRefused,
+    WebSocket,
+    eventually,
+    log_in,
+    run,
+)
 from tests.live_server import LiveServer
 
 pytestmark = pytest.mark.live
@@ -26,12 +32,6 @@ def server(tmp_path_factory):
     server.start()
     yield server
     server.stop()
-
-
-def run(coroutine):
-    # A thread of its own: after the browser tests, Playwright's loop is this thread's.
-    with ThreadPoolExecutor(1) as thread:
-        return thread.submit(asyncio.run, coroutine).result()
 
 
 def change_user(server, username: str, statement: str) -> float:

@@ -8,12 +8,10 @@ import asyncio
 import json
 import re
 import zlib
-from concurrent.futures import ThreadPoolExecutor
 
-import httpx
 import pytest
 
-from tests.live_clients import DEFLATE_TAIL, WebSocket, eventually, log_in
+from tests.live_clients import DEFLATE_TAIL, SignedIn, WebSocket, eventually, run
 from tests.live_server import LiveServer, Nginx
 
 pytestmark = pytest.mark.live
@@ -35,57 +33,6 @@ def server(tmp_path_factory):
     server.start()
     yield server
     server.stop()
-
-
-def run(coroutine):
-    # A thread of its own: after the browser tests, Playwright's loop is this thread's.
-    with ThreadPoolExecutor(1) as thread:
-        return thread.submit(asyncio.run, coroutine).result()
-
-
-class Browser:
-    """The demo user signed in: conversations, messages and websockets, as the page does."""
-
-    def __init__(self, url: str) -> None:
-        self.url = url
-        self.http = httpx.AsyncClient(base_url=url, timeout=30)
-        self.session = ""
-
-    async def __aenter__(self) -> "Browser":
-        self.session = await log_in(self.http)
-        return self
-
-    async def __aexit__(self, *exc) -> None:
-        await self.http.aclose()
-
-    def headers(self) -> dict[str, str]:
-        return {"X-CSRFToken": self.http.cookies["csrftoken"], "HX-Request": "true"}
-
-    async def new_conversation(self) -> int:
-        response = await self.http.post("/conversations/new/", headers=self.headers())
-        location = response.headers.get("HX-Redirect") or response.headers["location"]
-        return int(re.search(r"/c/(\d+)/", location)[1])
-
-    async def say(self, conversation: int, text: str) -> None:
-        response = await self.http.post(
-            f"/c/{conversation}/messages/", data={"text": text}, headers=self.headers()
-        )
-        response.raise_for_status()
-
-    async def socket(
-        self, conversation: int, *, deflate: bool | str, url: str = "", after: int | None = 0
-    ) -> WebSocket:
-        """A socket on the conversation (through `url` if given), synced from `after`."""
-        url = url or self.url
-        socket = await WebSocket.connect(
-            url,
-            f"/ws/conversations/{conversation}/",
-            {"Origin": url, "Cookie": f"sessionid={self.session}"},
-            deflate=deflate,
-        )
-        if after is not None:
-            socket.send(0x1, json.dumps({"type": "sync", "after": after}).encode())
-        return socket
 
 
 def final_render(socket: WebSocket, message_id: str) -> str:
@@ -130,11 +77,11 @@ def draft(socket: WebSocket) -> tuple[str, str]:
 )
 def test_the_handshake_settles_the_offer(server, offer, answer):
     async def scenario():
-        async with Browser(server.url) as browser:
+        async with SignedIn(server.url) as browser:
             conversation = await browser.new_conversation()
             await browser.say(conversation, SAID)
             await eventually(lambda: idle(server, conversation), 30, "the reply")
-            socket = await browser.socket(conversation, deflate=offer)
+            socket = await browser.open_socket(conversation, deflate=offer)
             try:
                 assert socket.extensions == answer
                 await eventually(lambda: socket.messages, 10, "the sync's answer")
@@ -154,10 +101,10 @@ def idle(server, conversation: int) -> bool:
 
 def test_pushes_inflate_to_what_an_uncompressed_socket_gets(server):
     async def scenario():
-        async with Browser(server.url) as browser:
+        async with SignedIn(server.url) as browser:
             conversation = await browser.new_conversation()
-            deflated = await browser.socket(conversation, deflate=True)
-            plain = await browser.socket(conversation, deflate=False)
+            deflated = await browser.open_socket(conversation, deflate=True)
+            plain = await browser.open_socket(conversation, deflate=False)
             try:
                 assert deflated.extensions == ACCEPTED
                 assert plain.extensions is None
@@ -192,8 +139,8 @@ def test_pushes_inflate_to_what_an_uncompressed_socket_gets(server):
                 assert "as slowly as you like" in finished
 
                 # A catch-up from the start is one push, the same either way.
-                late = await browser.socket(conversation, deflate=True)
-                late_plain = await browser.socket(conversation, deflate=False)
+                late = await browser.open_socket(conversation, deflate=True)
+                late_plain = await browser.open_socket(conversation, deflate=False)
                 await eventually(lambda: late.messages and late_plain.messages, 10, "catch-ups")
                 assert late.messages[0] == late_plain.messages[0]
                 assert late.compressed == [True]
@@ -208,10 +155,10 @@ def test_pushes_inflate_to_what_an_uncompressed_socket_gets(server):
 
 def test_a_message_that_inflates_too_far_closes_that_socket_only(server):
     async def scenario():
-        async with Browser(server.url) as browser:
+        async with SignedIn(server.url) as browser:
             conversation = await browser.new_conversation()
-            bystander = await browser.socket(conversation, deflate=True)
-            socket = await browser.socket(conversation, deflate=True, after=None)
+            bystander = await browser.open_socket(conversation, deflate=True)
+            socket = await browser.open_socket(conversation, deflate=True, after=None)
             try:
                 # A sync padded to 200 KB deflates to ~200 bytes: within daphne's bound of any
                 # message (1 MB), past config.serve's of an inflated one (4 KB).
@@ -245,11 +192,11 @@ def test_nginx_passes_the_offer_and_its_answer(server, tmp_path):
     nginx.start()
 
     async def scenario():
-        async with Browser(server.url) as browser:
+        async with SignedIn(server.url) as browser:
             conversation = await browser.new_conversation()
             await browser.say(conversation, SAID)
             await eventually(lambda: idle(server, conversation), 30, "the reply")
-            socket = await browser.socket(conversation, deflate=True, url=nginx.url)
+            socket = await browser.open_socket(conversation, deflate=True, url=nginx.url)
             try:
                 assert socket.extensions == ACCEPTED
                 await eventually(lambda: socket.messages, 10, "the sync's answer")
