@@ -5,7 +5,9 @@
   processes, any number of them, on any machine.
 
 Either way a turn is dispatched after the commit that created it, and its runner must first
-claim the turn's lease (chat.turns.claim), so a duplicate dispatch is harmless. Channel layers
+claim the turn's lease (chat.turns.claim), so a duplicate dispatch is harmless. A process that
+runs its turns itself takes the lease in that very commit instead (chat.turns._set_running)
+and starts the turn's task with it (run_claimed_on_commit). Channel layers
 deliver at most once and processes die, so every server and worker process also sweeps, every
 PARLEY_SWEEP_SECONDS, for running turns whose lease has lapsed and dispatches them again.
 
@@ -21,6 +23,7 @@ import contextvars
 import logging
 from collections.abc import Callable
 from functools import partial
+from typing import TYPE_CHECKING
 
 from asgiref.sync import async_to_sync
 from channels.consumer import AsyncConsumer
@@ -29,11 +32,16 @@ from channels.layers import get_channel_layer
 from django.conf import settings
 from django.db import transaction
 
+if TYPE_CHECKING:
+    from chat.turns import Claim
+
 logger = logging.getLogger("parley.runner")
 
 _loop: asyncio.AbstractEventLoop | None = None  # the serving process's event loop
 _tasks: dict[int, asyncio.Task] = {}
-_again: set[int] = set()  # dispatched while this process's task was still finishing
+# Dispatched while this process's task was still finishing: run again after it, with the
+# lease already taken for it, if any (run_claimed_on_commit).
+_again: dict[int, "Claim | None"] = {}
 _sweeper: asyncio.Task | None = None
 _jobs: list[Callable[[], None]] = []  # every_sweep
 _jobs_task: asyncio.Task | None = None
@@ -44,6 +52,25 @@ _stopping = False  # shutting down: no new turns start here
 def dispatch_on_commit(conversation_id: int) -> None:
     # robust: a dispatch that fails is logged; the sweep dispatches the turn again.
     transaction.on_commit(partial(dispatch, conversation_id), robust=True)
+
+
+def runs_turns_here() -> bool:
+    """Whether this process runs its turns itself (a server without Redis, not stopping): a
+    transaction that starts a turn may then take its lease for this process's runner
+    (chat.turns._set_running) and have it run on commit (run_claimed_on_commit)."""
+    return _loop is not None and not settings.REDIS_URL and not _stopping
+
+
+def run_claimed_on_commit(claim: "Claim") -> None:
+    """After commit, run the turn whose lease this transaction took for this process, with
+    its first request's history read now, in the transaction (chat.runtime.with_history)."""
+    from chat.runtime import with_history
+
+    claim = with_history(claim)
+    conversation_id = claim.lease.conversation_id
+    transaction.on_commit(
+        partial(_loop.call_soon_threadsafe, partial(spawn, conversation_id, claim)), robust=True
+    )
 
 
 def cancel_local_on_commit(conversation_id: int) -> None:
@@ -71,21 +98,28 @@ async def _send_to_workers(conversation_id: int) -> None:
     )
 
 
-def spawn(conversation_id: int) -> None:
-    """Start the turn as a task on this loop, unless this process already runs it."""
-    from chat.runtime import run_turn
+def spawn(conversation_id: int, claim: "Claim | None" = None) -> None:
+    """Start the turn as a task on this loop, unless this process already runs it. `claim`:
+    the lease this process already took for it (run_claimed_on_commit); else the task
+    claims the turn itself."""
+    from chat.runtime import hand_back, run_turn
 
-    if _stopping:
-        return  # the sweep of another process (or a worker after this one) will take it
     if conversation_id in _tasks:
-        # The running task may be past its last check: run once more when it is done.
-        _again.add(conversation_id)
+        # The running task may be past its last check: run once more when it is done (with
+        # the newest lease taken for it, if any).
+        _again[conversation_id] = claim or _again.get(conversation_id)
         return
+    if _stopping:
+        # The sweep of another process (or a worker after this one) will take it; a lease
+        # taken for this process is given back so that it need not lapse first.
+        if claim is None:
+            return
+        work = hand_back(claim)
+    else:
+        work = run_turn(conversation_id, claim=claim)
     # A fresh context: the turn must not inherit a request's asgiref executor, which is gone
     # once the response is sent.
-    task = asyncio.get_running_loop().create_task(
-        run_turn(conversation_id), context=contextvars.Context()
-    )
+    task = asyncio.get_running_loop().create_task(work, context=contextvars.Context())
     _tasks[conversation_id] = task
     task.add_done_callback(lambda _: _finished(conversation_id))
 
@@ -93,8 +127,7 @@ def spawn(conversation_id: int) -> None:
 def _finished(conversation_id: int) -> None:
     _tasks.pop(conversation_id, None)
     if conversation_id in _again:
-        _again.discard(conversation_id)
-        spawn(conversation_id)
+        spawn(conversation_id, _again.pop(conversation_id))
 
 
 def _cancel(conversation_id: int) -> None:

@@ -8,6 +8,7 @@ the model's draft is streamed again, and each tool call gets exactly one stored 
 
 import asyncio
 import contextlib
+import dataclasses
 import logging
 import time
 
@@ -88,14 +89,19 @@ def start_step(lease: turns.Lease) -> list[HistoryMessage] | None:
 
 
 @transaction.atomic
-def claim_turn(conversation_id: int) -> tuple[turns.Claim | None, list[HistoryMessage] | None]:
+def claim_turn(conversation_id: int) -> turns.Claim | None:
     """Claim the turn and, when its next step is a model request, start that step (count it,
-    read its history) in the same transaction: the request goes out after one commit. The
-    history is None when the claim started no step (the turn runs tools, or is at its limit)."""
+    read its history) in the same transaction: the request goes out after one commit."""
     claim = turns.claim(conversation_id, step_limit=settings.AGENT_MAX_STEPS)
-    if claim is None or not claim.step_started:
-        return claim, None
-    return claim, build_history(conversation_id)
+    return None if claim is None else with_history(claim)
+
+
+def with_history(claim: turns.Claim) -> turns.Claim:
+    """The claim with the history of the model request it started, if it started one (read
+    in the claim's transaction)."""
+    if not claim.step_started:
+        return claim
+    return dataclasses.replace(claim, history=build_history(claim.lease.conversation_id))
 
 
 class StreamWriter:
@@ -214,8 +220,12 @@ async def _heartbeat(lease: turns.Lease, task: asyncio.Task) -> None:
             logger.exception("could not renew the lease of conversation %s", lease.conversation_id)
 
 
-async def run_turn(conversation_id: int, *, is_subagent: bool = False) -> None:
+async def run_turn(
+    conversation_id: int, *, claim: turns.Claim | None = None, is_subagent: bool = False
+) -> None:
     """Claim the conversation's running turn, if nobody holds it, and drive it to its end.
+    `claim`: the lease the transaction that started the turn already took for this process
+    (chat.turns._set_running); the turn then starts at once, with no claim of its own.
 
     Logs one line when the turn is claimed (or taken over from a runner that stopped renewing)
     and one when this runner lets go of it: paused, finished, failed, stopped or handed back.
@@ -223,13 +233,21 @@ async def run_turn(conversation_id: int, *, is_subagent: bool = False) -> None:
     # The turn's database calls get a thread of their own (as each HTTP request does), so
     # turns and websocket pushes in this process do not queue behind each other on one.
     async with ThreadSensitiveContext():
-        await _run_turn(conversation_id, is_subagent=is_subagent)
+        await _run_turn(conversation_id, claim, is_subagent=is_subagent)
 
 
-async def _run_turn(conversation_id: int, *, is_subagent: bool) -> None:
-    claim, history = await db(claim_turn)(conversation_id)
+async def hand_back(claim: turns.Claim) -> None:
+    """Give back a lease taken for this process that it will not run (it is stopping), so
+    another process's sweep takes the turn without waiting for the lease to lapse."""
+    with contextlib.suppress(ConversationNotFound):
+        await db(turns.release)(claim.lease)
+
+
+async def _run_turn(conversation_id: int, claim: turns.Claim | None, *, is_subagent: bool) -> None:
     if claim is None:
-        return
+        claim = await db(claim_turn)(conversation_id)
+        if claim is None:
+            return
     lease = claim.lease
     log = {"conversation": conversation_id, "runner": lease.owner}
     if claim.taken_from:
@@ -251,7 +269,7 @@ async def _run_turn(conversation_id: int, *, is_subagent: bool) -> None:
     started = time.monotonic()
     outcome = "handed_back"
     try:
-        outcome = OUTCOMES[await advance(lease, context, claim.turn, history)]
+        outcome = OUTCOMES[await advance(lease, context, claim.turn, claim.history)]
     except (turns.LeaseLost, ConversationNotFound):
         outcome = "stopped_or_taken_over"
     except asyncio.CancelledError:

@@ -78,6 +78,9 @@ class Claim:
     turn: "TurnState | None" = None
     # The claim also counted the turn's next model request (claim's `step_limit`).
     step_started: bool = False
+    # That request's history (chat.runtime.HistoryMessage list), read in the claim's
+    # transaction (chat.runtime.with_history), so the runner sends it without a read first.
+    history: list | None = None
 
 
 @dataclass(frozen=True)
@@ -94,16 +97,13 @@ def lease_duration() -> timedelta:
 
 
 def begin_turn(conversation: Conversation, *, retrying: bool = False) -> None:
-    """idle/error -> llm_requesting, and dispatch a runner after commit. A retry takes the
-    failed attempt's place: its error card goes, and a new one comes only if it fails again."""
+    """idle/error -> llm_requesting, with a runner after commit (`_set_running`). A retry takes
+    the failed attempt's place: its error card goes, and a new one comes only if it fails
+    again."""
     _retire_retry(conversation, superseded=retrying)
-    conversation.agent_state = AgentState.LLM_REQUESTING
     conversation.turn_steps = 0
     conversation.turn_pauses = 0
-    conversation.lease_owner = ""
-    conversation.lease_expires_at = None
-    transcript.save_conversation(conversation)
-    runner.dispatch_on_commit(conversation.pk)
+    _set_running(conversation, AgentState.LLM_REQUESTING)
 
 
 def stop_turn(conversation: Conversation) -> None:
@@ -126,38 +126,19 @@ def claim(conversation_id: int, *, step_limit: int | None = None) -> Claim | Non
     """Take the lease of a running turn that nobody holds (or whose holder stopped renewing).
     With `step_limit`, a turn whose next step is a model request also has that request
     counted here (as begin_step does), unless it already made `step_limit` of them."""
-    now = timezone.now()
     claimable = Conversation.objects.filter(
-        Q(lease_expires_at__isnull=True) | Q(lease_expires_at__lt=now),
+        Q(lease_expires_at__isnull=True) | Q(lease_expires_at__lt=timezone.now()),
         pk=conversation_id,
         agent_state__in=RUNNING_STATES,
     ).select_for_update(of=("self",))
     conversation = claimable.first()
     if conversation is None:
         return None
-    taken_from = conversation.lease_owner
-    conversation.lease_owner = RUNNER_ID
-    conversation.lease_expires_at = now + lease_duration()
-    conversation.lease_token += 1
-    fields = ["lease_owner", "lease_expires_at", "lease_token"]
-    step_started = (
-        step_limit is not None
-        and conversation.agent_state == AgentState.LLM_REQUESTING
-        and conversation.turn_steps < step_limit
-    )
-    if step_started:
-        conversation.turn_steps += 1
-        fields.append("turn_steps")
-    conversation.save(update_fields=fields)
-    if step_started:
+    claim = _take_lease(conversation, step_limit=step_limit)
+    conversation.save(update_fields=_LEASE_FIELDS)
+    if claim.step_started:
         _open_draft(conversation)
-    return Claim(
-        Lease(conversation_id, conversation.lease_token),
-        taken_from,
-        is_subagent=conversation.parent_id is not None,
-        turn=TurnState(AgentState(conversation.agent_state), conversation.turn_steps),
-        step_started=step_started,
-    )
+    return claim
 
 
 @transaction.atomic
@@ -345,15 +326,11 @@ def resume(conversation: Conversation, *, result: ToolResultBlock) -> None:
     transcript.append_message(conversation, role=Role.TOOL, blocks=[result])
     # The user is back in the loop: the step budget starts again (the pause budget not).
     conversation.turn_steps = 0
-    conversation.lease_owner = ""
-    conversation.lease_expires_at = None
-    if _open_tool_calls(conversation):
-        conversation.agent_state = AgentState.TOOL_EXECUTING
-    else:
-        conversation.agent_state = AgentState.LLM_REQUESTING
-    transcript.save_conversation(conversation)
+    calls_left = bool(_open_tool_calls(conversation))
+    _set_running(
+        conversation, AgentState.TOOL_EXECUTING if calls_left else AgentState.LLM_REQUESTING
+    )
     _attention_changed(conversation)
-    runner.dispatch_on_commit(conversation.pk)
 
 
 def decline(
@@ -380,6 +357,60 @@ def stale_runs() -> list[int]:
 
 
 # --- Helpers (the caller holds the row lock) --------------------------------------------------
+
+_LEASE_FIELDS = ["lease_owner", "lease_expires_at", "lease_token", "turn_steps"]
+
+
+def _set_running(conversation: Conversation, state: AgentState) -> None:
+    """Put the turn in the running `state`, save it, and get it a runner after commit.
+
+    When this process runs turns itself (chat.runner.runs_turns_here: one process, no Redis),
+    its runner takes the lease in this same transaction, as `claim` would: the model request
+    is counted and its draft opened here, so the request goes out as soon as this commits,
+    without a claim transaction of its own waiting behind the open tabs that render this very
+    change. Should the process die before the runner starts, the lease lapses and the sweep
+    of any process runs the turn, as for a runner that died mid-turn. Otherwise the lease is
+    left free and a runner is dispatched to claim it.
+
+    The request's history is read here too, so starting the turn must be the transaction's
+    last change to the transcript (it is, in every caller: begin_turn and resume end them).
+    """
+    conversation.agent_state = state
+    conversation.lease_owner = ""
+    conversation.lease_expires_at = None
+    claim = None
+    if runner.runs_turns_here():
+        claim = _take_lease(conversation, step_limit=settings.AGENT_MAX_STEPS)
+    transcript.save_conversation(conversation)
+    if claim is None:
+        runner.dispatch_on_commit(conversation.pk)
+        return
+    if claim.step_started:
+        _open_draft(conversation)
+    runner.run_claimed_on_commit(claim)
+
+
+def _take_lease(conversation: Conversation, *, step_limit: int | None) -> Claim:
+    """Give the running turn's lease to this process's runner (a new fencing token), and with
+    `step_limit` count its next model request (claim). The caller saves the row."""
+    taken_from = conversation.lease_owner
+    conversation.lease_owner = RUNNER_ID
+    conversation.lease_expires_at = timezone.now() + lease_duration()
+    conversation.lease_token += 1
+    step_started = (
+        step_limit is not None
+        and conversation.agent_state == AgentState.LLM_REQUESTING
+        and conversation.turn_steps < step_limit
+    )
+    if step_started:
+        conversation.turn_steps += 1
+    return Claim(
+        Lease(conversation.pk, conversation.lease_token),
+        taken_from,
+        is_subagent=conversation.parent_id is not None,
+        turn=TurnState(AgentState(conversation.agent_state), conversation.turn_steps),
+        step_started=step_started,
+    )
 
 
 def _held(lease: Lease, *states: AgentState, saved_later: bool = False) -> Conversation:
