@@ -67,12 +67,12 @@ class SignedInConsumer(AsyncWebsocketConsumer):
     session_read_at = float("-inf")  # time.monotonic() of the last read that found it good
 
     async def attention_changed(self, event: dict) -> None:
-        """Meant for the user's live channel (questions.consumers); every socket in the
-        user's group receives it, and only that one acts on it."""
+        """Meant for the user's live channel (questions.consumers, in the attention group).
+        A process of an earlier release sends it to the whole user group: ignored here."""
 
     async def questions_reminder(self, event: dict) -> None:
-        """A question of this user's will expire soon (questions.services.send_reminder): the
-        pages show its deadline already, so there is nothing to push here."""
+        """As attention_changed: a reminder (questions.services.send_reminder) is the live
+        channel's; conversation pages show the deadline already."""
 
     def wants_fragment(self, event: dict) -> bool:
         """Whether this page shows the conversation a `chat.fragment` is for."""

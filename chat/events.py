@@ -20,8 +20,17 @@ def conversation_group(conversation_id: int) -> str:
 
 
 def user_group(user_id: int) -> str:
-    """Every open websocket and event stream of one user (chat.sessions)."""
+    """Every open websocket and event stream of one user: `auth.changed` (chat.sessions)
+    closes them, and `chat.fragment` reaches each page of its conversation."""
     return f"user.{user_id}"
+
+
+def attention_group(user_id: int) -> str:
+    """The user's live channels only (questions.consumers, one per open page): what waits
+    for the user changed (`attention.changed`), or a question will expire soon. Kept apart
+    from user_group, so that a user's conversation sockets and event streams, which do
+    nothing with these, are not woken by each of them."""
+    return f"attention.{user_id}"
 
 
 def send_conversation_event_on_commit(conversation_id: int, event: dict) -> None:
@@ -71,6 +80,10 @@ async def _send_all(layer, batch: list[tuple[int, dict]]) -> None:
 
 def send_user_event_on_commit(user_id: int, event: dict) -> None:
     transaction.on_commit(partial(_send_to_group, user_group(user_id), event), robust=True)
+
+
+def send_attention_event_on_commit(user_id: int, event: dict) -> None:
+    transaction.on_commit(partial(_send_to_group, attention_group(user_id), event), robust=True)
 
 
 def _send_to_group(group: str, event: dict) -> None:

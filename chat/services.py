@@ -52,7 +52,7 @@ def delete_conversation(*, user, conversation_id: int) -> None:
         conversation_id, events.conversation_changed(conversation_id, seq)
     )
     if waiting:  # its question no longer waits: the user's pages recount
-        events.send_user_event_on_commit(
+        events.send_attention_event_on_commit(
             user.pk, events.attention_changed(user.pk, conversation_id)
         )
 

@@ -436,7 +436,7 @@ def _end(conversation: Conversation, state: AgentState) -> None:
 
 def _attention_changed(conversation: Conversation) -> None:
     """A pause began or ended: the owner's pages recount what waits for them."""
-    events.send_user_event_on_commit(
+    events.send_attention_event_on_commit(
         conversation.owner_id, events.attention_changed(conversation.owner_id, conversation.pk)
     )
 

@@ -1,11 +1,11 @@
 """The user's live channel (`/ws/me/`), open on every signed-in page: transport only.
 
 When it opens, and whenever a conversation of the user's starts or stops waiting for them
-(`attention.changed` in the user's group), it re-reads the pending questions and pushes the
-same partials the page renders (templates/questions/live.html): the header's "Questions" link
-with its count, and the state the page's script keeps the tab's title, icon, notifications
-and sidebar markers in step with; on the inbox page (`?inbox=1`), every pending question's
-item too. Each push is the whole state, so a lost event costs only until the next one.
+(`attention.changed` in the user's attention group), it re-reads the pending questions and
+pushes the same partials the page renders (templates/questions/live.html): the header's
+"Questions" link with its count, and the state the page's script keeps the tab's title, icon,
+notifications and sidebar markers in step with; on the inbox page (`?inbox=1`), every pending
+question's item too. Each push is the whole state, so a lost event costs only until the next one.
 """
 
 import asyncio
@@ -16,7 +16,7 @@ from django.template.loader import render_to_string
 from django.utils import translation
 
 from chat.consumers import CLOSE_SIGNED_OUT, SignedInConsumer, SignedOut
-from chat.events import user_group
+from chat.events import attention_group, user_group
 from questions.selectors import pending_questions_for_user
 from questions.templatetags.attention import live_context
 
@@ -31,8 +31,11 @@ class AttentionConsumer(SignedInConsumer):
             return
         query = parse_qs(self.scope.get("query_string", b"").decode("latin-1"))
         self.inbox = query.get("inbox") == ["1"]
-        self.group = user_group(self.user.pk)
-        await self.channel_layer.group_add(self.group, self.channel_name)
+        # The attention group for what waits and reminders; the user group for auth.changed
+        # and the inbox's fragments.
+        self.groups_joined = [attention_group(self.user.pk), user_group(self.user.pk)]
+        for group in self.groups_joined:
+            await self.channel_layer.group_add(group, self.channel_name)
         await self.accept()
         self.watch = asyncio.create_task(self.watch_session())
         # The page was rendered before the socket opened: catch up on anything in between.
@@ -41,8 +44,8 @@ class AttentionConsumer(SignedInConsumer):
     async def disconnect(self, code: int) -> None:
         if getattr(self, "watch", None) is not None:
             self.watch.cancel()
-        if hasattr(self, "group"):
-            await self.channel_layer.group_discard(self.group, self.channel_name)
+        for group in getattr(self, "groups_joined", []):
+            await self.channel_layer.group_discard(group, self.channel_name)
 
     async def receive(self, text_data: str | None = None, bytes_data: bytes | None = None) -> None:
         """Nothing a client sends changes what it is told (pages send a sync on open)."""

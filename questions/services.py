@@ -229,7 +229,7 @@ def send_reminder(*, deadline_id: int) -> bool:
             at=now,
         )
     )
-    events.send_user_event_on_commit(
+    events.send_attention_event_on_commit(
         conversation.owner_id,
         {
             "type": REMINDER_EVENT,

@@ -152,7 +152,7 @@ def test_a_reminder_goes_out_once_at_80_percent(
     reminders = [(g, e) for g, e in sent if e["type"] == "questions.reminder"]
     assert reminders == [
         (
-            events.user_group(expiring.owner_id),
+            events.attention_group(expiring.owner_id),
             {
                 "type": "questions.reminder",
                 "conversation_id": expiring.pk,
@@ -171,6 +171,7 @@ async def test_an_open_page_survives_a_reminder_event(user, conversation):
     communicator.scope["user"] = user
     connected, _ = await communicator.connect()
     assert connected
+    # Sent to the whole user group, as an earlier release does (now: the attention group).
     await get_channel_layer().group_send(
         events.user_group(user.pk),
         {"type": "questions.reminder", "conversation_id": conversation.pk, "tool_call_id": "q1"},

@@ -72,14 +72,14 @@ def test_pending_questions_are_the_users_own_newest_first(user, other_user, mode
 # --- Events ---------------------------------------------------------------------------------
 
 
-def test_asking_and_answering_tell_the_users_group(
+def test_asking_and_answering_tell_the_users_live_channels(
     user, conversation, model, django_capture_on_commit_callbacks, monkeypatch
 ):
     sent = []
     monkeypatch.setattr(events, "_send_to_group", lambda group, event: sent.append((group, event)))
     ask(user, conversation, model)
     change = (
-        f"user.{user.pk}",
+        f"attention.{user.pk}",
         {"type": "attention.changed", "user_id": user.pk, "conversation_id": conversation.pk},
     )
     assert sent.count(change) == 1
@@ -95,14 +95,14 @@ def test_asking_and_answering_tell_the_users_group(
     assert sent.count(change) == 4
 
 
-def test_deleting_a_waiting_conversation_tells_the_users_group(
+def test_deleting_a_waiting_conversation_tells_the_users_live_channels(
     user, conversation, model, monkeypatch
 ):
     ask(user, conversation, model)
     sent = []
     monkeypatch.setattr(events, "_send_to_group", lambda group, event: sent.append((group, event)))
     services.delete_conversation(user=user, conversation_id=conversation.pk)
-    assert (f"user.{user.pk}", events.attention_changed(user.pk, conversation.pk)) in sent
+    assert (f"attention.{user.pk}", events.attention_changed(user.pk, conversation.pk)) in sent
 
 
 # --- The consumer ---------------------------------------------------------------------------
@@ -156,7 +156,7 @@ async def test_a_reminder_is_pushed_for_a_pending_question_only(user, conversati
         "tool_call_id": "q1",
         "expires_at": "2026-11-26T09:00:00+00:00",
     }
-    await get_channel_layer().group_send(events.user_group(user.pk), reminder)
+    await get_channel_layer().group_send(events.attention_group(user.pk), reminder)
     html = await communicator.receive_from()
     assert 'id="live-reminder"' in html and 'hx-swap-oob="true"' in html
     assert f'data-key="reminder-{conversation.pk}-q1"' in html
@@ -170,7 +170,7 @@ async def test_a_reminder_is_pushed_for_a_pending_question_only(user, conversati
         answers=[questions.Answer(labels=["Funghi"])],
     )
     await communicator.receive_from()
-    await get_channel_layer().group_send(events.user_group(user.pk), reminder)
+    await get_channel_layer().group_send(events.attention_group(user.pk), reminder)
     assert await communicator.receive_nothing(timeout=0.5)
     await communicator.disconnect()
 
@@ -189,29 +189,35 @@ async def test_anonymous_is_refused():
     assert not connected
 
 
-async def test_a_conversation_socket_ignores_the_users_attention_events(user, conversation, model):
-    """Both sockets join the user's group; the conversation's must not fail on these."""
-    communicator = WebsocketCommunicator(
+async def test_attention_events_reach_the_live_channel_and_not_the_conversation_sockets(
+    user, conversation, model
+):
+    """A user's many conversation sockets do nothing with these: they are not woken by them."""
+    live, _ = await connect_as(user)
+    await live.receive_from()
+    page = WebsocketCommunicator(
         URLRouter(conversation_websockets), f"/ws/conversations/{conversation.pk}/"
     )
-    communicator.scope["user"] = user
-    assert (await communicator.connect())[0]
-    await communicator.send_json_to({"type": "sync", "after": 0})
+    page.scope["user"] = user
+    assert (await page.connect())[0]
+    await page.send_json_to({"type": "sync", "after": conversation.seq})  # nothing to catch up
+    layer = get_channel_layer()
+    for event in (
+        events.attention_changed(user.pk, conversation.pk),
+        {"type": "questions.reminder", "conversation_id": conversation.pk, "tool_call_id": "q1"},
+    ):
+        await layer.group_send(events.attention_group(user.pk), event)
+    assert count(await live.receive_from()) == 0  # the attention push; no question, no reminder
+    assert await page.receive_nothing(timeout=0.3)
+    # Sent to the whole user group (as an earlier release does), they are ignored: the page
+    # still serves what follows.
+    await layer.group_send(events.user_group(user.pk), events.attention_changed(user.pk, 0))
     await db(ask)(user, conversation, model)
-    html = await communicator.receive_from()
+    html = await page.receive_from()
     while "Which pizza?" not in html:
-        html = await communicator.receive_from()
-    # The attention event came after those pushes; the socket still serves what follows.
-    await db(questions.answer_question)(
-        user=user,
-        conversation_id=conversation.pk,
-        tool_call_id="q1",
-        answers=[questions.Answer(labels=["Funghi"])],
-    )
-    html = await communicator.receive_from()
-    while "Answer:" not in html:
-        html = await communicator.receive_from()
-    await communicator.disconnect()
+        html = await page.receive_from()
+    await page.disconnect()
+    await live.disconnect()
 
 
 def signed_in(user) -> Client:
