@@ -44,9 +44,10 @@ CLOSE_SIGNED_OUT = 4401
 # dropped (channel layers drop messages to a full queue).
 RECHECK_SECONDS = 1.5
 # A push reads the session again first unless it was read this recently. `auth.changed` closes
-# the socket at once, and `watch_session` reads the session every AUTH_RECHECK_SECONDS, so
-# this only spares a streaming tab a session read for each of its many pushes a second.
-SESSION_FRESH_SECONDS = 0.5
+# the socket at once; without it (a dropped event), an ended session is noticed within
+# AUTH_RECHECK_SECONDS either way: by `watch_session` on a quiet socket, by the next push on a
+# busy one. A streaming tab is spared a session read for each of its many pushes a second.
+SESSION_FRESH_SECONDS = sessions.AUTH_RECHECK_SECONDS
 
 
 class SignedOut(Exception):
@@ -97,14 +98,18 @@ class SignedInConsumer(AsyncWebsocketConsumer):
 
     async def watch_session(self) -> None:
         """The safety net under `auth.changed` (a channel layer may drop it): re-read the
-        session every AUTH_RECHECK_SECONDS."""
+        session once the last read of it is AUTH_RECHECK_SECONDS old (pushes read it too)."""
+        started = time.monotonic()
         while True:
-            await asyncio.sleep(sessions.AUTH_RECHECK_SECONDS)
-            if self.session_fresh():
-                continue  # a push has just read it
+            last = max(started, self.session_read_at)
+            wait = last + sessions.AUTH_RECHECK_SECONDS - time.monotonic()
+            if wait > 0:
+                await asyncio.sleep(wait)
+                continue  # a push may have read it meanwhile
             if not await self.session_valid():
                 await self.sign_out()
                 return
+            started = time.monotonic()
 
     async def session_valid(self) -> bool:
         return await database_sync_to_async(self.session_still_valid)()
@@ -272,8 +277,10 @@ class ConversationConsumer(SignedInConsumer):
         self.check_session()
         # Children first: one that exists now is also in the parent's changes read after it
         # (or already on the page), so its section is there for the pushed parts to replace.
-        parent = conversation_for_user(user=self.user, conversation_id=self.conversation_id)
-        subagents = changed_subagents(parent, self.sent_subagents)
+        parent = conversation_for_user(
+            user=self.user, conversation_id=self.conversation_id, flag_children=True
+        )
+        subagents = changed_subagents(parent, self.sent_subagents) if parent.has_children else []
         changes = transcript_changes(
             user=self.user, conversation_id=self.conversation_id, after=after, first=parent
         )

@@ -54,19 +54,26 @@ def waiting_conversation_ids(*, user) -> set[int]:
     )
 
 
-def conversation_for_user(*, user, conversation_id: int, lock: bool = False) -> Conversation:
+def conversation_for_user(
+    *, user, conversation_id: int, lock: bool = False, flag_children: bool = False
+) -> Conversation:
     """The conversation if `user` may act on it; otherwise ConversationNotFound (never 403).
     A sub-agent's conversation is never found here: it is read only through its parent
     (`subagents_of`), and nobody posts to it, stops it or deletes it on its own.
 
     With lock=True the row is locked (SELECT ... FOR UPDATE); the caller must be in a
-    transaction.
+    transaction. With flag_children=True, `has_children` says whether it has sub-agents, in
+    the same query.
     """
     if user is None or not user.is_authenticated:
         raise ConversationNotFound
     queryset = Conversation.objects.filter(owner=user, parent__isnull=True)
     if lock:
         queryset = queryset.select_for_update(of=("self",))
+    if flag_children:
+        queryset = queryset.annotate(
+            has_children=Exists(Conversation.objects.filter(parent=OuterRef("pk")))
+        )
     try:
         return queryset.get(pk=conversation_id)
     except (Conversation.DoesNotExist, ValueError, TypeError):
@@ -104,6 +111,9 @@ def transcript_changes(
         first = conversation_for_user(user=user, conversation_id=conversation_id)
     messages = messages_changed_since(conversation_id=first.pk, after=after)
     cursor = max([after, first.seq, *(m.seq for m in messages)])
+    if cursor == first.seq:
+        # Nothing committed after the first read is among the messages: it is as new as they.
+        return TranscriptChanges(conversation=first, messages=messages, cursor=cursor)
     latest = conversation_for_user(user=user, conversation_id=conversation_id)
     return TranscriptChanges(conversation=latest, messages=messages, cursor=cursor)
 

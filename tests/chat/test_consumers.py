@@ -1,4 +1,6 @@
+import asyncio
 import re
+import time
 
 import pytest
 from channels.db import database_sync_to_async
@@ -7,10 +9,12 @@ from channels.testing import WebsocketCommunicator
 from django.contrib.auth.models import AnonymousUser
 from django.test import Client
 
-from chat import services
+from chat import consumers, events, services, sessions
+from chat.consumers import ConversationConsumer
+from chat.models import AgentState
 from chat.routing import websocket_urlpatterns
 from config.asgi import application
-from tests.factories import add_message, fail_turn
+from tests.factories import add_message, fail_turn, set_state
 
 pytestmark = pytest.mark.django_db(transaction=True)
 
@@ -273,3 +277,58 @@ async def test_a_sign_in_elsewhere_does_not_close_the_socket(user, conversation)
     await db(Client().logout)()
     assert await communicator.receive_nothing(timeout=1.5)
     await communicator.disconnect()
+
+
+async def test_a_quiet_socket_rereads_its_session_once_the_last_read_is_stale(
+    user, conversation, monkeypatch
+):
+    """Without its `auth.changed` event (a dropped event), an ended session closes a socket
+    that gets no pushes within AUTH_RECHECK_SECONDS of the last read, even when a push made
+    that read between two of the periodic re-checks."""
+    monkeypatch.setattr(sessions, "AUTH_RECHECK_SECONDS", 2.0)
+    monkeypatch.setattr(consumers, "SESSION_FRESH_SECONDS", 2.0)
+    monkeypatch.setattr(events, "send_user_event_on_commit", lambda *args: None)
+    client = Client()
+    await db(client.force_login)(user)
+    headers = [
+        HOST,
+        (b"origin", b"http://127.0.0.1:8000"),
+        (b"cookie", f"sessionid={client.cookies['sessionid'].value}".encode()),
+    ]
+    communicator = WebsocketCommunicator(application, ws_path(conversation.pk), headers=headers)
+    assert (await communicator.connect())[0]
+    await asyncio.sleep(1.1)  # past half of the first re-check's wait
+    await communicator.send_json_to({"type": "sync", "after": 0})
+    await say(conversation.pk, "read the session with this push")
+    assert "sync-cursor" in await communicator.receive_from()
+    read_at = time.monotonic()
+    await db(client.logout)()
+
+    assert await communicator.receive_output(timeout=5) == {
+        "type": "websocket.close",
+        "code": 4401,
+    }
+    # Re-checking on a fixed beat would skip the beat just after the push's read, and close
+    # only a whole interval later.
+    assert time.monotonic() - read_at < sessions.AUTH_RECHECK_SECONDS * 1.25
+
+
+def test_a_push_reads_the_conversation_and_what_changed_in_two_queries(
+    user, conversation, django_assert_num_queries
+):
+    """The push for one change: no second read of the conversation when nothing is newer
+    than the first, and no sub-agent query for a conversation without any (a session read
+    within the last SESSION_FRESH_SECONDS is reused)."""
+    set_state(conversation.pk, AgentState.LLM_REQUESTING)  # a turn runs, as while it streams
+    before = conversation.seq + 1
+    add_message(conversation.pk, "Hello there")
+    tab = ConversationConsumer()
+    tab.scope = {"cookies": {}, "headers": []}
+    tab.user, tab.conversation_id = user, conversation.pk
+    tab.sent_subagents, tab.sent_drafts, tab.sent_header = {}, {}, ""
+    tab.session_read_at = time.monotonic()
+    with django_assert_num_queries(2):
+        html, cursor, running = tab.render_changes(before)
+    assert "Hello there" in html
+    assert cursor == before + 1
+    assert running
