@@ -2,6 +2,10 @@
 
 Every function here expects the caller to hold the conversation's row lock (see `lock`), and
 each change advances the conversation's change cursor and pushes `chat.changed` after commit.
+
+The locked instance is read in the transaction that writes through it, so it also remembers
+what that transaction did: the change cursor before its first write (messages with a later
+`seq` were changed by it) and the `order` of the last message it appended.
 """
 
 from django.utils import timezone
@@ -32,6 +36,7 @@ def save_conversation(conversation: Conversation, *, appended: dict | None = Non
     """Save the conversation as a change: advance its change cursor, save it, and push the
     change after commit. Returns the new cursor. `appended`: the change is only text added to
     a streaming draft (events.conversation_changed)."""
+    conversation.__dict__.setdefault(_SEQ_BEFORE_WRITES, conversation.seq)
     conversation.seq += 1
     conversation.updated_at = timezone.now()
     conversation.save()
@@ -49,15 +54,29 @@ def save_conversation(conversation: Conversation, *, appended: dict | None = Non
     return conversation.seq
 
 
+_SEQ_BEFORE_WRITES = "parley_seq_before_writes"
+_LAST_ORDER = "parley_last_order"
+
+
+def changed_by_this_transaction(conversation: Conversation, message: Message) -> bool:
+    """Whether `message` was written through `conversation` in this transaction (so open
+    pages read it after commit, as it is then)."""
+    before = conversation.__dict__.get(_SEQ_BEFORE_WRITES)
+    return before is not None and message.seq > before
+
+
 def append_message(
     conversation: Conversation, *, role: Role, blocks: list[Block], is_draft: bool = False
 ) -> Message:
-    last = conversation.messages.order_by("-order").values_list("order", flat=True).first()
+    last = conversation.__dict__.get(_LAST_ORDER)
+    if last is None:
+        last = conversation.messages.order_by("-order").values_list("order", flat=True).first()
     seq = save_conversation(conversation)
+    order = 0 if last is None else last + 1
     message = Message.objects.create(
         conversation=conversation,
         role=role,
-        order=0 if last is None else last + 1,
+        order=order,
         blocks=dump_blocks(blocks),
         search_text=searchable_text(blocks),
         is_draft=is_draft,
@@ -66,6 +85,7 @@ def append_message(
         created_at=conversation.updated_at,
         updated_at=conversation.updated_at,
     )
+    conversation.__dict__[_LAST_ORDER] = order
     _refresh_calls_answered(conversation, blocks)
     return message
 
@@ -124,7 +144,8 @@ def supersede(conversation: Conversation, messages: list[Message]) -> None:
 
 def _refresh_calls_answered(conversation: Conversation, blocks: list[Block]) -> None:
     """A tool result is shown on its call's card: mark the message holding the call changed,
-    so open pages render the card again, now with the result."""
+    so open pages render the card again, now with the result (unless this transaction changed
+    it already, as answering a question does)."""
     call_ids = {b.tool_call_id for b in blocks if isinstance(b, ToolResultBlock)}
     if not call_ids:
         return
@@ -136,11 +157,11 @@ def _refresh_calls_answered(conversation: Conversation, blocks: list[Block]) -> 
             for b in parse_blocks(message.blocks)
             if isinstance(b, ToolCallBlock) and b.id in call_ids
         }
-        if found:
+        if found and not changed_by_this_transaction(conversation, message):
             message.version += 1
             message.seq = save_conversation(conversation)
             message.updated_at = conversation.updated_at
             message.save(update_fields=["version", "seq", "updated_at"])
-            call_ids -= found
+        call_ids -= found
         if not call_ids:
             return

@@ -310,12 +310,12 @@ def pause(lease: Lease, call: ToolCallBlock, action: ActionBlock, *, limit: int)
     if conversation.turn_pauses >= limit:
         return False
     message = _message_with_call(conversation, call.id)
+    conversation.turn_pauses += 1
+    conversation.agent_state = AgentState.AWAITING_USER
+    # One change: the message's update saves the new state with it.
     transcript.update_message(
         conversation, message, blocks=[*parse_blocks(message.blocks), action], is_draft=False
     )
-    conversation.turn_pauses += 1
-    conversation.agent_state = AgentState.AWAITING_USER
-    transcript.save_conversation(conversation)
     _attention_changed(conversation)
     return True
 
