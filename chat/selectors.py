@@ -130,25 +130,38 @@ class LastTurn:
         return "\n\n".join(b.text for b in self.prompt.parsed_blocks if isinstance(b, TextBlock))
 
 
+# last_turn reads the transcript backwards this many messages at a time.
+LAST_TURN_BATCH = 50
+
+
 def last_turn(*, conversation_id: int) -> LastTurn | None:
     """The last turn in the transcript shown (superseded messages left out), or None before
     the first message. A user message that answered a question is part of its turn, not the
-    start of one."""
-    messages = list(
-        Message.objects.filter(conversation_id=conversation_id, superseded=False).order_by("order")
-    )
-    replies = {
-        block.reply_message_id
-        for message in messages
-        if message.role == Role.TOOL
-        for block in parse_blocks(message.blocks)
-        if isinstance(block, ToolResultBlock) and block.reply_message_id is not None
-    }
-    for index in range(len(messages) - 1, -1, -1):
-        message = messages[index]
-        if message.role == Role.USER and message.pk not in replies:
-            return LastTurn(prompt=message, after=messages[index + 1 :])
-    return None
+    start of one.
+
+    Read from the end, a batch at a time, so a long transcript costs what its last turn does:
+    the result naming a reply is stored after the reply, so every reply is known as such by
+    the time it is reached."""
+    shown = Message.objects.filter(conversation_id=conversation_id, superseded=False)
+    after: list[Message] = []  # newest first
+    replies: set[int] = set()
+    below: int | None = None
+    while True:
+        batch = shown if below is None else shown.filter(order__lt=below)
+        messages = list(batch.order_by("-order")[:LAST_TURN_BATCH])
+        for message in messages:
+            if message.role == Role.USER and message.pk not in replies:
+                return LastTurn(prompt=message, after=after[::-1])
+            if message.role == Role.TOOL:
+                replies.update(
+                    block.reply_message_id
+                    for block in parse_blocks(message.blocks)
+                    if isinstance(block, ToolResultBlock) and block.reply_message_id is not None
+                )
+            after.append(message)
+        if len(messages) < LAST_TURN_BATCH:
+            return None
+        below = messages[-1].order
 
 
 def tool_result(*, message: Message, call_id: str) -> ToolResultBlock | None:

@@ -4,7 +4,7 @@ kept (superseded), the model and the page see only the new one."""
 import pytest
 from django.urls import reverse
 
-from chat import services
+from chat import selectors, services
 from chat.blocks import NoticeBlock, TextBlock, parse_blocks
 from chat.errors import (
     AgentBusy,
@@ -156,3 +156,55 @@ def test_stop_marks_the_reply_stopped(conversation, user, dispatched):
     last = conversation.messages.order_by("-order").first()
     assert last.role == Role.SYSTEM
     assert parse_blocks(last.blocks) == [NoticeBlock(message="Stopped")]
+
+
+@pytest.mark.django_db(transaction=True)
+@pytest.mark.parametrize("batch", [2, 3, 50])
+def test_the_last_turn_includes_its_answered_question_at_any_batch_size(
+    conversation, user, model, monkeypatch, batch
+):
+    """The user's answer to a question is part of the turn that asked it, however the
+    backwards read of the transcript splits the turn."""
+    from questions import services as questions
+    from questions.blocks import Answer
+    from questions.selectors import pending_question
+    from tests.questions.test_live import ask
+
+    monkeypatch.setattr(selectors, "LAST_TURN_BATCH", batch)
+    services.post_user_message(user=user, conversation_id=conversation.pk, text="earlier")
+    ask(user, conversation, model)
+    pending = pending_question(Conversation.objects.get(pk=conversation.pk))
+    questions.answer_question(
+        user=user,
+        conversation_id=conversation.pk,
+        tool_call_id=pending.tool_call_id,
+        answers=[Answer(labels=["Margherita"])],
+    )
+
+    turn = selectors.last_turn(conversation_id=conversation.pk)
+    assert turn.prompt_text == "Lunch?"
+    assert [m.role for m in turn.after] == [Role.ASSISTANT, Role.USER, Role.TOOL, Role.ASSISTANT]
+    assert turn.after[-1] == conversation.messages.order_by("-order").first()
+
+
+@pytest.mark.django_db(transaction=True)
+def test_the_last_turn_of_a_long_transcript_is_read_from_its_end(conversation, monkeypatch):
+    """Pages show Regenerate and Edit after every turn: what that reads does not grow with
+    the transcript."""
+    from tests.factories import add_message
+
+    for number in range(200):
+        add_message(
+            conversation.pk, f"message {number}", role=(Role.USER, Role.ASSISTANT)[number % 2]
+        )
+    loaded = []
+    from_db = Message.from_db.__func__
+    monkeypatch.setattr(
+        Message,
+        "from_db",
+        classmethod(lambda *args, **kwargs: loaded.append(1) or from_db(*args, **kwargs)),
+    )
+    turn = selectors.last_turn(conversation_id=conversation.pk)
+    assert len(loaded) <= selectors.LAST_TURN_BATCH
+    assert turn.prompt_text == "message 198"
+    assert [m.role for m in turn.after] == [Role.ASSISTANT]
