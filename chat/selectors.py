@@ -1,5 +1,6 @@
 """Reads. Every read of a conversation goes through `conversation_for_user`."""
 
+from collections.abc import Iterator
 from dataclasses import dataclass
 
 from django.contrib.postgres.search import SearchQuery, SearchVector
@@ -130,8 +131,21 @@ class LastTurn:
         return "\n\n".join(b.text for b in self.prompt.parsed_blocks if isinstance(b, TextBlock))
 
 
-# last_turn reads the transcript backwards this many messages at a time.
-LAST_TURN_BATCH = 50
+# Transcripts are read backwards (newest_first) this many messages at a time.
+NEWEST_FIRST_BATCH = 50
+
+
+def newest_first(messages: QuerySet[Message]) -> Iterator[Message]:
+    """`messages` newest first, read NEWEST_FIRST_BATCH at a time, for a search that usually
+    ends near the end of the transcript: it then costs what the end does, not the whole."""
+    below: int | None = None
+    while True:
+        batch = messages if below is None else messages.filter(order__lt=below)
+        page = list(batch.order_by("-order")[:NEWEST_FIRST_BATCH])
+        yield from page
+        if len(page) < NEWEST_FIRST_BATCH:
+            return
+        below = page[-1].order
 
 
 def last_turn(*, conversation_id: int) -> LastTurn | None:
@@ -139,29 +153,22 @@ def last_turn(*, conversation_id: int) -> LastTurn | None:
     the first message. A user message that answered a question is part of its turn, not the
     start of one.
 
-    Read from the end, a batch at a time, so a long transcript costs what its last turn does:
-    the result naming a reply is stored after the reply, so every reply is known as such by
-    the time it is reached."""
-    shown = Message.objects.filter(conversation_id=conversation_id, superseded=False)
+    Read from the end: the result naming a reply is stored after the reply, so every reply
+    is known as such by the time it is reached."""
     after: list[Message] = []  # newest first
     replies: set[int] = set()
-    below: int | None = None
-    while True:
-        batch = shown if below is None else shown.filter(order__lt=below)
-        messages = list(batch.order_by("-order")[:LAST_TURN_BATCH])
-        for message in messages:
-            if message.role == Role.USER and message.pk not in replies:
-                return LastTurn(prompt=message, after=after[::-1])
-            if message.role == Role.TOOL:
-                replies.update(
-                    block.reply_message_id
-                    for block in parse_blocks(message.blocks)
-                    if isinstance(block, ToolResultBlock) and block.reply_message_id is not None
-                )
-            after.append(message)
-        if len(messages) < LAST_TURN_BATCH:
-            return None
-        below = messages[-1].order
+    shown = Message.objects.filter(conversation_id=conversation_id, superseded=False)
+    for message in newest_first(shown):
+        if message.role == Role.USER and message.pk not in replies:
+            return LastTurn(prompt=message, after=after[::-1])
+        if message.role == Role.TOOL:
+            replies.update(
+                block.reply_message_id
+                for block in parse_blocks(message.blocks)
+                if isinstance(block, ToolResultBlock) and block.reply_message_id is not None
+            )
+        after.append(message)
+    return None
 
 
 def tool_result(*, message: Message, call_id: str) -> ToolResultBlock | None:

@@ -6,7 +6,7 @@ from datetime import datetime
 
 from chat.blocks import Block, parse_blocks
 from chat.models import AgentState, Conversation, Message, Role
-from chat.selectors import conversations_for_user
+from chat.selectors import conversations_for_user, newest_first
 from questions.blocks import PENDING, Answer, QuestionPayload, payload_of
 from questions.models import Deadline, QuestionDraft
 
@@ -100,7 +100,7 @@ def _latest_question(
     conversation: Conversation, matches: Callable[[QuestionPayload], bool]
 ) -> PendingQuestion | None:
     """The latest question block of the conversation that `matches`."""
-    for message in conversation.messages.filter(role=Role.ASSISTANT).order_by("-order"):
+    for message in newest_first(conversation.messages.filter(role=Role.ASSISTANT)):
         for index, block in enumerate(parse_blocks(message.blocks)):
             payload = payload_of(block)
             if payload is not None and matches(payload):

@@ -170,7 +170,7 @@ def test_the_last_turn_includes_its_answered_question_at_any_batch_size(
     from questions.selectors import pending_question
     from tests.questions.test_live import ask
 
-    monkeypatch.setattr(selectors, "LAST_TURN_BATCH", batch)
+    monkeypatch.setattr(selectors, "NEWEST_FIRST_BATCH", batch)
     services.post_user_message(user=user, conversation_id=conversation.pk, text="earlier")
     ask(user, conversation, model)
     pending = pending_question(Conversation.objects.get(pk=conversation.pk))
@@ -205,6 +205,6 @@ def test_the_last_turn_of_a_long_transcript_is_read_from_its_end(conversation, m
         classmethod(lambda *args, **kwargs: loaded.append(1) or from_db(*args, **kwargs)),
     )
     turn = selectors.last_turn(conversation_id=conversation.pk)
-    assert len(loaded) <= selectors.LAST_TURN_BATCH
+    assert len(loaded) <= selectors.NEWEST_FIRST_BATCH
     assert turn.prompt_text == "message 198"
     assert [m.role for m in turn.after] == [Role.ASSISTANT]

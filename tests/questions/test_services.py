@@ -435,3 +435,32 @@ def test_question_tools_follow_the_setting(conversation, user, model, settings):
     settings.QUESTION_TOOLS = []
     services.post_user_message(user=user, conversation_id=conversation.pk, text="again")
     assert {t.name for t in model.tools[-1]} == {"current_time", "calculate", "spawn_agents"}
+
+
+def test_questions_are_found_from_the_transcripts_end_however_far_back(
+    conversation, user, model, monkeypatch
+):
+    """The pending question is found near the transcript's end, read a batch at a time; an
+    answered one by its id, however many batches back it is."""
+    from chat import selectors
+    from questions.selectors import pending_question, question_by_id
+    from tests.factories import add_message
+
+    monkeypatch.setattr(selectors, "NEWEST_FIRST_BATCH", 3)
+    model.asks(call_id="early")
+    start(conversation, user)
+    questions.answer_question(
+        user=user,
+        conversation_id=conversation.pk,
+        tool_call_id="early",
+        answers=[Answer(labels=["Pepperoni"])],
+    )
+    for number in range(10):
+        add_message(conversation.pk, f"filler {number}")
+    model.asks(call_id="late")
+    start(conversation, user, "Again")
+
+    assert pending_question(conversation).tool_call_id == "late"
+    early = question_by_id(conversation, "early")
+    assert (early.tool_call_id, early.payload.answer_text) == ("early", "Pepperoni")
+    assert question_by_id(conversation, "never asked") is None
