@@ -20,6 +20,7 @@ at once after a commit instead of at the next sweep.
 import asyncio
 import contextlib
 import contextvars
+import gc
 import logging
 from collections.abc import Callable
 from functools import partial
@@ -204,9 +205,26 @@ def start_in_this_loop() -> None:
     _sweeper = _loop.create_task(_sweep_forever(), context=contextvars.Context())
     _jobs_wake = asyncio.Event()
     _jobs_task = _loop.create_task(_jobs_forever(), context=contextvars.Context())
+    _loop.run_in_executor(None, warm_up)
+
+
+def warm_up() -> None:
+    """Load now what turns and pages need: the provider's SDK (a second or more; not on the
+    event loop, where it would stall every request and socket meanwhile) and the project's
+    templates. Then move everything loaded so far out of the garbage collector's way
+    (gc.freeze): its full passes, every few seconds on a busy process, then walk what requests
+    leave behind rather than the ~190,000 objects of the code (measured on a 2-core machine:
+    ~5 ms pauses instead of ~100 ms). Called in a thread when a process starts serving."""
+    from django.template.loader import get_template
+
     from chat import providers
 
-    _loop.run_in_executor(None, providers.preload)
+    providers.preload()
+    for directory in settings.TEMPLATES[0]["DIRS"]:
+        for path in sorted(directory.rglob("*.html")):
+            get_template(path.relative_to(directory).as_posix())
+    gc.collect()
+    gc.freeze()
 
 
 async def shutdown(grace: float = 5.0) -> None:
