@@ -148,7 +148,8 @@ def renew(lease: Lease) -> None:
 
 @transaction.atomic
 def release(lease: Lease) -> None:
-    """Give the lease back (the turn ended, paused, or the runner is shutting down)."""
+    """Give the lease back (the runner is shutting down, or failed; a turn that ends or
+    pauses gives it back in that change, _free_lease)."""
     try:
         conversation = _held(lease)
     except LeaseLost:
@@ -312,6 +313,7 @@ def pause(lease: Lease, call: ToolCallBlock, action: ActionBlock, *, limit: int)
     message = _message_with_call(conversation, call.id)
     conversation.turn_pauses += 1
     conversation.agent_state = AgentState.AWAITING_USER
+    _free_lease(conversation)
     # One change: the message's update saves the new state with it.
     transcript.update_message(
         conversation, message, blocks=[*parse_blocks(message.blocks), action], is_draft=False
@@ -429,9 +431,19 @@ def _held(lease: Lease, *states: AgentState, saved_later: bool = False) -> Conve
 
 
 def _end(conversation: Conversation, state: AgentState) -> None:
-    """Leave the running states; the runner sees it, stops, and releases its lease."""
+    """Leave the running states; the runner sees it and stops."""
     conversation.agent_state = state
+    _free_lease(conversation)
     transcript.save_conversation(conversation)
+
+
+def _free_lease(conversation: Conversation) -> None:
+    """A turn that leaves the running states (ends or pauses) gives its lease back in that
+    same change: its runner, done, need not write again (chat.runtime.run_turn), and a
+    transaction that starts the next turn right away (an answer) does not wait on that write
+    (on SQLite, a writer that finds the database locked backs off for up to tens of ms)."""
+    conversation.lease_owner = ""
+    conversation.lease_expires_at = None
 
 
 def _attention_changed(conversation: Conversation) -> None:

@@ -194,3 +194,29 @@ async def test_a_claim_that_reaches_a_stopping_process_is_given_back_at_once(
     refreshed = await db(Conversation.objects.get)(pk=conversation.pk)
     assert (refreshed.lease_owner, refreshed.lease_expires_at) == ("", None)
     assert refreshed.agent_state == AgentState.LLM_REQUESTING  # nothing ran here
+
+
+def test_a_turn_that_pauses_or_ends_gives_its_lease_back_in_that_very_change(
+    conversation, user, model, monkeypatch
+):
+    """No write of the runner's own follows the pause or the end, so an answer given right
+    away does not wait behind one (on SQLite, a writer that finds the database locked backs
+    off for tens of ms)."""
+    released = []
+    monkeypatch.setattr(turns, "release", released.append)
+    model.asks()
+    services.post_user_message(user=user, conversation_id=conversation.pk, text="Lunch?")
+    paused = Conversation.objects.get(pk=conversation.pk)
+    assert paused.agent_state == AgentState.AWAITING_USER
+    assert (paused.lease_owner, paused.lease_expires_at) == ("", None)
+
+    questions.answer_question(
+        user=user,
+        conversation_id=conversation.pk,
+        tool_call_id="q1",
+        answers=[Answer(labels=["Pepperoni"])],
+    )
+    ended = Conversation.objects.get(pk=conversation.pk)
+    assert ended.agent_state == AgentState.IDLE
+    assert (ended.lease_owner, ended.lease_expires_at) == ("", None)
+    assert released == []
