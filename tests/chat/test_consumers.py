@@ -155,6 +155,18 @@ async def test_anonymous_is_refused(conversation):
 HOST = (b"host", b"127.0.0.1:8000")
 
 
+async def signed_in_socket(client, conversation_id):
+    """A websocket through the real stack, on the session `client` is signed in with."""
+    headers = [
+        HOST,
+        (b"origin", b"http://127.0.0.1:8000"),
+        (b"cookie", f"sessionid={client.cookies['sessionid'].value}".encode()),
+    ]
+    communicator = WebsocketCommunicator(application, ws_path(conversation_id), headers=headers)
+    assert (await communicator.connect())[0]
+    return communicator
+
+
 def session_cookie(user):
     client = Client()
     client.force_login(user)
@@ -209,14 +221,7 @@ async def test_pushes_follow_the_language_cookie(user, conversation):
 async def test_a_signed_out_user_stops_receiving_updates(user, conversation):
     client = Client()
     await db(client.force_login)(user)
-    cookie = client.cookies["sessionid"].value
-    headers = [
-        HOST,
-        (b"origin", b"http://127.0.0.1:8000"),
-        (b"cookie", f"sessionid={cookie}".encode()),
-    ]
-    communicator = WebsocketCommunicator(application, ws_path(conversation.pk), headers=headers)
-    assert (await communicator.connect())[0]
+    communicator = await signed_in_socket(client, conversation.pk)
     await say(conversation.pk, "one")
     await communicator.send_json_to({"type": "sync", "after": 0})
     assert "sync-cursor" in await communicator.receive_from()
@@ -236,14 +241,7 @@ async def test_auth_changes_close_the_socket_at_once_through_the_user_group(
     monkeypatch.setattr(sessions, "AUTH_RECHECK_SECONDS", 3600)
     client = Client()
     await db(client.force_login)(user)
-    cookie = client.cookies["sessionid"].value
-    headers = [
-        HOST,
-        (b"origin", b"http://127.0.0.1:8000"),
-        (b"cookie", f"sessionid={cookie}".encode()),
-    ]
-    communicator = WebsocketCommunicator(application, ws_path(conversation.pk), headers=headers)
-    assert (await communicator.connect())[0]
+    communicator = await signed_in_socket(client, conversation.pk)
 
     def act():
         if change == "password":
@@ -265,14 +263,7 @@ async def test_auth_changes_close_the_socket_at_once_through_the_user_group(
 async def test_a_sign_in_elsewhere_does_not_close_the_socket(user, conversation):
     client = Client()
     await db(client.force_login)(user)
-    cookie = client.cookies["sessionid"].value
-    headers = [
-        HOST,
-        (b"origin", b"http://127.0.0.1:8000"),
-        (b"cookie", f"sessionid={cookie}".encode()),
-    ]
-    communicator = WebsocketCommunicator(application, ws_path(conversation.pk), headers=headers)
-    assert (await communicator.connect())[0]
+    communicator = await signed_in_socket(client, conversation.pk)
     await db(Client().force_login)(user)  # saves last_login only
     await db(Client().logout)()
     assert await communicator.receive_nothing(timeout=1.5)
@@ -290,13 +281,7 @@ async def test_a_quiet_socket_rereads_its_session_once_the_last_read_is_stale(
     monkeypatch.setattr(events, "send_user_event_on_commit", lambda *args: None)
     client = Client()
     await db(client.force_login)(user)
-    headers = [
-        HOST,
-        (b"origin", b"http://127.0.0.1:8000"),
-        (b"cookie", f"sessionid={client.cookies['sessionid'].value}".encode()),
-    ]
-    communicator = WebsocketCommunicator(application, ws_path(conversation.pk), headers=headers)
-    assert (await communicator.connect())[0]
+    communicator = await signed_in_socket(client, conversation.pk)
     await asyncio.sleep(1.1)  # past half of the first re-check's wait
     await communicator.send_json_to({"type": "sync", "after": 0})
     await say(conversation.pk, "read the session with this push")
