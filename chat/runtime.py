@@ -285,10 +285,7 @@ async def _run_turn(conversation_id: int, claim: turns.Claim | None, *, is_subag
             await db(turns.fail)(lease, detail=cause)
     finally:
         heartbeat.cancel()
-        if outcome in ("handed_back", "failed"):
-            # A turn that paused or ended gave its lease back as it did (turns._free_lease);
-            # one stopped or taken over is no longer this runner's to give. (A failure may
-            # have come before the turn could end: give it back, if it is still ours.)
+        if outcome != "paused":  # a pause gave the lease back as it paused (turns.pause)
             with contextlib.suppress(ConversationNotFound):
                 await db(turns.release)(lease)
         seconds = round(time.monotonic() - started, 3)

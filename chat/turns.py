@@ -148,7 +148,7 @@ def renew(lease: Lease) -> None:
 
 @transaction.atomic
 def release(lease: Lease) -> None:
-    """Give the lease back (the runner is shutting down, or failed; a turn that ends or
+    """Give the lease back (the turn ended, or the runner is shutting down; a turn that
     pauses gives it back in that change, _free_lease)."""
     try:
         conversation = _held(lease)
@@ -431,17 +431,16 @@ def _held(lease: Lease, *states: AgentState, saved_later: bool = False) -> Conve
 
 
 def _end(conversation: Conversation, state: AgentState) -> None:
-    """Leave the running states; the runner sees it and stops."""
+    """Leave the running states; the runner sees it, stops, and releases its lease."""
     conversation.agent_state = state
-    _free_lease(conversation)
     transcript.save_conversation(conversation)
 
 
 def _free_lease(conversation: Conversation) -> None:
-    """A turn that leaves the running states (ends or pauses) gives its lease back in that
-    same change: its runner, done, need not write again (chat.runtime.run_turn), and a
-    transaction that starts the next turn right away (an answer) does not wait on that write
-    (on SQLite, a writer that finds the database locked backs off for up to tens of ms)."""
+    """A turn that pauses gives its lease back in that same change: its runner, done, need
+    not write again (chat.runtime.run_turn), and the answer, which the user may give the
+    moment the question shows, does not wait on that write (on SQLite, a writer that finds
+    the database locked backs off for up to tens of ms)."""
     conversation.lease_owner = ""
     conversation.lease_expires_at = None
 

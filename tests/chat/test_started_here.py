@@ -196,20 +196,23 @@ async def test_a_claim_that_reaches_a_stopping_process_is_given_back_at_once(
     assert refreshed.agent_state == AgentState.LLM_REQUESTING  # nothing ran here
 
 
-def test_a_turn_that_pauses_or_ends_gives_its_lease_back_in_that_very_change(
-    conversation, user, model, monkeypatch
+def test_a_turn_that_pauses_gives_its_lease_back_in_that_very_change(
+    conversation, user, model, monkeypatch, caplog
 ):
-    """No write of the runner's own follows the pause or the end, so an answer given right
-    away does not wait behind one (on SQLite, a writer that finds the database locked backs
-    off for tens of ms)."""
-    released = []
+    """No write of the runner's own follows the pause, so an answer given right away does
+    not wait behind one (on SQLite, a writer that finds the database locked backs off for
+    tens of ms); a turn that ends is released by its runner, and logged as finished."""
+    released, release = [], turns.release
     monkeypatch.setattr(turns, "release", released.append)
     model.asks()
     services.post_user_message(user=user, conversation_id=conversation.pk, text="Lunch?")
     paused = Conversation.objects.get(pk=conversation.pk)
     assert paused.agent_state == AgentState.AWAITING_USER
     assert (paused.lease_owner, paused.lease_expires_at) == ("", None)
+    assert released == []
 
+    monkeypatch.setattr(turns, "release", release)
+    caplog.set_level("INFO", logger="parley.runtime")
     questions.answer_question(
         user=user,
         conversation_id=conversation.pk,
@@ -219,4 +222,4 @@ def test_a_turn_that_pauses_or_ends_gives_its_lease_back_in_that_very_change(
     ended = Conversation.objects.get(pk=conversation.pk)
     assert ended.agent_state == AgentState.IDLE
     assert (ended.lease_owner, ended.lease_expires_at) == ("", None)
-    assert released == []
+    assert [r.event for r in caplog.records if hasattr(r, "event")][-1] == "finished"
