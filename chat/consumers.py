@@ -96,6 +96,19 @@ class SignedInConsumer(AsyncWebsocketConsumer):
         if sessions.ended_here(event, self.session_key()) or not await self.session_valid():
             await self.sign_out()
 
+    async def join(self, *groups: str) -> None:
+        """Listen on these channel-layer groups (left again on disconnect)."""
+        self.groups_joined = groups
+        for group in groups:
+            await self.channel_layer.group_add(group, self.channel_name)
+
+    async def disconnect(self, code: int) -> None:
+        for task in (getattr(self, "recheck", None), getattr(self, "watch", None)):
+            if task is not None:
+                task.cancel()
+        for group in getattr(self, "groups_joined", ()):
+            await self.channel_layer.group_discard(group, self.channel_name)
+
     async def watch_session(self) -> None:
         """The safety net under `auth.changed` (a channel layer may drop it): re-read the
         session once the last read of it is AUTH_RECHECK_SECONDS old (pushes read it too)."""
@@ -109,7 +122,6 @@ class SignedInConsumer(AsyncWebsocketConsumer):
             if not await self.session_valid():
                 await self.sign_out()
                 return
-            started = time.monotonic()
 
     async def session_valid(self) -> bool:
         return await database_sync_to_async(self.session_still_valid)()
@@ -174,18 +186,9 @@ class ConversationConsumer(SignedInConsumer):
         except ConversationNotFound:
             await self.close()  # before accept: the handshake is refused (HTTP 403)
             return
-        self.groups_joined = [conversation_group(self.conversation_id), user_group(self.user.pk)]
-        for group in self.groups_joined:
-            await self.channel_layer.group_add(group, self.channel_name)
+        await self.join(conversation_group(self.conversation_id), user_group(self.user.pk))
         await self.accept()
         self.watch = asyncio.create_task(self.watch_session())
-
-    async def disconnect(self, code: int) -> None:
-        for task in (getattr(self, "recheck", None), getattr(self, "watch", None)):
-            if task is not None:
-                task.cancel()
-        for group in getattr(self, "groups_joined", []):
-            await self.channel_layer.group_discard(group, self.channel_name)
 
     async def receive(self, text_data: str | None = None, bytes_data: bytes | None = None) -> None:
         try:

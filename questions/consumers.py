@@ -33,19 +33,11 @@ class AttentionConsumer(SignedInConsumer):
         self.inbox = query.get("inbox") == ["1"]
         # The attention group for what waits and reminders; the user group for auth.changed
         # and the inbox's fragments.
-        self.groups_joined = [attention_group(self.user.pk), user_group(self.user.pk)]
-        for group in self.groups_joined:
-            await self.channel_layer.group_add(group, self.channel_name)
+        await self.join(attention_group(self.user.pk), user_group(self.user.pk))
         await self.accept()
         self.watch = asyncio.create_task(self.watch_session())
         # The page was rendered before the socket opened: catch up on anything in between.
         await self.push()
-
-    async def disconnect(self, code: int) -> None:
-        if getattr(self, "watch", None) is not None:
-            self.watch.cancel()
-        for group in getattr(self, "groups_joined", []):
-            await self.channel_layer.group_discard(group, self.channel_name)
 
     async def receive(self, text_data: str | None = None, bytes_data: bytes | None = None) -> None:
         """Nothing a client sends changes what it is told (pages send a sync on open)."""
