@@ -42,7 +42,8 @@ class _Handler(BaseHTTPRequestHandler):
 
     def do_POST(self) -> None:
         body = json.loads(self.rfile.read(int(self.headers["Content-Length"])))
-        self.fake.requests.append({"path": self.path, "body": body})
+        headers = {name.lower(): value for name, value in self.headers.items()}
+        self.fake.requests.append({"path": self.path, "body": body, "headers": headers})
         response = self.fake.responses.pop(0) if self.fake.responses else {"text": "ok"}
         anthropic = self.path.endswith("/messages")
         if "status" in response:

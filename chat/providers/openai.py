@@ -6,6 +6,7 @@ import uuid
 from collections.abc import AsyncIterator
 
 import openai
+from openai.types.chat import ChatCompletion, ChatCompletionChunk
 
 from chat.blocks import TextBlock, ToolCallBlock, ToolResultBlock
 from chat.providers.base import (
@@ -73,6 +74,21 @@ class OpenAIProvider:
             timeout=timeout,
         )
 
+    async def post(self, request: dict) -> openai.AsyncStream[ChatCompletionChunk]:
+        """What `client.chat.completions.create(**request)` does, less its first step: it walks
+        the whole request against the SDK's TypedDicts (every node of every tool's JSON
+        schema, a third of the call's CPU, ~3 ms a request on a 2-core machine) to rename
+        fields, and ours are already the wire format. The rest (auth, errors, SSE parsing)
+        is the SDK's own, through its documented `post` for requests it has no method for."""
+        return await self.client.post(
+            "/chat/completions",
+            body=request,
+            cast_to=ChatCompletion,
+            options={"security": {"bearer_auth": True}},
+            stream=True,
+            stream_cls=openai.AsyncStream[ChatCompletionChunk],
+        )
+
     async def stream(
         self, *, history: list[HistoryMessage], tools: list[ToolSpec]
     ) -> AsyncIterator[ProviderEvent]:
@@ -95,7 +111,7 @@ class OpenAIProvider:
             ]
         calls: dict[int, dict[str, str]] = {}
         try:
-            stream = await self.client.chat.completions.create(**request)
+            stream = await self.post(request)
             try:
                 async for chunk in stream:
                     if not chunk.choices:
