@@ -14,6 +14,12 @@ reconnected socket gets each draft whole first, then its appends. The change's e
 the appended text (chat.transcript.stream_into_draft), so a tab that has every change before
 it forwards the text without reading the database; any other tab catches up the usual way.
 
+Tabs open on the same conversation usually stand at the same change, with the same drafts:
+the first of them to push a change renders it, and each other tab in that same state sends
+the same fragments (SharedRenders), after checking its own session and reading the
+conversation (its owner, and that it is still the same one), without reading its messages or
+rendering them again.
+
 Sub-agents (chat.subagents) stream into their parent's page: each change of a child is also
 announced to the parent's group (`chat.subagent_changed`), and the consumer then pushes the
 status and transcript of every child changed since the child cursor it last sent.
@@ -22,6 +28,10 @@ status and transcript of every child changed since the child cursor it last sent
 import asyncio
 import json
 import time
+from collections import OrderedDict
+from dataclasses import dataclass
+from datetime import datetime
+from functools import cached_property
 
 from channels.db import database_sync_to_async
 from channels.generic.websocket import AsyncWebsocketConsumer
@@ -33,6 +43,7 @@ from django.utils.html import format_html
 from chat import sessions
 from chat.errors import ConversationNotFound
 from chat.events import conversation_group, user_group
+from chat.models import Conversation
 from chat.selectors import conversation_for_user, transcript_changes
 from chat.subagents import changed_subagents
 from chat.transcript import draft_text
@@ -52,6 +63,56 @@ SESSION_FRESH_SECONDS = sessions.AUTH_RECHECK_SECONDS
 
 class SignedOut(Exception):
     pass
+
+
+@dataclass(frozen=True)
+class Render:
+    """A push rendered for a tab in `state` (ConversationConsumer.tab_state) of the conversation
+    created at `created_at` (an id can be taken again after a delete): what it sent, its new
+    cursor, whether a turn was running, and the tab's state after it."""
+
+    created_at: datetime
+    state: tuple
+    html: str
+    cursor: int
+    running: bool
+    drafts: dict[int, str]
+    header: str
+    subagents: dict[int, int]
+
+
+class SharedRenders:
+    """The latest push rendered for each conversation in this process, for the other tabs in
+    the state it was rendered for. Reused only for a change it covers (its cursor is at or past
+    the change's), so a tab that takes it still gets every later change by its own event.
+    Used from the one sync thread that renders every socket's pushes (push_changes)."""
+
+    def __init__(self, size: int) -> None:
+        self.size = size
+        self.renders: OrderedDict[int, Render] = OrderedDict()
+
+    def get(self, conversation: Conversation, state: tuple, upto: int) -> Render | None:
+        """The push for a tab in `state` that covers change `upto` of `conversation`, if one
+        was just rendered."""
+        render = self.renders.get(conversation.pk)
+        if (
+            render is None
+            or render.created_at != conversation.created_at
+            or render.state != state
+            or render.cursor < upto
+        ):
+            return None
+        return render
+
+    def put(self, conversation_id: int, render: Render) -> None:
+        self.renders[conversation_id] = render
+        self.renders.move_to_end(conversation_id)
+        while len(self.renders) > self.size:
+            self.renders.popitem(last=False)
+
+
+# Conversations with a push kept for their other tabs (the least recently pushed go first).
+shared_renders = SharedRenders(size=256)
 
 
 def append_html(draft_id: int, text: str) -> str:
@@ -84,7 +145,7 @@ class SignedInConsumer(AsyncWebsocketConsumer):
         that a question is being answered in another tab."""
         if not self.wants_fragment(event):
             return
-        with translation.override(self.language()):
+        with translation.override(self.language):
             html = render_to_string(event["template"], event["context"])
         async with self.pushing:
             if not getattr(self, "signed_out", False):
@@ -158,8 +219,10 @@ class SignedInConsumer(AsyncWebsocketConsumer):
         if not self.session_fresh() and not self.session_still_valid():
             raise SignedOut
 
+    @cached_property
     def language(self) -> str:
-        """The language the page itself was rendered in (LocaleMiddleware's rules)."""
+        """The language the page itself was rendered in (LocaleMiddleware's rules; what they
+        read, the handshake's cookies and headers, stays as it was for the socket's life)."""
         request = HttpRequest()
         request.COOKIES = self.scope.get("cookies", {})
         for name, value in self.scope.get("headers", []):
@@ -250,7 +313,7 @@ class ConversationConsumer(SignedInConsumer):
                 # On the one sync thread: a thread of the executor would keep a connection of
                 # the bounded pool for good (found exhausting it on PostgreSQL).
                 html, cursor, running = await database_sync_to_async(self.render_changes)(
-                    self.sent_seq
+                    self.sent_seq, upto
                 )
             except ConversationNotFound:
                 await self.close(code=CLOSE_NOT_FOUND)
@@ -274,15 +337,53 @@ class ConversationConsumer(SignedInConsumer):
         self.recheck = None
         await self.push_changes()
 
-    def render_changes(self, after: int) -> tuple[str, int, bool]:
+    def tab_state(self, after: int) -> tuple:
+        """What a push to this tab depends on besides the database: who reads it, in which
+        language, and what the tab already has."""
+        return (
+            self.user.pk,
+            self.language,
+            after,
+            tuple(sorted(self.sent_drafts.items())),
+            self.sent_header,
+            tuple(sorted(self.sent_subagents.items())),
+        )
+
+    def render_changes(self, after: int, upto: int | None = None) -> tuple[str, int, bool]:
         """The OOB fragments for everything changed after `after`, the new cursor, and
-        whether a turn is running."""
+        whether a turn is running. `upto`: the change that asks for the push; a push another
+        tab in this tab's state just got is sent again if it covers that change."""
         self.check_session()
-        # Children first: one that exists now is also in the parent's changes read after it
-        # (or already on the page), so its section is there for the pushed parts to replace.
         parent = conversation_for_user(
             user=self.user, conversation_id=self.conversation_id, flag_children=True
         )
+        state = self.tab_state(after)
+        if upto is not None and (shared := shared_renders.get(parent, state, upto)):
+            self.sent_drafts = dict(shared.drafts)
+            self.sent_header = shared.header
+            self.sent_subagents = dict(shared.subagents)
+            return shared.html, shared.cursor, shared.running
+        html, cursor, running = self.render_fresh(parent, after)
+        shared_renders.put(
+            self.conversation_id,
+            Render(
+                created_at=parent.created_at,
+                state=state,
+                html=html,
+                cursor=cursor,
+                running=running,
+                drafts=dict(self.sent_drafts),
+                header=self.sent_header,
+                subagents=dict(self.sent_subagents),
+            ),
+        )
+        return html, cursor, running
+
+    def render_fresh(self, parent: Conversation, after: int) -> tuple[str, int, bool]:
+        """render_changes, rendered for this tab, from `parent`: the conversation just read
+        (through conversation_for_user with flag_children)."""
+        # Children first: one that exists now is also in the parent's changes read after it
+        # (or already on the page), so its section is there for the pushed parts to replace.
         subagents = changed_subagents(parent, self.sent_subagents) if parent.has_children else []
         changes = transcript_changes(
             user=self.user, conversation_id=self.conversation_id, after=after, first=parent
@@ -292,7 +393,7 @@ class ConversationConsumer(SignedInConsumer):
             return "", after, running
         messages, appends = self.split_appends(changes.messages)
         context = {"conversation": changes.conversation, "after": after, "oob": True}
-        with translation.override(self.language()):
+        with translation.override(self.language):
             header = render_to_string("chat/conversation.html#header", context)
             if header == self.sent_header:
                 header = ""

@@ -72,7 +72,7 @@ class AttentionConsumer(SignedInConsumer):
         )
         if question is None:  # answered since: nothing to remind of
             return ""
-        with translation.override(self.language()):
+        with translation.override(self.language):
             context = live_context(self.user, [question], inbox=self.inbox)
             return render_to_string(
                 "questions/live.html#reminder", {**context, "question": question}
@@ -97,7 +97,7 @@ class AttentionConsumer(SignedInConsumer):
     def render(self) -> str:
         self.check_session()
         questions = pending_questions_for_user(user=self.user)
-        with translation.override(self.language()):
+        with translation.override(self.language):
             return render_to_string(
                 "questions/live.html#push", live_context(self.user, questions, inbox=self.inbox)
             )

@@ -11,7 +11,7 @@ from django.test import Client
 
 from chat import consumers, events, services, sessions
 from chat.consumers import ConversationConsumer
-from chat.models import AgentState
+from chat.models import AgentState, Conversation
 from chat.routing import websocket_urlpatterns
 from config.asgi import application
 from tests.factories import add_message, fail_turn, set_state
@@ -298,6 +298,16 @@ async def test_a_quiet_socket_rereads_its_session_once_the_last_read_is_stale(
     assert time.monotonic() - read_at < sessions.AUTH_RECHECK_SECONDS * 1.25
 
 
+def tab_on(user, conversation_id):
+    """A conversation socket's consumer, as `connect` leaves it, its session just read."""
+    tab = ConversationConsumer()
+    tab.scope = {"cookies": {}, "headers": []}
+    tab.user, tab.conversation_id = user, conversation_id
+    tab.sent_subagents, tab.sent_drafts, tab.sent_header = {}, {}, ""
+    tab.session_read_at = time.monotonic()
+    return tab
+
+
 def test_a_push_reads_the_conversation_and_what_changed_in_two_queries(
     user, conversation, django_assert_num_queries
 ):
@@ -307,13 +317,78 @@ def test_a_push_reads_the_conversation_and_what_changed_in_two_queries(
     set_state(conversation.pk, AgentState.LLM_REQUESTING)  # a turn runs, as while it streams
     before = conversation.seq + 1
     add_message(conversation.pk, "Hello there")
-    tab = ConversationConsumer()
-    tab.scope = {"cookies": {}, "headers": []}
-    tab.user, tab.conversation_id = user, conversation.pk
-    tab.sent_subagents, tab.sent_drafts, tab.sent_header = {}, {}, ""
-    tab.session_read_at = time.monotonic()
+    tab = tab_on(user, conversation.pk)
     with django_assert_num_queries(2):
         html, cursor, running = tab.render_changes(before)
     assert "Hello there" in html
     assert cursor == before + 1
     assert running
+
+
+def test_a_second_tab_in_the_same_state_is_sent_the_first_tabs_push(
+    user, conversation, django_assert_num_queries
+):
+    """Two tabs at the same change: the second sends what was rendered for the first, after
+    one read (the conversation: its owner, and that it is the same one), and stands where the
+    first does afterwards."""
+    add_message(conversation.pk, "Already on the pages")
+    set_state(conversation.pk, AgentState.LLM_REQUESTING)
+    before = conversation.seq + 2
+    add_message(conversation.pk, "Hello there")
+    first, second = tab_on(user, conversation.pk), tab_on(user, conversation.pk)
+    pushed = first.render_changes(before, upto=before + 1)
+    with django_assert_num_queries(1):
+        assert second.render_changes(before, upto=before + 1) == pushed
+    assert "Hello there" in pushed[0]
+    assert (second.sent_header, second.sent_drafts) == (first.sent_header, first.sent_drafts)
+    assert second.sent_header  # the header went with the push
+
+    # A tab that stands elsewhere (a page loaded earlier) renders its own.
+    html, _, _ = tab_on(user, conversation.pk).render_changes(0, upto=before + 1)
+    assert "Already on the pages" in html and "Already on the pages" not in pushed[0]
+    # A change the shared push does not cover is read and rendered for the tab.
+    add_message(conversation.pk, "And more")
+    with django_assert_num_queries(2):
+        html, cursor, _ = second.render_changes(before + 1, upto=before + 2)
+    assert "And more" in html and "Hello there" not in html
+    assert cursor == before + 2
+
+
+def test_a_push_for_a_deleted_conversation_is_not_sent_to_a_new_one_with_its_id(user, conversation):
+    """SQLite can give a deleted conversation's id to the next one: its tabs get their own."""
+    set_state(conversation.pk, AgentState.LLM_REQUESTING)
+    before = conversation.seq + 1
+    add_message(conversation.pk, "From the deleted conversation")
+    tab_on(user, conversation.pk).render_changes(before, upto=before + 1)
+    Conversation.objects.filter(pk=conversation.pk).delete()
+    again = Conversation.objects.create(pk=conversation.pk, owner=user, title="Again")
+    for _ in range(before + 1):
+        add_message(again.pk, "In the new one")
+
+    html, cursor, _ = tab_on(user, again.pk).render_changes(before, upto=before + 1)
+    assert "From the deleted conversation" not in html
+    assert "In the new one" in html
+    assert cursor == before + 1
+
+
+async def test_a_tab_whose_session_ended_is_not_sent_another_tabs_push(
+    user, conversation, monkeypatch
+):
+    """Each tab checks its own session before it is sent a push rendered for another tab."""
+    monkeypatch.setattr(sessions, "AUTH_RECHECK_SECONDS", 3600)  # no re-check by the watch
+    monkeypatch.setattr(consumers, "SESSION_FRESH_SECONDS", 0)  # each push reads the session
+    monkeypatch.setattr(events, "send_user_event_on_commit", lambda *args: None)  # logout's
+    kept, ended = Client(), Client()
+    for client in (kept, ended):
+        await db(client.force_login)(user)
+    tabs = [await signed_in_socket(client, conversation.pk) for client in (kept, ended)]
+    await say(conversation.pk, "one")
+    for tab in tabs:
+        await tab.send_json_to({"type": "sync", "after": 0})
+        assert "sync-cursor" in await tab.receive_from()
+
+    await db(ended.logout)()
+    await say(conversation.pk, "for the signed-in tab only")
+    assert "for the signed-in tab only" in await tabs[0].receive_from()
+    assert await tabs[1].receive_output(timeout=5) == {"type": "websocket.close", "code": 4401}
+    await tabs[0].disconnect()
