@@ -23,6 +23,19 @@ def run_now(conversation_id: int) -> None:
 
 
 @pytest.fixture(autouse=True)
+def quick_password_hashes(request, settings):
+    """Users that in-process tests make get a one-round hash. Django's default, which the
+    settings keep (PBKDF2, 1,500,000 rounds: 0.3-0.9 s a hash on a 2-core machine, minutes
+    of a run), still verifies here, and is what the servers of the live and browser tests
+    hash and check every password with."""
+    if request.node.get_closest_marker("live") is None:
+        settings.PASSWORD_HASHERS = [
+            "django.contrib.auth.hashers.MD5PasswordHasher",
+            *settings.PASSWORD_HASHERS,
+        ]
+
+
+@pytest.fixture(autouse=True)
 def fresh_limits():
     """Each test starts with no rate-limit counts (chat.limits keeps them in the cache)."""
     cache.clear()
