@@ -32,6 +32,21 @@ IDLE_LABELS = (
 )
 
 
+def machine_speed() -> float:
+    """Milliseconds this machine takes for 3,000,000 additions in a Python loop (best of 3).
+    Every figure here is CPU-bound Python, and a virtual machine's speed moves between days
+    (by 2.5 times, seen on the same kind of machine): timed before and after a run, it tells which
+    runs can be compared in absolute terms."""
+    best = float("inf")
+    for _ in range(3):
+        began = time.perf_counter()
+        total = 0
+        for i in range(3_000_000):
+            total += i
+        best = min(best, time.perf_counter() - began)
+    return round(best * 1000, 1)
+
+
 def main(argv: list[str]) -> None:
     sys.path.insert(0, str(ROOT))
     os.environ.setdefault("SECRET_KEY", "parley-bench-only")
@@ -58,6 +73,7 @@ def main(argv: list[str]) -> None:
     previous = OUT / "results.json"
     if argv and previous.exists():  # a partial run keeps the other sections' figures
         results = {**json.loads(previous.read_text()), **results}
+    speed_before = machine_speed()
     started = time.monotonic()
     for name in chosen:
         began = time.monotonic()
@@ -66,6 +82,7 @@ def main(argv: list[str]) -> None:
         results[name] = modules[name].run(url)
         results[name]["seconds"] = round(time.monotonic() - began, 1)
     results["total_seconds"] = round(time.monotonic() - started, 1)
+    results["machine_speed_ms"] = {"start": speed_before, "end": machine_speed()}
     previous.write_text(json.dumps(results, indent=2) + "\n")
     table = figures(results)
     (OUT / "results.md").write_text(table + "\n")
@@ -135,6 +152,11 @@ def figures(r: dict) -> str:
             f"| {s['messages']:,}-message transcript: page / websocket catch-up | "
             f"{s['page_ms']} ms / {s['catch_up_ms']} ms | – |"
         )
+    if s := r.get("machine_speed_ms"):
+        rows.append(
+            "| machine speed: 3,000,000 additions in a Python loop, best of 3, before / after "
+            f"the run | {s['start']} ms / {s['end']} ms | – |"
+        )
     return "\n".join(rows)
 
 
@@ -145,7 +167,9 @@ def plot(r: dict, path: Path) -> None:
     import matplotlib.pyplot as plt
 
     fig, axes = plt.subplots(2, 3, figsize=(14, 8))
-    fig.suptitle(f"Parley benchmark ({r['machine']})")
+    speed = r.get("machine_speed_ms")
+    pace = f"; 3M additions in {speed['start']}–{speed['end']} ms" if speed else ""
+    fig.suptitle(f"Parley benchmark ({r['machine']}{pace})")
 
     def bars(ax, labels, values, title, unit, goal=None):
         ax.bar(labels, values, color=["#4c72b0", "#dd8452", "#55a868", "#c44e52"][: len(values)])
