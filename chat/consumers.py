@@ -27,6 +27,7 @@ status and transcript of every child changed since the child cursor it last sent
 
 import asyncio
 import json
+import threading
 import time
 from collections import OrderedDict
 from dataclasses import dataclass
@@ -82,19 +83,24 @@ class Render:
 
 
 class SharedRenders:
-    """The latest push rendered for each conversation in this process, for the other tabs in
-    the state it was rendered for. Reused only for a change it covers (its cursor is at or past
-    the change's), so a tab that takes it still gets every later change by its own event.
-    Used from the one sync thread that renders every socket's pushes (push_changes)."""
+    """The latest push rendered for a change of each conversation in this process, for the
+    other tabs in the state it was rendered for. Reused only for a change it covers (its cursor
+    is at or past the change's), so a tab that takes it still gets every later change by its own
+    event. Kept for `size` conversations at most, and only pushes of up to `max_chars` (with the
+    drafts they leave the tab): a catch-up of a whole transcript is one tab's alone. Pushes
+    render on the one sync thread (push_changes); the lock keeps it whole regardless."""
 
-    def __init__(self, size: int) -> None:
+    def __init__(self, size: int, max_chars: int) -> None:
         self.size = size
+        self.max_chars = max_chars
         self.renders: OrderedDict[int, Render] = OrderedDict()
+        self.lock = threading.Lock()
 
     def get(self, conversation: Conversation, state: tuple, upto: int) -> Render | None:
         """The push for a tab in `state` that covers change `upto` of `conversation`, if one
         was just rendered."""
-        render = self.renders.get(conversation.pk)
+        with self.lock:
+            render = self.renders.get(conversation.pk)
         if (
             render is None
             or render.created_at != conversation.created_at
@@ -105,14 +111,19 @@ class SharedRenders:
         return render
 
     def put(self, conversation_id: int, render: Render) -> None:
-        self.renders[conversation_id] = render
-        self.renders.move_to_end(conversation_id)
-        while len(self.renders) > self.size:
-            self.renders.popitem(last=False)
+        # The drafts before the push (in `state`) are no longer than those after it.
+        chars = len(render.html) + 2 * sum(map(len, render.drafts.values()))
+        if chars > self.max_chars:
+            return
+        with self.lock:
+            self.renders[conversation_id] = render
+            self.renders.move_to_end(conversation_id)
+            while len(self.renders) > self.size:
+                self.renders.popitem(last=False)
 
 
-# Conversations with a push kept for their other tabs (the least recently pushed go first).
-shared_renders = SharedRenders(size=256)
+# Pushes kept for other tabs: at most ~8 M characters in all.
+shared_renders = SharedRenders(size=128, max_chars=64_000)
 
 
 def append_html(draft_id: int, text: str) -> str:
@@ -364,6 +375,8 @@ class ConversationConsumer(SignedInConsumer):
             self.sent_subagents = dict(shared.subagents)
             return shared.html, shared.cursor, shared.running
         html, cursor, running = self.render_fresh(parent, after)
+        if upto is None:  # a sync or a re-check: this tab's own catch-up
+            return html, cursor, running
         shared_renders.put(
             self.conversation_id,
             Render(

@@ -1,6 +1,7 @@
 import asyncio
 import re
 import time
+from types import SimpleNamespace
 
 import pytest
 from channels.db import database_sync_to_async
@@ -392,3 +393,42 @@ async def test_a_tab_whose_session_ended_is_not_sent_another_tabs_push(
     assert "for the signed-in tab only" in await tabs[0].receive_from()
     assert await tabs[1].receive_output(timeout=5) == {"type": "websocket.close", "code": 4401}
     await tabs[0].disconnect()
+
+
+def test_shared_pushes_are_kept_for_the_most_recently_pushed_conversations_only():
+    """Memory stays bounded: one push per conversation, the least recently pushed dropped."""
+    shared = consumers.SharedRenders(size=2, max_chars=100)
+    conversations = [SimpleNamespace(pk=pk, created_at=pk) for pk in (1, 2, 3)]
+
+    def push(conversation, html):
+        return consumers.Render(
+            created_at=conversation.created_at,
+            state=(),
+            html=html,
+            cursor=5,
+            running=False,
+            drafts={},
+            header="",
+            subagents={},
+        )
+
+    for conversation in conversations:
+        shared.put(conversation.pk, push(conversation, f"push {conversation.pk}"))
+    shared.put(2, push(conversations[1], "newer push 2"))
+    assert shared.get(conversations[0], (), upto=5) is None
+    assert shared.get(conversations[1], (), upto=5).html == "newer push 2"
+    assert shared.get(conversations[2], (), upto=5).html == "push 3"
+    assert shared.get(conversations[2], (), upto=6) is None  # a change it does not cover
+    shared.put(3, push(conversations[2], "x" * 101))  # too big to keep: the older one stays
+    assert shared.get(conversations[2], (), upto=5).html == "push 3"
+
+
+def test_a_catch_up_is_not_kept_for_other_tabs(user, conversation, django_assert_num_queries):
+    """A sync's push (possibly the whole transcript) is that tab's own."""
+    set_state(conversation.pk, AgentState.LLM_REQUESTING)
+    before = conversation.seq + 1
+    add_message(conversation.pk, "Hello there")
+    tab_on(user, conversation.pk).render_changes(before)  # the sync after a page load
+    with django_assert_num_queries(2):
+        html, _, _ = tab_on(user, conversation.pk).render_changes(before, upto=before + 1)
+    assert "Hello there" in html
