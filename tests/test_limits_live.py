@@ -53,6 +53,17 @@ async def timed_turn(http: httpx.AsyncClient, headers: dict) -> float:
     return elapsed
 
 
+def most_at_once(intervals: list[tuple[float, float]]) -> int:
+    """The most intervals open at one moment. Seen from the client, a stream the server
+    admits in the place of one that closed opens after that one closed."""
+    edges = sorted([(opened, 1) for opened, _ in intervals] + [(c, -1) for _, c in intervals])
+    most = current = 0
+    for _, step in edges:  # at a tie, the close (-1) sorts first
+        current += step
+        most = max(most, current)
+    return most
+
+
 def test_one_users_flood_does_not_slow_another_users_turn_more_than_twice(server):
     victim = {"Authorization": f"Bearer {server.manage('create_api_token', 'victim').strip()}"}
     flooder = {"Authorization": f"Bearer {server.manage('create_api_token', 'demo').strip()}"}
@@ -85,14 +96,19 @@ def test_one_users_flood_does_not_slow_another_users_turn_more_than_twice(server
                     return "dropped"
                 return response.status_code
 
+            open_streams: list[tuple[float, float]] = []  # (opened, closed), client side
+
             async def flood_stream(n: int) -> int | str:
                 cid = conversations[n % len(conversations)]
                 url = f"/api/v1/conversations/{cid}/events"
                 try:
                     async with http.stream("GET", url, headers=flooder) as stream:
                         if stream.status_code == 200:
+                            opened = time.monotonic()
                             await asyncio.sleep(8)  # held open while the victim's turn runs
-                        return stream.status_code
+                    if stream.status_code == 200:
+                        open_streams.append((opened, time.monotonic()))
+                    return stream.status_code
                 except httpx.TransportError:
                     return "dropped"
 
@@ -105,6 +121,7 @@ def test_one_users_flood_does_not_slow_another_users_turn_more_than_twice(server
         return {
             "baseline": baseline,
             "flooded": flooded,
+            "most_open_streams": most_at_once(open_streams),
             "messages": {code: messages.count(code) for code in set(messages)},
             "streams": {code: streams.count(code) for code in set(streams)},
         }
@@ -114,9 +131,12 @@ def test_one_users_flood_does_not_slow_another_users_turn_more_than_twice(server
     print(
         f"\nvictim's turn: {result['baseline']:.2f} s alone, {result['flooded']:.2f} s under the "
         f"flood ({result['flooded'] / result['baseline']:.2f}×); flood messages "
-        f"{result['messages']}, streams {result['streams']}"
+        f"{result['messages']}, streams {result['streams']}, at most "
+        f"{result['most_open_streams']} open at once"
     )
-    assert result["streams"].get(200, 0) <= 10
+    # At most PARLEY_MAX_STREAMS at a time: on a slow machine the last of the 300 requests
+    # are answered after the first streams have closed, and may then take their places.
+    assert 0 < result["most_open_streams"] <= 10, result
     assert result["streams"].get(429, 0) > 0
     assert set(result["streams"]) <= {200, 429, "dropped"}
     assert result["messages"].get(429, 0) > 0
