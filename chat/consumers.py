@@ -368,15 +368,15 @@ class ConversationConsumer(SignedInConsumer):
         parent = conversation_for_user(
             user=self.user, conversation_id=self.conversation_id, flag_children=True
         )
+        if upto is None:  # a sync or a re-check: this tab's own catch-up
+            return self.render_fresh(parent, after)
         state = self.tab_state(after)
-        if upto is not None and (shared := shared_renders.get(parent, state, upto)):
+        if shared := shared_renders.get(parent, state, upto):
             self.sent_drafts = dict(shared.drafts)
             self.sent_header = shared.header
             self.sent_subagents = dict(shared.subagents)
             return shared.html, shared.cursor, shared.running
         html, cursor, running = self.render_fresh(parent, after)
-        if upto is None:  # a sync or a re-check: this tab's own catch-up
-            return html, cursor, running
         shared_renders.put(
             self.conversation_id,
             Render(
