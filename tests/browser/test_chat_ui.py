@@ -122,8 +122,11 @@ def test_code_is_highlighted_and_code_messages_and_tokens_copy(open_page, parley
     assert copied.startswith("def greet(name: str) -> str:")
     assert 'print(greet("Parley"))' in copied
 
+    # The label says "Copied" for two seconds, then reads as before.
+    expect(reply.get_by_role("button", name="Copy code")).to_be_visible(timeout=10_000)
     reply.get_by_role("button", name="Copy message").click()
-    expect(reply.get_by_role("button", name="Copied")).to_be_visible()
+    expect(reply.get_by_role("button", name="Copied")).to_have_count(1)
+    expect(reply.get_by_role("button", name="Copy message")).to_have_count(0)
     copied = page.evaluate("navigator.clipboard.readText()")
     assert copied.startswith("Here is a small Python function:")
 
