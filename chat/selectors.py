@@ -111,6 +111,7 @@ def transcript_changes(
     if first is None:
         first = conversation_for_user(user=user, conversation_id=conversation_id)
     messages = messages_changed_since(conversation_id=first.pk, after=after)
+    ToolResults.share(messages)
     cursor = max([after, first.seq, *(m.seq for m in messages)])
     if cursor == first.seq:
         # Nothing committed after the first read is among the messages: it is as new as they.
@@ -172,15 +173,53 @@ def last_turn(*, conversation_id: int) -> LastTurn | None:
 
 
 def tool_result(*, message: Message, call_id: str) -> ToolResultBlock | None:
-    """The result of the tool call `call_id` made in `message`, once there is one."""
-    later = Message.objects.filter(
-        conversation_id=message.conversation_id,
-        role=Role.TOOL,
-        order__gt=message.order,
-        superseded=False,
-    ).order_by("order")
-    for result_message in later:
-        for block in parse_blocks(result_message.blocks):
-            if isinstance(block, ToolResultBlock) and block.tool_call_id == call_id:
+    """The result of the tool call `call_id` made in `message`, once there is one: the first
+    with that id in a later tool message shown. Messages read by transcript_changes share
+    one reading of the results for all their cards (ToolResults)."""
+    results = getattr(message, ToolResults.ATTRIBUTE, None)
+    if results is None:
+        results = ToolResults(message.conversation_id, after=message.order)
+    return results.of(message, call_id)
+
+
+class ToolResults:
+    """The tool results of a conversation shown after one place in its transcript, read
+    when the first card asks, in one query: a page of many tool calls costs one reading of
+    their results instead of one per card."""
+
+    ATTRIBUTE = "parley_tool_results"
+
+    def __init__(self, conversation_id: int, *, after: int) -> None:
+        self.conversation_id = conversation_id
+        self.after = after
+        self.by_call: dict[str, list[tuple[int, ToolResultBlock]]] | None = None
+
+    @classmethod
+    def share(cls, messages: list[Message]) -> None:
+        """Let `messages` (of one conversation) find their calls' results together."""
+        if messages:
+            results = cls(messages[0].conversation_id, after=min(m.order for m in messages))
+            for message in messages:
+                setattr(message, cls.ATTRIBUTE, results)
+
+    def of(self, message: Message, call_id: str) -> ToolResultBlock | None:
+        if self.by_call is None:
+            self.by_call = self.read()
+        for order, block in self.by_call.get(call_id, ()):
+            if order > message.order:
                 return block
-    return None
+        return None
+
+    def read(self) -> dict[str, list[tuple[int, ToolResultBlock]]]:
+        by_call: dict[str, list[tuple[int, ToolResultBlock]]] = {}
+        later = Message.objects.filter(
+            conversation_id=self.conversation_id,
+            role=Role.TOOL,
+            order__gt=self.after,
+            superseded=False,
+        ).order_by("order")
+        for result_message in later.only("order", "blocks"):
+            for block in parse_blocks(result_message.blocks):
+                if isinstance(block, ToolResultBlock):
+                    by_call.setdefault(block.tool_call_id, []).append((result_message.order, block))
+        return by_call

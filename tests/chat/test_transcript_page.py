@@ -4,10 +4,13 @@ empty state's suggestions, and Send while the agent replies."""
 import re
 
 import pytest
+from django.db import connection, transaction
+from django.test.utils import CaptureQueriesContext
 from django.urls import reverse
 
-from chat import services
-from chat.models import AgentState, Conversation
+from chat import services, transcript
+from chat.blocks import TextBlock, ToolCallBlock, ToolResultBlock
+from chat.models import AgentState, Conversation, Role
 from chat.providers import suggestions
 
 pytestmark = pytest.mark.django_db(transaction=True)
@@ -29,6 +32,57 @@ def test_a_tool_call_card_names_its_tool_and_holds_its_result(client, conversati
     assert "Tool result" in card.group(1) and "Done" in card.group(1)
     # No separate result card: the tool message itself shows nothing.
     assert html.count('class="block block-tool"') == 2
+
+
+def tool_turns(conversation, calls: list[tuple[str, str | None]]) -> None:
+    """A turn per (call id, result): the agent calls a tool, and its result follows
+    (None: the tool still runs)."""
+    with transaction.atomic():
+        locked = transcript.lock(conversation.pk)
+        for call_id, content in calls:
+            transcript.append_message(locked, role=Role.USER, blocks=[TextBlock(text="again")])
+            call = ToolCallBlock(id=call_id, name="calculate", arguments={"expression": "1+1"})
+            transcript.append_message(locked, role=Role.ASSISTANT, blocks=[call])
+            if content is not None:
+                result = ToolResultBlock(tool_call_id=call_id, content=content)
+                transcript.append_message(locked, role=Role.TOOL, blocks=[result])
+
+
+def cards(html: str) -> list[str]:
+    """Each tool card's state and result, in transcript order."""
+    shown = []
+    for card in re.findall(r'<details class="block block-tool".*?</details>', html, re.S):
+        state = re.search(r'<span class="tool-state[^"]*">([^<]+)</span>', card)[1]
+        result = re.search(r"Tool result</p>\s*<pre>([^<]*)</pre>", card)
+        shown.append(f"{state}: {result[1]}" if result else state)
+    return shown
+
+
+def test_each_tool_card_holds_its_own_result(client, conversation, user):
+    client.force_login(user)
+    # A provider may use a call id again in a later turn: each card has the result after it.
+    tool_turns(conversation, [("c0", "first"), ("c1", "second"), ("c0", "third"), ("c9", None)])
+    assert cards(page_of(client, conversation)) == [
+        "Done: first",
+        "Done: second",
+        "Done: third",
+        "Running…",
+    ]
+
+
+def test_a_page_of_many_tool_cards_reads_their_results_once(client, conversation, user):
+    client.force_login(user)
+
+    def queries_for_page() -> int:
+        with CaptureQueriesContext(connection) as queries:
+            assert client.get(f"/c/{conversation.pk}/").status_code == 200
+        return len(queries)
+
+    tool_turns(conversation, [(f"a{i}", str(i)) for i in range(3)])
+    few = queries_for_page()
+    tool_turns(conversation, [(f"b{i}", str(i)) for i in range(30)])
+    assert queries_for_page() == few
+    assert cards(page_of(client, conversation))[-1] == "Done: 29"
 
 
 def test_every_message_has_its_time(client, conversation, user):
