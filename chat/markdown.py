@@ -1,6 +1,8 @@
 """Assistant markdown to safe HTML: markdown-it-py renders (Pygments highlights fenced code
 whose language it knows), nh3 sanitises."""
 
+from functools import lru_cache
+
 import nh3
 from django.utils.safestring import SafeString, mark_safe
 from markdown_it import MarkdownIt
@@ -40,7 +42,19 @@ ALLOWED_ATTRIBUTES = {"a": {"href", "title"}, "code": {"class"}, "th": {"align"}
 ALLOWED_CLASSES = {"span": {name for name in STANDARD_TYPES.values() if name}}
 
 
+# A message is rendered again on every page load, catch-up and tab: the HTML of the most
+# recent texts of up to CACHED_CHARS is kept (at most CACHED_TEXTS of them, ~16 MB at worst).
+CACHED_CHARS = 8_000
+CACHED_TEXTS = 512
+
+
 def render_markdown(text: str) -> SafeString:
+    if len(text) <= CACHED_CHARS:
+        return _cached(text)
+    return _render(text)
+
+
+def _render(text: str) -> SafeString:
     html = _renderer.render(text)
     clean = nh3.clean(
         html,
@@ -51,6 +65,9 @@ def render_markdown(text: str) -> SafeString:
         link_rel="noopener noreferrer nofollow",
     )
     return mark_safe(clean)  # noqa: S308 - sanitised by nh3 just above
+
+
+_cached = lru_cache(maxsize=CACHED_TEXTS)(_render)
 
 
 # --- The code colours: one Pygments style per theme, generated into static/parley-code.css ------

@@ -1,7 +1,9 @@
+import uuid
 from pathlib import Path
 
 from django.conf import settings
 
+from chat import markdown
 from chat.markdown import CODE_CSS, code_stylesheet, render_markdown
 
 
@@ -33,3 +35,18 @@ def test_the_committed_code_stylesheet_is_up_to_date():
     assert committed == code_stylesheet()
     assert '[data-theme="dark"] .markdown pre .k' in committed
     assert "prefers-color-scheme: dark" in committed
+
+
+def test_a_text_is_rendered_once_for_every_page_and_tab_and_a_long_one_each_time(monkeypatch):
+    rendered = []
+    render = markdown._renderer.render
+    monkeypatch.setattr(
+        markdown._renderer, "render", lambda text: rendered.append(text) or render(text)
+    )
+    short = f"**once** {uuid.uuid4()}"
+    assert render_markdown(short) == render_markdown(short) == render_markdown(short)
+    assert "<strong>once</strong>" in render_markdown(short)
+    assert rendered == [short]
+    long = f"**each time** {uuid.uuid4()} " + "x" * markdown.CACHED_CHARS
+    assert render_markdown(long) == render_markdown(long)
+    assert rendered == [short, long, long]
