@@ -148,10 +148,14 @@ def figures(r: dict) -> str:
                 + ("≤ 50 KB, given back |" if kind == "websocket" else "– |")
             )
     if s := r.get("transcript"):
-        rows.append(
-            f"| {s['messages']:,}-message transcript: page / websocket catch-up | "
-            f"{s['page_ms']} ms / {s['catch_up_ms']} ms | – |"
-        )
+        for t, kind in ((s, ""), (s.get("with_tools"), " with 250 tool cards")):
+            if not t:
+                continue
+            first = f"first page {t['first_page_ms']} ms, then " if "first_page_ms" in t else ""
+            rows.append(
+                f"| {s['messages']:,}-message transcript{kind}: page / websocket catch-up | "
+                f"{first}{t['page_ms']} ms / {t['catch_up_ms']} ms | – |"
+            )
     if s := r.get("machine_speed_ms"):
         rows.append(
             "| machine speed: 3,000,000 additions in a Python loop, best of 3, before / after "
@@ -248,10 +252,12 @@ def plot(r: dict, path: Path) -> None:
             goal=50,
         )
     if s := r.get("transcript"):
+        tools = s.get("with_tools", {})
         bars(
             axes[1][2],
-            ["page", "catch-up"],
-            [s["page_ms"], s["catch_up_ms"]],
+            ["page", "catch-up"] + (["page, tools", "catch-up, tools"] if tools else []),
+            [s["page_ms"], s["catch_up_ms"]]
+            + ([tools["page_ms"], tools["catch_up_ms"]] if tools else []),
             f"{s['messages']:,}-message transcript",
             "ms",
         )
