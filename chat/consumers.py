@@ -34,6 +34,7 @@ from dataclasses import dataclass
 from datetime import datetime
 from functools import cached_property
 
+from channels.consumer import get_handler_name
 from channels.db import database_sync_to_async
 from channels.generic.websocket import AsyncWebsocketConsumer
 from django.http import HttpRequest
@@ -138,6 +139,17 @@ class SignedInConsumer(AsyncWebsocketConsumer):
     `self.watch` (the task running `watch_session`)."""
 
     session_read_at = float("-inf")  # time.monotonic() of the last read that found it good
+
+    async def dispatch(self, message: dict) -> None:
+        """Channels' dispatch, without its trip to the sync thread before every handler to
+        close stale database connections (channels.db.aclose_old_connections): every read
+        here goes through database_sync_to_async, which closes them before and after itself.
+        That trip queued each event of every socket behind the renders on the one sync
+        thread, even a streamed append that reads nothing."""
+        handler = getattr(self, get_handler_name(message), None)
+        if handler is None:
+            raise ValueError(f"No handler for message type {message['type']}")
+        await handler(message)
 
     async def attention_changed(self, event: dict) -> None:
         """Meant for the user's live channel (questions.consumers, in the attention group).

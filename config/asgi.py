@@ -4,10 +4,14 @@ and auth, and `parley-runs` channel messages to the turn runner (with REDIS_URL,
 
 import os
 
-from django.core.asgi import get_asgi_application
+import django
 
 os.environ.setdefault("DJANGO_SETTINGS_MODULE", "config.settings")
-django_asgi_app = get_asgi_application()
+django.setup(set_prefix=False)  # what django.core.asgi.get_asgi_application does first
+
+from config.handlers import SyncStackASGIHandler  # noqa: E402
+
+django_asgi_app = SyncStackASGIHandler()
 
 from channels.auth import AuthMiddlewareStack  # noqa: E402
 from channels.routing import ChannelNameRouter, ProtocolTypeRouter, URLRouter  # noqa: E402

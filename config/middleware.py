@@ -24,20 +24,6 @@ class LoginRequiredExceptApiMiddleware(LoginRequiredMiddleware):
         return super().process_view(request, view_func, view_args, view_kwargs)
 
 
-def sync_chain_middleware(get_response):
-    """Listed last in MIDDLEWARE, so that Django runs every middleware above it in sync mode,
-    in the request's one thread.
-
-    Under ASGI the innermost handler is async, and Django keeps each middleware that can be
-    async in async mode up to the first sync-only one. A MiddlewareMixin in async mode sends
-    its process_request and its process_response each to a thread and back: a page made 21
-    trips between the event loop and a thread, and makes 7 with this (one for the whole
-    chain; one each for the two process_view adapters, the view, the template response's
-    render, a signal and the response's close). Each trip waits for the GIL in a busy process.
-    """
-    return get_response
-
-
 @sync_and_async_middleware
 def request_id_middleware(get_response):
     """Give each request an id: the proxy's `X-Request-ID` when well-formed, else a new one.

@@ -88,7 +88,6 @@ MIDDLEWARE = [
     "django.middleware.clickjacking.XFrameOptionsMiddleware",
     "django.middleware.csp.ContentSecurityPolicyMiddleware",
     "django_htmx.middleware.HtmxMiddleware",
-    "config.middleware.sync_chain_middleware",  # last: see its docstring
 ]
 
 ROOT_URLCONF = "config.urls"

@@ -2,10 +2,13 @@
 finished message is rendered once. Each test applies what a tab receives the way htmx does
 (out-of-band swaps by id) and checks what a person would read there."""
 
+import asyncio
 import html as htmllib
 import re
+import threading
 
 import pytest
+from asgiref.sync import ThreadSensitiveContext
 from channels.db import database_sync_to_async
 from channels.routing import URLRouter
 from channels.testing import WebsocketCommunicator
@@ -197,6 +200,32 @@ async def test_the_bytes_a_tab_receives_grow_linearly_with_a_long_reply(user, co
     assert len(text) == 20_000
     # Re-sending the whole draft on every push, as before, came to about 200 times the text.
     assert tab.bytes <= 3 * len(text), f"{tab.bytes / len(text):.1f} x the reply's length"
+    await communicator.disconnect()
+
+
+async def test_streamed_text_reaches_a_tab_while_the_sync_thread_is_busy(user, conversation):
+    """Pushes render on the one sync thread, so while it renders a push for another tab (held
+    busy here), a tab still gets each streamed text at once: appending it reads nothing, and
+    nothing else of the socket's waits for that thread either."""
+    lease = await start_turn(conversation)
+    tab = Tab(cursor=await current_seq(conversation))
+    communicator = await open_tab(user, conversation.pk, tab)
+    async with ThreadSensitiveContext():  # the turn's own thread, as in chat.runtime.run_turn
+        await db(turns.stream_text)(lease, "Hello ")
+    await receive(communicator, tab)
+    draft = await draft_id(conversation)
+
+    busy = threading.Event()
+    render = asyncio.create_task(db(busy.wait)())  # on the sync thread pushes render on
+    try:
+        async with ThreadSensitiveContext():
+            await db(turns.stream_text)(lease, "Hello world")
+        await receive(communicator, tab)
+        assert tab.draft(draft) == "Hello world"
+        assert not render.done()  # the thread was still busy when the text came
+    finally:
+        busy.set()
+        await render
     await communicator.disconnect()
 
 
