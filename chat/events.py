@@ -6,6 +6,8 @@ costs nothing: the next one (or a reconnect) catches up from the client's own cu
 """
 
 import asyncio
+import contextvars
+import logging
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from functools import partial
@@ -13,6 +15,8 @@ from functools import partial
 from asgiref.sync import async_to_sync
 from channels.layers import get_channel_layer
 from django.db import transaction
+
+logger = logging.getLogger("parley.events")
 
 
 def conversation_group(conversation_id: int) -> str:
@@ -67,15 +71,8 @@ class _Batch:
 
 
 def _send_batch(batch: list[tuple[int, dict]]) -> None:
-    """Send (conversation id, event) pairs, in order, in one trip to the event loop."""
-    layer = get_channel_layer()
-    if layer is not None:
-        async_to_sync(_send_all)(layer, batch)
-
-
-async def _send_all(layer, batch: list[tuple[int, dict]]) -> None:
-    for conversation_id, event in batch:
-        await layer.group_send(conversation_group(conversation_id), event)
+    """Send (conversation id, event) pairs, in order."""
+    _send([(conversation_group(conversation_id), event) for conversation_id, event in batch])
 
 
 def send_user_event_on_commit(user_id: int, event: dict) -> None:
@@ -87,9 +84,99 @@ def send_attention_event_on_commit(user_id: int, event: dict) -> None:
 
 
 def _send_to_group(group: str, event: dict) -> None:
+    _send([(group, event)])
+
+
+def _send(messages: list[tuple[str, dict]]) -> None:
+    """Send (group, event) pairs, in order: handed to the outbox of this process's event loop
+    when it has one (serving processes and workers), else sent before returning."""
     layer = get_channel_layer()
-    if layer is not None:
-        async_to_sync(layer.group_send)(group, event)
+    if layer is None:
+        return
+    if _outbox is not None:
+        _outbox.put(layer, messages)
+    else:
+        async_to_sync(_send_all)(layer, messages)
+
+
+async def _send_all(layer, messages: list[tuple[str, dict]]) -> None:
+    for group, event in messages:
+        await layer.group_send(group, event)
+
+
+class Outbox:
+    """The events this process's threads commit, sent from its event loop.
+
+    A commit (a request's, a turn step's) hands its events over and carries on: it does not
+    wait for the channel layer, nor for a trip through the event loop and back (async_to_sync
+    made a thread wait, then woke it, for every change of every turn and request). Each event
+    is sent by a task of its own, after the one handed over before it for the same group, so
+    a group gets its events in commit order while different groups' sends overlap (one send
+    after another for the whole process queued every tab behind the busiest). A send that
+    fails is logged, as a failing on_commit hook was; events are hints that the next change or
+    a reconnect catches up on. Past MAX_PENDING unsent events (a channel layer that stopped
+    answering), new ones are dropped, not kept in memory.
+    """
+
+    MAX_PENDING = 10_000
+
+    def __init__(self, loop: asyncio.AbstractEventLoop) -> None:
+        self.loop = loop
+        self.pending: set[asyncio.Task] = set()
+        self.last: dict[str, asyncio.Task] = {}  # each group's newest send
+        self.dropping = False
+
+    def put(self, layer, messages: list[tuple[str, dict]]) -> None:
+        """From any thread."""
+        self.loop.call_soon_threadsafe(self._put, layer, messages)
+
+    def _put(self, layer, messages: list[tuple[str, dict]]) -> None:
+        for group, event in messages:
+            if len(self.pending) >= self.MAX_PENDING:
+                if not self.dropping:  # once for each time it fills up
+                    logger.warning("%s events unsent: dropping new ones", len(self.pending))
+                self.dropping = True
+                return
+            self.dropping = False
+            send = self._send(layer, group, event, after=self.last.get(group))
+            task = self.loop.create_task(send, context=contextvars.Context())
+            self.pending.add(task)
+            self.last[group] = task
+            task.add_done_callback(partial(self._sent, group))
+
+    async def _send(self, layer, group: str, event: dict, *, after: asyncio.Task | None) -> None:
+        if after is not None:
+            await asyncio.wait([after])  # whatever became of it
+        try:
+            await layer.group_send(group, event)
+        except Exception:
+            logger.exception("could not send %s to %s", event.get("type"), group)
+
+    def _sent(self, group: str, task: asyncio.Task) -> None:
+        self.pending.discard(task)
+        if self.last.get(group) is task:
+            del self.last[group]
+
+    async def flush(self, seconds: float) -> None:
+        """Wait until what was handed over so far is sent (at most `seconds`)."""
+        if self.pending:
+            await asyncio.wait(set(self.pending), timeout=seconds)
+
+
+_outbox: Outbox | None = None
+
+
+def start_outbox() -> None:
+    """Send this process's events from the running event loop (chat.runner, at start)."""
+    global _outbox
+    if _outbox is None:
+        _outbox = Outbox(asyncio.get_running_loop())
+
+
+async def flush_outbox(seconds: float) -> None:
+    """On shutdown: let the events committed so far leave before the process exits."""
+    if _outbox is not None:
+        await _outbox.flush(seconds)
 
 
 def conversation_changed(conversation_id: int, seq: int, *, appended: dict | None = None) -> dict:

@@ -33,6 +33,8 @@ from channels.layers import get_channel_layer
 from django.conf import settings
 from django.db import transaction
 
+from chat import events
+
 if TYPE_CHECKING:
     from chat.turns import Claim
 
@@ -202,6 +204,7 @@ def start_in_this_loop() -> None:
         return
     global _sweeper, _jobs_task, _jobs_wake
     _loop = asyncio.get_running_loop()
+    events.start_outbox()
     _sweeper = _loop.create_task(_sweep_forever(), context=contextvars.Context())
     _jobs_wake = asyncio.Event()
     _jobs_task = _loop.create_task(_jobs_forever(), context=contextvars.Context())
@@ -252,6 +255,8 @@ async def shutdown(grace: float = 5.0) -> None:
                 logger.exception(
                     "could not hand conversation %s to another worker", conversation_id
                 )
+    # The handed-back turns' last changes, among others, still to reach open pages.
+    await events.flush_outbox(grace)
 
 
 class RunnerLifecycle:
