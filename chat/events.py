@@ -57,7 +57,7 @@ def send_conversation_event_on_commit(conversation_id: int, event: dict) -> None
 
 
 class _Batch:
-    """The conversation events of one transaction, sent in one trip to the event loop."""
+    """The conversation events of one transaction, sent together after its commit."""
 
     def __init__(self) -> None:
         self.events: dict[tuple, dict] = {}

@@ -105,3 +105,18 @@ async def test_past_its_bound_the_outbox_drops_new_events_and_says_so_once(
     layer.release("conversation.7")
     await outbox.flush(2)
     assert layer.sent == [("conversation.7", change(7, 0)), ("conversation.7", change(7, 1))]
+
+
+async def test_a_process_that_stops_sends_what_its_commits_handed_over_first(outbox, monkeypatch):
+    from chat import runner
+
+    monkeypatch.setattr(runner, "_stopping", False)
+    layer = Layer()
+    layer.hold("conversation.7")  # still on its way when the process is asked to stop
+    monkeypatch.setattr(events, "get_channel_layer", lambda: layer)
+    await asyncio.to_thread(events._send_batch, [(7, change(7, 1))])
+    asyncio.get_running_loop().call_later(0.1, layer.release, "conversation.7")
+
+    await runner.shutdown(grace=2)
+
+    assert layer.sent == [("conversation.7", change(7, 1))]
