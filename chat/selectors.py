@@ -2,6 +2,7 @@
 
 from collections.abc import Iterator
 from dataclasses import dataclass
+from functools import cached_property
 
 from django.contrib.postgres.search import SearchQuery, SearchVector
 from django.db import connection
@@ -196,7 +197,6 @@ class ToolResults:
     def __init__(self, conversation_id: int, *, after: int) -> None:
         self.conversation_id = conversation_id
         self.after = after
-        self.by_call: dict[str, list[tuple[int, ToolResultBlock]]] | None = None
 
     @classmethod
     def share(cls, messages: list[Message]) -> None:
@@ -207,14 +207,14 @@ class ToolResults:
                 setattr(message, cls.ATTRIBUTE, results)
 
     def of(self, message: Message, call_id: str) -> ToolResultBlock | None:
-        if self.by_call is None:
-            self.by_call = self.read()
         for order, block in self.by_call.get(call_id, ()):
             if order > message.order:
                 return block
         return None
 
-    def read(self) -> dict[str, list[tuple[int, ToolResultBlock]]]:
+    @cached_property
+    def by_call(self) -> dict[str, list[tuple[int, ToolResultBlock]]]:
+        """Each call id's results, in transcript order, with their message's place."""
         by_call: dict[str, list[tuple[int, ToolResultBlock]]] = {}
         later = Message.objects.filter(
             conversation_id=self.conversation_id,
