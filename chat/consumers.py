@@ -177,7 +177,9 @@ class SignedInConsumer(AsyncWebsocketConsumer):
     async def auth_changed(self, event: dict) -> None:
         """The user's credentials changed (chat.sessions): close unless this session is
         still good."""
-        if sessions.ended_here(event, self.session_key()) or not await self.session_valid():
+        if sessions.ended_here(event, self.session_key()) or not await self.session_valid(
+            shared=False
+        ):
             await self.sign_out()
 
     async def join(self, *groups: str) -> None:
@@ -207,17 +209,39 @@ class SignedInConsumer(AsyncWebsocketConsumer):
                 await self.sign_out()
                 return
 
-    async def session_valid(self) -> bool:
-        return await database_sync_to_async(self.session_still_valid)()
+    async def session_valid(self, *, shared: bool = True) -> bool:
+        """Whether the session still signs this user in (session_still_valid), without a
+        trip to the sync thread when another socket's read answers."""
+        if shared and (read := self.shared_read()) is not None:
+            return self.take_read(read)
+        return await database_sync_to_async(self.session_still_valid)(shared=shared)
 
-    def session_still_valid(self) -> bool:
+    def session_still_valid(self, *, shared: bool = True) -> bool:
+        """Read the session; `shared`: a read that this process's other sockets of the
+        session made recently enough (shared_read) answers instead."""
         # Without a session in the scope (tests that set the user themselves), the user is all
         # there is; config.asgi always puts the consumer behind AuthMiddlewareStack.
-        valid = "session" not in self.scope or sessions.session_still_valid(
-            self.session_key(), self.user.pk
-        )
+        if "session" not in self.scope:
+            return self.take_read((time.monotonic(), self.user.pk))
+        read = self.shared_read() if shared else None
+        return self.take_read(read or sessions.session_reads.read(self.session_key()))
+
+    def shared_read(self) -> tuple[float, int | None] | None:
+        """A read of this socket's session by any socket of this process
+        (sessions.SessionReads), as fresh as session_fresh and watch_session require."""
+        key = self.session_key()
+        if not key or "session" not in self.scope:
+            return None
+        within = min(SESSION_FRESH_SECONDS, sessions.AUTH_RECHECK_SECONDS)
+        return sessions.session_reads.recent(key, within=within)
+
+    def take_read(self, read: tuple[float, int | None]) -> bool:
+        """Whether `read` (sessions.SessionReads) signs this user in; if so, the socket's
+        session is good as of when it was read."""
+        read_at, user_id = read
+        valid = user_id == self.user.pk
         if valid:
-            self.session_read_at = time.monotonic()
+            self.session_read_at = max(self.session_read_at, read_at)
         return valid
 
     def session_fresh(self) -> bool:

@@ -11,6 +11,8 @@ emits these as signals, so this boundary listens to them) and when a token is re
 """
 
 import hashlib
+import threading
+import time
 from importlib import import_module
 from types import SimpleNamespace
 
@@ -41,6 +43,47 @@ def session_user_id(session_key: str | None) -> int | None:
 
 def session_still_valid(session_key: str | None, user_id: int) -> bool:
     return session_user_id(session_key) == user_id
+
+
+class SessionReads:
+    """The latest read of each session by this process's websockets, for its other sockets.
+
+    A page has two sockets (its conversation's and the live channel), and a user often has
+    several tabs: each re-read the same session every AUTH_RECHECK_SECONDS. A read that another
+    socket of the session made within that time answers as well (the guarantee is that an
+    ended session is noticed within AUTH_RECHECK_SECONDS of its last good read), so a process
+    reads each session about once a beat, whatever its number of sockets. `auth.changed` still
+    makes each socket read afresh. Reads older than that are dropped as new ones come."""
+
+    def __init__(self) -> None:
+        self.reads: dict[str, tuple[float, int | None]] = {}
+        self.lock = threading.Lock()
+        self.prune_at = 64
+
+    def recent(self, session_key: str, *, within: float) -> tuple[float, int | None] | None:
+        """(when it was read, by time.monotonic(); the user id it signed in, or None), if
+        read within the last `within` seconds (at most AUTH_RECHECK_SECONDS)."""
+        with self.lock:
+            read = self.reads.get(session_key)
+        if read is not None and time.monotonic() - read[0] < within:
+            return read
+        return None
+
+    def read(self, session_key: str | None) -> tuple[float, int | None]:
+        """Read the session now (session_user_id) and keep the read."""
+        read = (time.monotonic(), session_user_id(session_key))  # the time before the read
+        if not session_key:
+            return read
+        with self.lock:
+            self.reads[session_key] = read
+            if len(self.reads) >= self.prune_at:
+                stale = read[0] - AUTH_RECHECK_SECONDS
+                self.reads = {k: r for k, r in self.reads.items() if r[0] > stale}
+                self.prune_at = max(64, 2 * len(self.reads))
+        return read
+
+
+session_reads = SessionReads()
 
 
 def ended_here(event: dict, session_key: str | None) -> bool:

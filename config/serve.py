@@ -24,10 +24,18 @@ import asyncio
 import os
 import sys
 
-from autobahn.websocket.compress import PerMessageDeflateOffer, PerMessageDeflateOfferAccept
-from daphne.cli import CommandLineInterface
-from daphne.server import Server
-from daphne.ws_protocol import WebSocketProtocol
+from config.eventloop import install_reactor
+
+# Before daphne's import, which would install Twisted's reactor on asyncio's own loop.
+install_reactor()
+
+from autobahn.websocket.compress import (  # noqa: E402
+    PerMessageDeflateOffer,
+    PerMessageDeflateOfferAccept,
+)
+from daphne.cli import CommandLineInterface  # noqa: E402
+from daphne.server import Server  # noqa: E402
+from daphne.ws_protocol import WebSocketProtocol  # noqa: E402
 
 APPLICATION = "config.asgi:application"
 # How long a shutdown may take to hand turns back before the process exits anyway.

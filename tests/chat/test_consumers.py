@@ -299,6 +299,33 @@ async def test_a_quiet_socket_rereads_its_session_once_the_last_read_is_stale(
     assert time.monotonic() - read_at < sessions.AUTH_RECHECK_SECONDS * 1.25
 
 
+async def test_sockets_of_one_session_share_its_rereads(user, conversation, monkeypatch):
+    """A page's two sockets, and a user's other tabs, re-read their session once a beat
+    between them instead of once each; an ended session still closes every one of them
+    within the beat."""
+    monkeypatch.setattr(sessions, "AUTH_RECHECK_SECONDS", 0.5)
+    monkeypatch.setattr(consumers, "SESSION_FRESH_SECONDS", 0.5)
+    # No auth.changed: the periodic re-reads alone notice the logout.
+    monkeypatch.setattr(events, "send_user_event_on_commit", lambda *args: None)
+    reads = []
+    read_session = sessions.session_user_id
+    monkeypatch.setattr(
+        sessions, "session_user_id", lambda key: reads.append(key) or read_session(key)
+    )
+    client = Client()
+    await db(client.force_login)(user)
+    tabs = [await signed_in_socket(client, conversation.pk) for _ in range(4)]
+    reads.clear()
+    await asyncio.sleep(2.2)  # four beats: four reads each, were each socket on its own
+    assert 3 <= len(reads) <= 6
+
+    await db(client.logout)()
+    closed_by = time.monotonic() + sessions.AUTH_RECHECK_SECONDS * 1.5
+    for tab in tabs:
+        assert await tab.receive_output(timeout=2) == {"type": "websocket.close", "code": 4401}
+    assert time.monotonic() < closed_by
+
+
 def tab_on(user, conversation_id):
     """A conversation socket's consumer, as `connect` leaves it, its session just read."""
     tab = ConversationConsumer()

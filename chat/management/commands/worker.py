@@ -14,6 +14,7 @@ from django.conf import settings
 from django.core.management.base import BaseCommand, CommandError
 
 from chat import runner
+from config.eventloop import new_event_loop
 
 logger = logging.getLogger("parley.runner")
 
@@ -24,7 +25,7 @@ class Command(BaseCommand):
     def handle(self, *args, **options) -> None:
         if not settings.REDIS_URL:
             raise CommandError("Workers need a shared channel layer: set REDIS_URL.")
-        asyncio.run(self.serve())
+        asyncio.run(self.serve(), loop_factory=new_event_loop)
 
     async def serve(self) -> None:
         loop = asyncio.get_running_loop()
