@@ -9,6 +9,7 @@ from django.db import connection
 from django.db.models import Exists, OuterRef, Q, QuerySet
 
 from chat.blocks import TextBlock, ToolResultBlock, parse_blocks
+from chat.compiled import CompiledQuery
 from chat.errors import ConversationNotFound
 from chat.models import AgentState, Conversation, Message, Role
 
@@ -56,11 +57,30 @@ def waiting_conversation_ids(*, user) -> set[int]:
     )
 
 
-# Built once (never evaluated itself, only filtered): building the Exists annotation was
-# half the cost of the read that every websocket push starts with.
-_FLAGGING_CHILDREN = Conversation.objects.annotate(
-    has_children=Exists(Conversation.objects.filter(parent=OuterRef("pk")))
-)
+# The largest id or change cursor a column of ours holds (a signed 64-bit integer).
+MAX_ID = 2**63 - 1
+
+
+def _conversation_query(*, lock: bool, flag_children: bool) -> CompiledQuery:
+    def build(owner_id, pk):
+        queryset = Conversation.objects.filter(owner_id=owner_id, parent__isnull=True, pk=pk)
+        if flag_children:
+            queryset = queryset.annotate(
+                has_children=Exists(Conversation.objects.filter(parent=OuterRef("pk")))
+            )
+        if lock:
+            queryset = queryset.select_for_update(of=("self",))
+        return queryset.order_by()
+
+    return CompiledQuery(build)
+
+
+# Every websocket push, page request and answer starts with one of these (chat.compiled).
+_CONVERSATION_QUERIES = {
+    (lock, flag_children): _conversation_query(lock=lock, flag_children=flag_children)
+    for lock in (False, True)
+    for flag_children in (False, True)
+}
 
 
 def conversation_for_user(
@@ -76,21 +96,30 @@ def conversation_for_user(
     """
     if user is None or not user.is_authenticated:
         raise ConversationNotFound
-    base = _FLAGGING_CHILDREN if flag_children else Conversation.objects
-    queryset = base.filter(owner=user, parent__isnull=True)
-    if lock:
-        queryset = queryset.select_for_update(of=("self",))
     try:
-        return queryset.get(pk=conversation_id)
-    except (Conversation.DoesNotExist, ValueError, TypeError):
+        conversation_id = int(conversation_id)
+    except (ValueError, TypeError):
         raise ConversationNotFound from None
+    if not 0 < conversation_id <= MAX_ID:  # no such id (the database refuses larger ones)
+        raise ConversationNotFound
+    query = _CONVERSATION_QUERIES[lock, flag_children]
+    conversation = query.first(owner_id=user.pk, pk=conversation_id)
+    if conversation is None:
+        raise ConversationNotFound
+    return conversation
+
+
+_MESSAGES_CHANGED_SINCE = CompiledQuery(
+    lambda conversation_id, after: Message.objects.filter(
+        conversation_id=conversation_id, seq__gt=after
+    ).order_by("order")
+)
 
 
 def messages_changed_since(*, conversation_id: int, after: int) -> list[Message]:
     """Messages created or changed after the change cursor `after`, in transcript order."""
-    return list(
-        Message.objects.filter(conversation_id=conversation_id, seq__gt=after).order_by("order")
-    )
+    # A cursor past any the database can hold (a client's) has nothing after it.
+    return _MESSAGES_CHANGED_SINCE.all(conversation_id=conversation_id, after=min(after, MAX_ID))
 
 
 @dataclass(frozen=True)

@@ -20,16 +20,22 @@ from chat.blocks import (
     parse_blocks,
     searchable_text,
 )
+from chat.compiled import CompiledQuery
 from chat.errors import ConversationNotFound
 from chat.models import Conversation, Message, Role
+
+# Every step of a turn starts with it (chat.compiled).
+_LOCK = CompiledQuery(
+    lambda pk: Conversation.objects.filter(pk=pk).select_for_update(of=("self",)).order_by()
+)
 
 
 def lock(conversation_id: int) -> Conversation:
     """The conversation, locked for the rest of the transaction (no access check)."""
-    try:
-        return Conversation.objects.select_for_update(of=("self",)).get(pk=conversation_id)
-    except Conversation.DoesNotExist:
-        raise ConversationNotFound from None
+    conversation = _LOCK.first(pk=conversation_id)
+    if conversation is None:
+        raise ConversationNotFound
+    return conversation
 
 
 def save_conversation(conversation: Conversation, *, appended: dict | None = None) -> int:

@@ -38,6 +38,7 @@ from chat.blocks import (
     ToolResultBlock,
     parse_blocks,
 )
+from chat.compiled import CompiledQuery
 from chat.models import RUNNING_STATES, AgentState, Conversation, Message, Role
 
 # Stored as English msgids and translated when rendered, so each reader sees their language.
@@ -481,8 +482,16 @@ def _open_draft(conversation: Conversation) -> None:
         )
 
 
+# Read by every write of streamed text (chat.compiled).
+_DRAFT = CompiledQuery(
+    lambda conversation_id: Message.objects.filter(
+        conversation_id=conversation_id, is_draft=True
+    ).order_by("-order")[:1]
+)
+
+
 def _draft(conversation: Conversation) -> Message | None:
-    return conversation.messages.filter(is_draft=True).order_by("-order").first()
+    return _DRAFT.first(conversation_id=conversation.pk)
 
 
 def _finalize_draft(conversation: Conversation) -> None:
