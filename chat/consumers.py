@@ -44,7 +44,7 @@ from django.utils.html import format_html
 
 from chat import sessions
 from chat.errors import ConversationNotFound
-from chat.events import conversation_group, user_group
+from chat.events import EVENTS_LAYER, conversation_group, user_group
 from chat.models import Conversation
 from chat.selectors import conversation_for_user, transcript_changes
 from chat.subagents import changed_subagents
@@ -138,6 +138,7 @@ class SignedInConsumer(AsyncWebsocketConsumer):
     AUTH_RECHECK_SECONDS. Subclasses set `self.user`, `self.pushing` (held while sending) and
     `self.watch` (the task running `watch_session`)."""
 
+    channel_layer_alias = EVENTS_LAYER
     session_read_at = float("-inf")  # time.monotonic() of the last read that found it good
 
     async def dispatch(self, message: dict) -> None:

@@ -18,6 +18,10 @@ from django.db import transaction
 
 logger = logging.getLogger("parley.events")
 
+# The channel layer events travel on (settings.CHANNEL_LAYERS): every consumer and stream
+# listens there; the turns sent to workers go over the default one.
+EVENTS_LAYER = "events"
+
 
 def conversation_group(conversation_id: int) -> str:
     return f"conversation.{conversation_id}"
@@ -90,7 +94,7 @@ def _send_to_group(group: str, event: dict) -> None:
 def _send(messages: list[tuple[str, dict]]) -> None:
     """Send (group, event) pairs, in order: handed to the outbox of this process's event loop
     when it has one (serving processes and workers), else sent before returning."""
-    layer = get_channel_layer()
+    layer = get_channel_layer(EVENTS_LAYER)
     if layer is None:
         return
     if _outbox is not None:
@@ -272,7 +276,7 @@ async def subscribe(
     """Join the conversation's group (and with `user_id`, the user's) for as long as the
     block runs (the server-side waits: the API's `wait` and its event stream; consumers join
     through their own channel)."""
-    layer = get_channel_layer()
+    layer = get_channel_layer(EVENTS_LAYER)
     channel = await layer.new_channel()
     groups = [conversation_group(conversation_id)]
     if user_id is not None:

@@ -8,6 +8,7 @@ waits for a free connection (up to `pool_timeout` seconds) instead of opening mo
 
 from channels_redis.core import RedisChannelLayer
 from redis import asyncio as aioredis
+from redis.connection import parse_url
 
 
 class BoundedRedisChannelLayer(RedisChannelLayer):
@@ -26,3 +27,10 @@ class BoundedRedisChannelLayer(RedisChannelLayer):
             timeout=self.pool_timeout,
             **host,
         )
+
+
+def events_prefix(redis_url: str) -> str:
+    """The names of the events layer's pub/sub channels start with this. Pub/sub channels are
+    the whole Redis server's, whatever the database a client selected: naming the database of
+    REDIS_URL keeps sites that share a Redis apart, as the queues of the default layer are."""
+    return f"asgi.db{parse_url(redis_url).get('db', 0)}."

@@ -54,7 +54,7 @@ async def test_a_commit_does_not_wait_for_the_channel_layer_and_each_group_keeps
     outbox, monkeypatch
 ):
     layer = Layer()
-    monkeypatch.setattr(events, "get_channel_layer", lambda: layer)
+    monkeypatch.setattr(events, "get_channel_layer", lambda alias: layer)
     layer.hold("conversation.7")  # a slow send
 
     def commit_changes():  # in a thread, as after a request's or a turn's commit
@@ -82,7 +82,7 @@ async def test_a_send_that_fails_is_logged_and_the_next_events_still_leave(
     outbox, monkeypatch, caplog
 ):
     layer = Layer(fail_first=True)
-    monkeypatch.setattr(events, "get_channel_layer", lambda: layer)
+    monkeypatch.setattr(events, "get_channel_layer", lambda alias: layer)
     with caplog.at_level(logging.ERROR, logger="parley.events"):
         await asyncio.to_thread(events._send_batch, [(7, change(7, 1))])
         await asyncio.to_thread(events._send_batch, [(7, change(7, 2))])
@@ -113,7 +113,7 @@ async def test_a_process_that_stops_sends_what_its_commits_handed_over_first(out
     monkeypatch.setattr(runner, "_stopping", False)
     layer = Layer()
     layer.hold("conversation.7")  # still on its way when the process is asked to stop
-    monkeypatch.setattr(events, "get_channel_layer", lambda: layer)
+    monkeypatch.setattr(events, "get_channel_layer", lambda alias: layer)
     await asyncio.to_thread(events._send_batch, [(7, change(7, 1))])
     asyncio.get_running_loop().call_later(0.1, layer.release, "conversation.7")
 

@@ -172,7 +172,7 @@ async def test_an_open_page_survives_a_reminder_event(user, conversation):
     connected, _ = await communicator.connect()
     assert connected
     # Sent to the whole user group, as an earlier release does (now: the attention group).
-    await get_channel_layer().group_send(
+    await get_channel_layer(events.EVENTS_LAYER).group_send(
         events.user_group(user.pk),
         {"type": "questions.reminder", "conversation_id": conversation.pk, "tool_call_id": "q1"},
     )

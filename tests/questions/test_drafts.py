@@ -148,7 +148,7 @@ async def test_other_tabs_are_told_the_question_is_being_answered_elsewhere(user
     await communicator.send_input(
         {"type": "websocket.receive", "text": json.dumps({"type": "sync", "after": 10**6})}
     )
-    await get_channel_layer().group_send(
+    await get_channel_layer(events.EVENTS_LAYER).group_send(
         events.user_group(user.pk),
         events.conversation_fragment(
             asked.pk,
@@ -161,7 +161,7 @@ async def test_other_tabs_are_told_the_question_is_being_answered_elsewhere(user
     assert 'data-client="tab-1"' in html
     assert "Being answered in another tab or device…" in html
     # Another conversation's draft says nothing here.
-    await get_channel_layer().group_send(
+    await get_channel_layer(events.EVENTS_LAYER).group_send(
         events.user_group(user.pk),
         events.conversation_fragment(
             asked.pk + 1,

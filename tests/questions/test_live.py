@@ -156,7 +156,9 @@ async def test_a_reminder_is_pushed_for_a_pending_question_only(user, conversati
         "tool_call_id": "q1",
         "expires_at": "2026-11-26T09:00:00+00:00",
     }
-    await get_channel_layer().group_send(events.attention_group(user.pk), reminder)
+    await get_channel_layer(events.EVENTS_LAYER).group_send(
+        events.attention_group(user.pk), reminder
+    )
     html = await communicator.receive_from()
     assert 'id="live-reminder"' in html and 'hx-swap-oob="true"' in html
     assert f'data-key="reminder-{conversation.pk}-q1"' in html
@@ -170,7 +172,9 @@ async def test_a_reminder_is_pushed_for_a_pending_question_only(user, conversati
         answers=[questions.Answer(labels=["Funghi"])],
     )
     await communicator.receive_from()
-    await get_channel_layer().group_send(events.attention_group(user.pk), reminder)
+    await get_channel_layer(events.EVENTS_LAYER).group_send(
+        events.attention_group(user.pk), reminder
+    )
     assert await communicator.receive_nothing(timeout=0.5)
     await communicator.disconnect()
 
@@ -201,7 +205,7 @@ async def test_attention_events_reach_the_live_channel_and_not_the_conversation_
     page.scope["user"] = user
     assert (await page.connect())[0]
     await page.send_json_to({"type": "sync", "after": conversation.seq})  # nothing to catch up
-    layer = get_channel_layer()
+    layer = get_channel_layer(events.EVENTS_LAYER)
     for event in (
         events.attention_changed(user.pk, conversation.pk),
         {"type": "questions.reminder", "conversation_id": conversation.pk, "tool_call_id": "q1"},
