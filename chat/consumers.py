@@ -136,7 +136,7 @@ class SignedInConsumer(AsyncWebsocketConsumer):
     """A socket of one signed-in user that closes when their session ends (chat.sessions):
     at once on `auth.changed` in the user's group, and at the latest after
     AUTH_RECHECK_SECONDS. Subclasses set `self.user`, `self.pushing` (held while sending) and
-    `self.watch` (the task running `watch_session`)."""
+    `self.watch` (watch_session's timer, or its task while it reads)."""
 
     channel_layer_alias = EVENTS_LAYER
     session_read_at = float("-inf")  # time.monotonic() of the last read that found it good
@@ -196,19 +196,29 @@ class SignedInConsumer(AsyncWebsocketConsumer):
         for group in getattr(self, "groups_joined", ()):
             await self.channel_layer.group_discard(group, self.channel_name)
 
-    async def watch_session(self) -> None:
-        """The safety net under `auth.changed` (a channel layer may drop it): re-read the
-        session once the last read of it is AUTH_RECHECK_SECONDS old (pushes read it too)."""
-        started = time.monotonic()
-        while True:
-            last = max(started, self.session_read_at)
-            wait = last + sessions.AUTH_RECHECK_SECONDS - time.monotonic()
-            if wait > 0:
-                await asyncio.sleep(wait)
-                continue  # a push may have read it meanwhile
-            if not await self.session_valid():
-                await self.sign_out()
-                return
+    def watch_session(self) -> None:
+        """The safety net under `auth.changed` (a channel layer may drop it): read the session
+        again once the last read of it is AUTH_RECHECK_SECONDS old (pushes read it too). An
+        idle socket holds a timer for it, not a task: the read another socket of the session
+        made usually answers on the spot (shared_read), and a task is started only to read."""
+        self.watch_started = time.monotonic()
+        self.session_due()
+
+    def session_due(self) -> None:
+        last = max(self.watch_started, self.session_read_at)  # a push may have read it
+        wait = last + sessions.AUTH_RECHECK_SECONDS - time.monotonic()
+        if wait > 0:
+            self.watch = asyncio.get_running_loop().call_later(wait, self.session_due)
+        elif (read := self.shared_read()) is not None and self.take_read(read):
+            self.session_due()  # good as of that read: due again a beat after it
+        else:
+            self.watch = asyncio.create_task(self.read_session_due())
+
+    async def read_session_due(self) -> None:
+        if await self.session_valid():
+            self.session_due()
+        else:
+            await self.sign_out()
 
     async def session_valid(self, *, shared: bool = True) -> bool:
         """Whether the session still signs this user in (session_still_valid), without a
@@ -289,7 +299,7 @@ class ConversationConsumer(SignedInConsumer):
         self.sent_header = ""  # the title and status as last sent
         self.pushing = asyncio.Lock()  # one push at a time: each reads from the last cursor
         self.recheck: asyncio.Task | None = None
-        self.watch: asyncio.Task | None = None
+        self.watch: asyncio.TimerHandle | asyncio.Task | None = None
         try:
             await database_sync_to_async(conversation_for_user)(
                 user=self.user, conversation_id=self.conversation_id
@@ -299,7 +309,7 @@ class ConversationConsumer(SignedInConsumer):
             return
         await self.join(conversation_group(self.conversation_id), user_group(self.user.pk))
         await self.accept()
-        self.watch = asyncio.create_task(self.watch_session())
+        self.watch_session()
 
     async def receive(self, text_data: str | None = None, bytes_data: bytes | None = None) -> None:
         try:

@@ -1,14 +1,27 @@
-"""channels-redis's layer with a bounded connection pool.
+"""The channel layers on Redis (config/settings.py): channels-redis's, with bounds.
 
-channels-redis opens Redis connections as a burst needs them and keeps every one: 500
-websockets closing at once (each leaving its groups) left about 500 idle Redis connections
-open for good. Here each event loop's pool holds at most `max_connections`; a burst beyond it
-waits for a free connection (up to `pool_timeout` seconds) instead of opening more.
+The queue layer (the turns sent to workers): channels-redis opens Redis connections as a burst
+needs them and keeps every one: 500 websockets closing at once (each leaving its groups) left
+about 500 idle Redis connections open for good. Here each event loop's pool holds at most
+`max_connections`; a burst beyond it waits for a free connection (up to `pool_timeout`
+seconds) instead of opening more.
+
+The events layer (every open page and stream): channels-redis's pub/sub layer, whose
+channels (one for each socket) hold what they are sent in an Inbox instead of an
+asyncio.Queue: bounded, and a fraction of the memory an idle socket keeps.
 """
 
+import asyncio
+import collections
+import logging
+
 from channels_redis.core import RedisChannelLayer
+from channels_redis.pubsub import RedisPubSubChannelLayer, RedisPubSubLoopLayer
+from channels_redis.utils import _wrap_close
 from redis import asyncio as aioredis
 from redis.connection import parse_url
+
+logger = logging.getLogger("parley.events")
 
 
 class BoundedRedisChannelLayer(RedisChannelLayer):
@@ -34,3 +47,66 @@ def events_prefix(redis_url: str) -> str:
     the whole Redis server's, whatever the database a client selected: naming the database of
     REDIS_URL keeps sites that share a Redis apart, as the queues of the default layer are."""
     return f"asgi.db{parse_url(redis_url).get('db', 0)}."
+
+
+class Inbox:
+    """A channel's messages until its consumer takes them, for the one task that receives on
+    it (a consumer's): the part of asyncio.Queue used here. An asyncio.Queue keeps four deques
+    from the start (~1.5 KB, for each idle socket); this keeps nothing while empty. Past
+    `capacity` unread messages, new ones are dropped, as the queue layer drops them for a
+    full channel: events are hints that the next change or a re-check catches up on."""
+
+    __slots__ = ("capacity", "messages", "waiter")
+
+    def __init__(self, capacity: int) -> None:
+        self.capacity = capacity
+        self.messages: collections.deque | None = None
+        self.waiter: asyncio.Future | None = None
+
+    def put_nowait(self, message) -> None:
+        if self.messages is None:
+            self.messages = collections.deque()
+        if len(self.messages) >= self.capacity:
+            logger.info("a channel of the events layer is full: a message is dropped")
+            return
+        self.messages.append(message)
+        if self.waiter is not None and not self.waiter.done():
+            self.waiter.set_result(None)
+
+    async def get(self):
+        # The message stays here until taken: a receive cancelled as it woke loses nothing.
+        while not self.messages:
+            self.waiter = asyncio.get_running_loop().create_future()
+            try:
+                await self.waiter
+            finally:
+                self.waiter = None
+        message = self.messages.popleft()
+        if not self.messages:
+            self.messages = None
+        return message
+
+
+class EventsLoopLayer(RedisPubSubLoopLayer):
+    def __init__(self, *args, capacity: int = 100, **kwargs) -> None:
+        super().__init__(*args, **kwargs)
+        self.capacity = capacity
+
+    async def _subscribe_to_channel(self, channel):
+        self.channels[channel] = Inbox(self.capacity)
+        await self._get_shard(channel).subscribe(channel)
+
+
+class EventsChannelLayer(RedisPubSubChannelLayer):
+    """channels-redis's pub/sub layer with Inbox channels (`capacity`: unread messages
+    kept for one channel)."""
+
+    def _get_layer(self):
+        loop = asyncio.get_running_loop()
+        layer = self._layers.get(loop)
+        if layer is None:  # as channels-redis makes its loop layer
+            layer = self._layers[loop] = EventsLoopLayer(
+                *self._args, **self._kwargs, channel_layer=self
+            )
+            _wrap_close(self, loop)
+        return layer

@@ -197,8 +197,12 @@ if REDIS_URL:
         # one subscribed connection; the queue layer above took four round trips a send and
         # four a receipt, a quarter of a busy process's CPU (bench/load.py).
         "events": {
-            "BACKEND": "channels_redis.pubsub.RedisPubSubChannelLayer",
-            "CONFIG": {"hosts": [redis_host], "prefix": events_prefix(REDIS_URL)},
+            "BACKEND": "config.channel_layers.EventsChannelLayer",
+            "CONFIG": {
+                "hosts": [redis_host],
+                "prefix": events_prefix(REDIS_URL),
+                "capacity": 1000,
+            },
         },
     }
 else:

@@ -25,7 +25,7 @@ class AttentionConsumer(SignedInConsumer):
     async def connect(self) -> None:
         self.user = self.scope.get("user")
         self.pushing = asyncio.Lock()  # one push at a time, each with the latest state
-        self.watch: asyncio.Task | None = None
+        self.watch: asyncio.TimerHandle | asyncio.Task | None = None
         if self.user is None or not self.user.is_authenticated:
             await self.close()  # before accept: the handshake is refused (HTTP 403)
             return
@@ -35,7 +35,7 @@ class AttentionConsumer(SignedInConsumer):
         # and the inbox's fragments.
         await self.join(attention_group(self.user.pk), user_group(self.user.pk))
         await self.accept()
-        self.watch = asyncio.create_task(self.watch_session())
+        self.watch_session()
         # The page was rendered before the socket opened: catch up on anything in between.
         await self.push()
 
