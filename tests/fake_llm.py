@@ -1,8 +1,9 @@
 """Local fake LLM servers speaking the OpenAI and Anthropic streaming wire protocols.
 
 Tests queue responses; the real SDKs talk to these over real HTTP, streaming included.
-A response is a dict: {"status": 500} for an HTTP error, or {"text": ..., "tool_calls":
-[{"id", "name", "arguments": raw JSON string}]} for a streamed answer.
+A response is a dict: {"status": 500} for an HTTP error, {"text": ..., "tool_calls":
+[{"id", "name", "arguments": raw JSON string}]} for a streamed answer, or (OpenAI's protocol)
+{"chunks": [...]} for these streamed chunks' JSON as they are.
 """
 
 import json
@@ -82,6 +83,8 @@ class _Handler(BaseHTTPRequestHandler):
             }
             return f"data: {json.dumps(data)}\n\n"
 
+        if "chunks" in response:
+            return [f"data: {json.dumps(c)}\n\n" for c in response["chunks"]] + ["data: [DONE]\n\n"]
         events = [chunk({"role": "assistant", "content": ""})]
         events += [chunk({"content": word}) for word in _words(response.get("text", ""))]
         for index, call in enumerate(response.get("tool_calls", [])):

@@ -133,6 +133,32 @@ def test_malformed_tool_call_json_is_retried(provider, fake_llm, conversation, u
     assert [r for r, _ in transcript(conversation)] == [Role.USER, Role.ASSISTANT]
 
 
+@pytest.mark.parametrize(
+    "chunk",
+    [
+        {"choices": [{"index": 0, "delta": {"content": 5}}]},
+        {"choices": "nope"},
+        {"choices": [{"index": 0, "delta": {"tool_calls": [{"index": "0", "id": "c"}]}}]},
+        {"choices": [{"index": 0, "delta": {"tool_calls": ["nope"]}}]},
+        ["not", "an", "object"],
+    ],
+)
+def test_a_malformed_stream_chunk_is_retried(
+    fake_llm, conversation, user, settings, monkeypatch, chunk
+):
+    """The stream's chunks are read from their JSON (chat.providers.openai.chunk_parts): one
+    of another shape fails the request as malformed tool-call JSON does, and it is retried."""
+    settings.AGENT_PROVIDER, settings.AGENT_MODEL = "openai", "fake-model"
+    settings.OPENAI_BASE_URL, settings.OPENAI_API_KEY = f"{fake_llm.url}/v1", "sk-test"
+    monkeypatch.setattr(runtime, "RETRY_BASE_SECONDS", 0)
+    fake_llm.queue({"chunks": [chunk]}, {"text": "Second try."})
+    services.post_user_message(user=user, conversation_id=conversation.pk, text="hi")
+    conversation.refresh_from_db()
+    assert conversation.agent_state == AgentState.IDLE
+    assert len(fake_llm.requests) == 2
+    assert transcript(conversation)[-1] == (Role.ASSISTANT, [TextBlock(text="Second try.")])
+
+
 def test_an_auth_error_is_not_retried_and_shows_an_error(provider, fake_llm, conversation, user):
     fake_llm.queue({"status": 401})
     services.post_user_message(user=user, conversation_id=conversation.pk, text="hi")
