@@ -82,6 +82,10 @@ def _chunk(delta: dict, finish: str | None = None) -> bytes:
 class _Handler(BaseHTTPRequestHandler):
     model: Model
     protocol_version = "HTTP/1.1"
+    # TCP_NODELAY, as model servers set it: the headers and the first chunk are two small
+    # writes, and with Nagle's algorithm the chunk waited for the client's delayed ACK of the
+    # headers (~40 ms) in some runs and not in others, whatever Parley did.
+    disable_nagle_algorithm = True
 
     def log_message(self, *args) -> None:
         pass
