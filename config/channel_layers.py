@@ -56,19 +56,23 @@ class Inbox:
     `capacity` unread messages, new ones are dropped, as the queue layer drops them for a
     full channel: events are hints that the next change or a re-check catches up on."""
 
-    __slots__ = ("capacity", "messages", "waiter")
+    __slots__ = ("capacity", "dropping", "messages", "waiter")
 
     def __init__(self, capacity: int) -> None:
         self.capacity = capacity
         self.messages: collections.deque | None = None
         self.waiter: asyncio.Future | None = None
+        self.dropping = False
 
     def put_nowait(self, message) -> None:
         if self.messages is None:
             self.messages = collections.deque()
         if len(self.messages) >= self.capacity:
-            logger.info("a channel of the events layer is full: a message is dropped")
+            if not self.dropping:  # once each time it fills up
+                logger.info("a channel of the events layer is full: dropping new messages")
+            self.dropping = True
             return
+        self.dropping = False
         self.messages.append(message)
         if self.waiter is not None and not self.waiter.done():
             self.waiter.set_result(None)

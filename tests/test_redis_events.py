@@ -3,6 +3,7 @@ Redis under different databases get only their own events, as with their queues;
 keeps what it is sent, in order, up to its capacity."""
 
 import asyncio
+import logging
 import os
 
 import pytest
@@ -48,7 +49,8 @@ def test_the_database_of_the_url_names_the_channels():
     assert events_prefix("unix:///run/redis.sock?db=2") == events_prefix("redis://h:1/2")
 
 
-async def test_a_channel_keeps_its_messages_in_order_up_to_its_capacity():
+async def test_a_channel_keeps_its_messages_in_order_up_to_its_capacity(caplog):
+    caplog.set_level(logging.INFO, logger="parley.events")
     layer = events_layer(f"{REDIS}/3", capacity=3)
     try:
         channel = await layer.new_channel()
@@ -59,6 +61,8 @@ async def test_a_channel_keeps_its_messages_in_order_up_to_its_capacity():
         await asyncio.sleep(0.3)  # all five arrived; the last two found the channel full
         received = [(await asyncio.wait_for(layer.receive(channel), 5))["seq"] for _ in range(3)]
         assert received == [0, 1, 2]
+        full = [r for r in caplog.records if "is full" in r.getMessage()]
+        assert len(full) == 1  # once for the two it dropped
         await layer.group_send("conversation.9", {"type": "chat.changed", "seq": 5})
         assert (await asyncio.wait_for(layer.receive(channel), 5))["seq"] == 5
     finally:
