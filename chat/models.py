@@ -1,3 +1,10 @@
+"""Conversations and their messages.
+
+The hot paths write both through chat.compiled (save_fields, insert), which sends none of
+Model.save's signals: no pre_save or post_save receiver may be connected to them
+(tests/chat/test_compiled.py checks that none is).
+"""
+
 from django.conf import settings
 from django.db import models
 from django.db.models import Q

@@ -1,6 +1,6 @@
 """Reads. Every read of a conversation goes through `conversation_for_user`."""
 
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from functools import cached_property
 
@@ -173,14 +173,29 @@ NEWEST_FIRST_BATCH = 50
 def newest_first(messages: QuerySet[Message]) -> Iterator[Message]:
     """`messages` newest first, read NEWEST_FIRST_BATCH at a time, for a search that usually
     ends near the end of the transcript: it then costs what the end does, not the whole."""
+    return pages_newest_first(
+        lambda below: list(
+            (messages if below is None else messages.filter(order__lt=below)).order_by("-order")[
+                :NEWEST_FIRST_BATCH
+            ]
+        )
+    )
+
+
+def pages_newest_first(page: Callable[[int | None], list[Message]]) -> Iterator[Message]:
+    """newest_first, with `page(below)` reading the NEWEST_FIRST_BATCH newest messages whose
+    order is below `below` (None: of all), e.g. through a CompiledQuery."""
     below: int | None = None
     while True:
-        batch = messages if below is None else messages.filter(order__lt=below)
-        page = list(batch.order_by("-order")[:NEWEST_FIRST_BATCH])
-        yield from page
-        if len(page) < NEWEST_FIRST_BATCH:
+        found = page(below)
+        yield from found
+        if len(found) < NEWEST_FIRST_BATCH:
             return
-        below = page[-1].order
+        below = found[-1].order
+
+
+# The highest `order` a message can have (a PositiveIntegerField's range).
+ORDER_MAX = 2_147_483_647
 
 
 def last_turn(*, conversation_id: int) -> LastTurn | None:

@@ -20,13 +20,29 @@ from chat.blocks import (
     parse_blocks,
     searchable_text,
 )
-from chat.compiled import CompiledQuery
+from chat.compiled import CompiledQuery, insert, save_fields
 from chat.errors import ConversationNotFound
 from chat.models import Conversation, Message, Role
 
 # Every step of a turn starts with it (chat.compiled).
 _LOCK = CompiledQuery(
     lambda pk: Conversation.objects.filter(pk=pk).select_for_update(of=("self",)).order_by()
+)
+
+
+# The newest message (its order), which the first message a transaction appends follows.
+_NEWEST = CompiledQuery(
+    lambda conversation_id: (
+        Message.objects.filter(conversation_id=conversation_id)
+        .order_by("-order")
+        .only("pk", "order")[:1]
+    )
+)
+# The agent's messages shown, newest first: a tool result's call is usually among the last.
+_AGENT_NEWEST_FIRST = CompiledQuery(
+    lambda conversation_id: Message.objects.filter(
+        conversation_id=conversation_id, role=Role.ASSISTANT, superseded=False
+    ).order_by("-order")
 )
 
 
@@ -45,7 +61,7 @@ def save_conversation(conversation: Conversation, *, appended: dict | None = Non
     conversation.__dict__.setdefault(_SEQ_BEFORE_WRITES, conversation.seq)
     conversation.seq += 1
     conversation.updated_at = timezone.now()
-    conversation.save()
+    save_fields(conversation)
     events.send_conversation_event_on_commit(
         conversation.pk,
         events.conversation_changed(conversation.pk, conversation.seq, appended=appended),
@@ -76,10 +92,11 @@ def append_message(
 ) -> Message:
     last = conversation.__dict__.get(_LAST_ORDER)
     if last is None:
-        last = conversation.messages.order_by("-order").values_list("order", flat=True).first()
+        newest = _NEWEST.first(conversation_id=conversation.pk)
+        last = None if newest is None else newest.order
     seq = save_conversation(conversation)
     order = 0 if last is None else last + 1
-    message = Message.objects.create(
+    message = Message(
         conversation=conversation,
         role=role,
         order=order,
@@ -91,6 +108,7 @@ def append_message(
         created_at=conversation.updated_at,
         updated_at=conversation.updated_at,
     )
+    insert(message)
     conversation.__dict__[_LAST_ORDER] = order
     _refresh_calls_answered(conversation, blocks)
     return message
@@ -131,9 +149,7 @@ def update_message(
     message.version += 1
     message.seq = save_conversation(conversation, appended=appended)
     message.updated_at = conversation.updated_at
-    message.save(
-        update_fields=["blocks", "search_text", "is_draft", "version", "seq", "updated_at"]
-    )
+    save_fields(message, ["blocks", "search_text", "is_draft", "version", "seq", "updated_at"])
     return message
 
 
@@ -145,7 +161,7 @@ def supersede(conversation: Conversation, messages: list[Message]) -> None:
         message.version += 1
         message.seq = save_conversation(conversation)
         message.updated_at = conversation.updated_at
-        message.save(update_fields=["superseded", "version", "seq", "updated_at"])
+        save_fields(message, ["superseded", "version", "seq", "updated_at"])
 
 
 def _refresh_calls_answered(conversation: Conversation, blocks: list[Block]) -> None:
@@ -155,9 +171,7 @@ def _refresh_calls_answered(conversation: Conversation, blocks: list[Block]) -> 
     call_ids = {b.tool_call_id for b in blocks if isinstance(b, ToolResultBlock)}
     if not call_ids:
         return
-    for message in conversation.messages.filter(role=Role.ASSISTANT, superseded=False).order_by(
-        "-order"
-    ):
+    for message in _AGENT_NEWEST_FIRST.all(conversation_id=conversation.pk):
         found = {
             b.id
             for b in parse_blocks(message.blocks)
@@ -167,7 +181,7 @@ def _refresh_calls_answered(conversation: Conversation, blocks: list[Block]) -> 
             message.version += 1
             message.seq = save_conversation(conversation)
             message.updated_at = conversation.updated_at
-            message.save(update_fields=["version", "seq", "updated_at"])
+            save_fields(message, ["version", "seq", "updated_at"])
         call_ids -= found
         if not call_ids:
             return

@@ -38,7 +38,7 @@ from chat.blocks import (
     ToolResultBlock,
     parse_blocks,
 )
-from chat.compiled import CompiledQuery
+from chat.compiled import CompiledQuery, save_fields
 from chat.models import RUNNING_STATES, AgentState, Conversation, Message, Role
 
 # Stored as English msgids and translated when rendered, so each reader sees their language.
@@ -136,7 +136,7 @@ def claim(conversation_id: int, *, step_limit: int | None = None) -> Claim | Non
     if conversation is None:
         return None
     claim = _take_lease(conversation, step_limit=step_limit)
-    conversation.save(update_fields=_LEASE_FIELDS)
+    save_fields(conversation, _LEASE_FIELDS)
     if claim.step_started:
         _open_draft(conversation)
     return claim
@@ -157,7 +157,7 @@ def release(lease: Lease) -> None:
         return
     conversation.lease_owner = ""
     conversation.lease_expires_at = None
-    conversation.save(update_fields=["lease_owner", "lease_expires_at"])
+    save_fields(conversation, ["lease_owner", "lease_expires_at"])
 
 
 @transaction.atomic
@@ -172,10 +172,10 @@ def begin_step(lease: Lease, *, limit: int | None = None) -> int | None:
     (and counts nothing) when the turn already made `limit` requests."""
     conversation = _held(lease, AgentState.LLM_REQUESTING, saved_later=True)
     if limit is not None and conversation.turn_steps >= limit:
-        conversation.save(update_fields=["lease_expires_at"])
+        save_fields(conversation, ["lease_expires_at"])
         return None
     conversation.turn_steps += 1
-    conversation.save(update_fields=["turn_steps", "lease_expires_at"])
+    save_fields(conversation, ["turn_steps", "lease_expires_at"])
     _open_draft(conversation)
     return conversation.turn_steps
 
@@ -427,7 +427,7 @@ def _held(lease: Lease, *states: AgentState, saved_later: bool = False) -> Conve
         raise LeaseLost
     conversation.lease_expires_at = timezone.now() + lease_duration()
     if not saved_later:
-        conversation.save(update_fields=["lease_expires_at"])
+        save_fields(conversation, ["lease_expires_at"])
     return conversation
 
 
@@ -550,11 +550,19 @@ def _message_with_call(conversation: Conversation, call_id: str) -> Message:
     raise LeaseLost  # the call is gone: the transcript changed under this runner
 
 
+# The transcript as stored (no drafts, nothing superseded), read by every answer and tool step.
+_SHOWN = CompiledQuery(
+    lambda conversation_id: Message.objects.filter(
+        conversation_id=conversation_id, is_draft=False, superseded=False
+    ).order_by("order")
+)
+
+
 def _open_tool_calls(conversation: Conversation) -> list[ToolCallBlock]:
     """Tool calls of the transcript that have no result yet, in order."""
     calls: list[ToolCallBlock] = []
     answered: set[str] = set()
-    for message in conversation.messages.filter(is_draft=False, superseded=False).order_by("order"):
+    for message in _SHOWN.all(conversation_id=conversation.pk):
         for block in parse_blocks(message.blocks):
             if isinstance(block, ToolCallBlock):
                 calls.append(block)

@@ -1,14 +1,24 @@
-"""The reads compiled once (chat.compiled) give what their querysets give."""
+"""The reads and writes compiled once (chat.compiled) do what the ORM does."""
+
+from datetime import UTC, datetime
 
 import pytest
-from django.db import transaction
+from django.db import DatabaseError, transaction
+from django.db.models.signals import post_save, pre_save
 from django.db.transaction import TransactionManagementError
 
 from chat import selectors, transcript, turns
-from chat.compiled import CompiledQuery
+from chat.compiled import CompiledQuery, insert, save_fields
 from chat.errors import ConversationNotFound
 from chat.models import Conversation, Message, Role
-from chat.selectors import conversation_for_user, messages_changed_since
+from chat.selectors import (
+    NEWEST_FIRST_BATCH,
+    ORDER_MAX,
+    conversation_for_user,
+    messages_changed_since,
+    pages_newest_first,
+)
+from questions import selectors as question_selectors
 from tests.factories import add_message
 
 pytestmark = pytest.mark.django_db
@@ -81,3 +91,111 @@ def test_a_value_that_is_not_a_parameter_of_the_sql_is_refused():
     frozen at the first one: refused when compiled."""
     with pytest.raises(ValueError, match="size"):
         CompiledQuery(lambda size: Message.objects.all()[:size]).all(size=3)
+
+
+def test_the_compiled_transcript_reads_give_what_their_querysets_give(user, conversation):
+    """Drafts, superseded messages and other roles mixed in; pages of the agent's messages
+    newest first, across more than one page."""
+    for i in range(NEWEST_FIRST_BATCH + 5):
+        add_message(conversation.pk, f"agent {i}")
+        add_message(conversation.pk, f"user {i}", role=Role.USER)
+    Message.objects.filter(conversation=conversation, order=3).update(superseded=True)
+    Message.objects.filter(conversation=conversation, order=7).update(is_draft=True)
+    other = Conversation.objects.create(owner=user, title="other")
+    add_message(other.pk, "elsewhere")
+    reads = [
+        (turns._SHOWN, {"conversation_id": conversation.pk}),
+        (transcript._AGENT_NEWEST_FIRST, {"conversation_id": conversation.pk}),
+        (transcript._NEWEST, {"conversation_id": conversation.pk}),
+        (transcript._NEWEST, {"conversation_id": other.pk}),
+        (question_selectors._ASSISTANT_BELOW, {"conversation_id": conversation.pk, "below": 9}),
+    ]
+    for query, values in reads:
+        compiled = query.all(**values)
+        assert compiled
+        assert [fields(m) for m in compiled] == [fields(m) for m in query.build(**values)]
+    newest = pages_newest_first(
+        lambda below: question_selectors._ASSISTANT_BELOW.all(
+            conversation_id=conversation.pk, below=ORDER_MAX if below is None else below
+        )
+    )
+    agent = conversation.messages.filter(role=Role.ASSISTANT).order_by("-order")
+    assert [m.pk for m in newest] == [m.pk for m in agent]
+
+
+def values(obj) -> dict:
+    """What the database holds for `obj`'s row, read again (its id aside)."""
+    row = fields(type(obj).objects.get(pk=obj.pk))
+    del row["id"]
+    return row
+
+
+def test_compiled_writes_store_what_model_save_stores(user, conversation):
+    """Every kind of field (aware datetimes, JSON with non-ASCII text, booleans, big
+    integers, NULL), on the database the suite runs on; an update writes only its fields."""
+    twin = Conversation.objects.create(owner=user, title=conversation.title)
+    when = datetime(2026, 11, 27, 6, 30, 15, 123456, tzinfo=UTC)
+    for row in (conversation, twin):
+        row.created_at = twin.created_at
+        row.title = "Ação 对话 ✓"
+        row.lease_token = 2**62
+        row.lease_expires_at = when
+        row.updated_at = when
+    save_fields(conversation)
+    twin.save()
+    assert values(conversation) == values(twin)
+    conversation.lease_expires_at = None
+    conversation.title = "not written"
+    save_fields(conversation, ["lease_expires_at"])
+    stored = Conversation.objects.get(pk=conversation.pk)
+    assert (stored.lease_expires_at, stored.title) == (None, "Ação 对话 ✓")
+
+    made = [
+        Message(
+            conversation=conversation,
+            role=Role.TOOL,
+            order=order,
+            blocks=[{"type": "text", "text": 'olá 你好 "quoted"', "n": 2**40, "ok": True}],
+            search_text="olá",
+            is_draft=True,
+            created_seq=7,
+            seq=8,
+            created_at=when,
+            updated_at=when,
+        )
+        for order in (0, 1)
+    ]
+    insert(made[0])
+    made[1].save(force_insert=True)
+    assert made[0].pk is not None and not made[0]._state.adding
+    assert values(made[0]) == {**values(made[1]), "order": 0}
+    made[0].version, made[0].is_draft, made[0].search_text = 5, False, "not written"
+    save_fields(made[0], ["version", "is_draft"])
+    stored = Message.objects.get(pk=made[0].pk)
+    assert (stored.version, stored.is_draft, stored.search_text) == (5, False, "olá")
+
+
+def test_a_compiled_update_of_a_row_that_is_gone_fails_as_save_does(conversation):
+    gone = Conversation.objects.get(pk=conversation.pk)
+    Conversation.objects.filter(pk=conversation.pk).delete()
+    with pytest.raises(DatabaseError):
+        save_fields(gone, ["title"])
+
+
+def test_a_compiled_update_of_a_deferred_instance_writes_only_what_was_loaded(conversation):
+    partial = Conversation.objects.only("pk", "title").get(pk=conversation.pk)
+    partial.title = "renamed"
+    save_fields(partial)
+    stored = Conversation.objects.get(pk=conversation.pk)
+    assert (stored.title, stored.seq, stored.agent_state) == (
+        "renamed",
+        conversation.seq,
+        conversation.agent_state,
+    )
+
+
+def test_no_signal_receiver_is_connected_to_the_models_written_without_save():
+    """chat.compiled's writes send no signals: a receiver would silently miss them."""
+    for signal in (pre_save, post_save):
+        for model in (Conversation, Message):
+            assert not signal.has_listeners(model), (signal, model)
