@@ -13,6 +13,9 @@ step completes. What a tab has of each draft is known for this connection only: 
 reconnected socket gets each draft whole first, then its appends. The change's event carries
 the appended text (chat.transcript.stream_into_draft), so a tab that has every change before
 it forwards the text without reading the database; any other tab catches up the usual way.
+The runner also sends each batch just before it writes it (`chat.streamed`, chat.runtime
+.StreamWriter): a tab that has the draft up to there shows it at once, and takes the change
+that follows as already shown.
 
 Tabs open on the same conversation usually stand at the same change, with the same drafts:
 the first of them to push a change renders it, and each other tab in that same state sends
@@ -30,6 +33,7 @@ import json
 import threading
 import time
 from collections import OrderedDict
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from datetime import datetime
 from functools import cached_property
@@ -89,7 +93,7 @@ class SharedRenders:
     is at or past the change's), so a tab that takes it still gets every later change by its own
     event. Kept for `size` conversations at most, and only pushes of up to `max_chars` (with the
     drafts they leave the tab): a catch-up of a whole transcript is one tab's alone. Pushes
-    render on the one sync thread (push_changes); the lock keeps it whole regardless."""
+    render on the one push thread (push_changes); the lock keeps it whole regardless."""
 
     def __init__(self, size: int, max_chars: int) -> None:
         self.size = size
@@ -121,6 +125,19 @@ class SharedRenders:
             self.renders.move_to_end(conversation_id)
             while len(self.renders) > self.size:
                 self.renders.popitem(last=False)
+
+
+# The thread every push of this process renders on (on_push_thread).
+_push_thread = ThreadPoolExecutor(max_workers=1, thread_name_prefix="parley-push")
+
+
+def on_push_thread(render):
+    """`render` (sync, reads the database) to await on the process's push thread: one thread
+    of its own, so pushes neither wait for the requests on the sync thread (an answer's
+    response, which ends just as its change is to be pushed) nor make them wait, and hold
+    one database connection at most (a thread per push, from the loop's executor, kept one
+    of the bounded pool each for good: found exhausting it on PostgreSQL)."""
+    return database_sync_to_async(render, thread_sensitive=False, executor=_push_thread)
 
 
 # Pushes kept for other tabs: at most ~8 M characters in all.
@@ -340,18 +357,33 @@ class ConversationConsumer(SignedInConsumer):
             if getattr(self, "signed_out", False):
                 return True
             sent = self.sent_drafts.get(draft_id)
-            if (
-                self.sent_seq != seq - 1
-                or sent is None
-                or len(sent) != appended["at"]
-                or not self.session_fresh()
-            ):
+            at, text = appended["at"], appended["text"]
+            if self.sent_seq != seq - 1 or sent is None or not self.session_fresh():
                 return False
-            self.sent_drafts[draft_id] = sent + appended["text"]
-            self.sent_seq = seq
-            await self.send(text_data=append_html(draft_id, appended["text"]))
+            if len(sent) == at + len(text) and sent.endswith(text):
+                self.sent_seq = seq  # shown ahead of its change (chat_streamed)
+            elif len(sent) == at:
+                self.sent_drafts[draft_id] = sent + text
+                self.sent_seq = seq
+                await self.send(text_data=append_html(draft_id, text))
+            else:
+                return False
         self.recheck_later()
         return True
+
+    async def chat_streamed(self, event: dict) -> None:
+        """Text the runner is about to store in a draft (chat.events.draft_streamed): shown
+        now by a tab that has that draft up to where it goes, with no database read; the
+        change that stores it follows (push_appended). Any other tab waits for that change."""
+        draft_id = event["message"]
+        async with self.pushing:
+            if getattr(self, "signed_out", False) or not self.session_fresh():
+                return
+            sent = self.sent_drafts.get(draft_id)
+            if sent is None or len(sent) != event["at"]:
+                return
+            self.sent_drafts[draft_id] = sent + event["text"]
+            await self.send(text_data=append_html(draft_id, event["text"]))
 
     async def chat_subagent_changed(self, event: dict) -> None:
         if self.sent_seq is not None and event["seq"] > self.sent_subagents.get(
@@ -368,9 +400,7 @@ class ConversationConsumer(SignedInConsumer):
             if upto is not None and self.sent_seq is not None and upto <= self.sent_seq:
                 return
             try:
-                # On the one sync thread: a thread of the executor would keep a connection of
-                # the bounded pool for good (found exhausting it on PostgreSQL).
-                html, cursor, running = await database_sync_to_async(self.render_changes)(
+                html, cursor, running = await on_push_thread(self.render_changes)(
                     self.sent_seq, upto
                 )
             except ConversationNotFound:

@@ -103,6 +103,21 @@ def _send(messages: list[tuple[str, dict]]) -> None:
         async_to_sync(_send_all)(layer, messages)
 
 
+async def publish(conversation_id: int, event: dict) -> None:
+    """Send `event` to the conversation's group now, from the event loop: for what is not a
+    change of the database (draft_streamed), so waits for no commit."""
+    layer = get_channel_layer(EVENTS_LAYER)
+    if layer is None:
+        return
+    messages = [(conversation_group(conversation_id), event)]
+    if _outbox is None:
+        await _send_all(layer, messages)
+    elif _outbox.loop is asyncio.get_running_loop():
+        _outbox._put(layer, messages)  # at once, in order with the group's other events
+    else:
+        _outbox.put(layer, messages)
+
+
 async def _send_all(layer, messages: list[tuple[str, dict]]) -> None:
     for group, event in messages:
         await layer.group_send(group, event)
@@ -193,6 +208,23 @@ def conversation_changed(conversation_id: int, seq: int, *, appended: dict | Non
     return event
 
 
+STREAMED = "chat.streamed"
+
+
+def draft_streamed(conversation_id: int, message_id: int, *, at: int, text: str) -> dict:
+    """Text the turn's runner is about to add to a streaming draft, whose stored text is `at`
+    characters long (chat.runtime.StreamWriter). Not a change: the change that stores it
+    follows, so only a tab that has the draft up to `at` shows it now (chat.consumers), and
+    the waits and streams that read changes skip it (Subscription.wait)."""
+    return {
+        "type": STREAMED,
+        "conversation_id": conversation_id,
+        "message": message_id,
+        "at": at,
+        "text": text,
+    }
+
+
 def subagent_changed(parent_id: int, child_id: int, seq: int) -> dict:
     """Sent to the parent's group: a sub-agent's conversation changed up to its own `seq`
     (a cursor of the child's, not comparable with the parent's)."""
@@ -252,21 +284,28 @@ class Subscription:
         return _closing.is_set()
 
     async def wait(self, seconds: float) -> bool:
-        """Wait for the next event: True if one came, False after `seconds` (or at once when
-        the process is shutting down)."""
-        receive = asyncio.ensure_future(self.layer.receive(self.channel))
-        closing = asyncio.ensure_future(_closing.wait())
-        try:
-            done, _ = await asyncio.wait(
-                {receive, closing}, timeout=seconds, return_when=asyncio.FIRST_COMPLETED
-            )
-        finally:
-            receive.cancel()
-            closing.cancel()
-        if receive in done:
-            self.last_event = receive.result()  # a failing layer fails the wait, as before
-            return True
-        return False
+        """Wait for the next change: True if one came, False after `seconds` (or at once when
+        the process is shutting down). Text streamed ahead of its change is skipped."""
+        loop = asyncio.get_running_loop()
+        deadline = loop.time() + seconds
+        while True:
+            receive = asyncio.ensure_future(self.layer.receive(self.channel))
+            closing = asyncio.ensure_future(_closing.wait())
+            try:
+                done, _ = await asyncio.wait(
+                    {receive, closing},
+                    timeout=max(0.0, deadline - loop.time()),
+                    return_when=asyncio.FIRST_COMPLETED,
+                )
+            finally:
+                receive.cancel()
+                closing.cancel()
+            if receive not in done:
+                return False
+            event = receive.result()  # a failing layer fails the wait, as before
+            if event.get("type") != STREAMED:
+                self.last_event = event
+                return True
 
 
 @asynccontextmanager

@@ -12,18 +12,18 @@ import dataclasses
 import logging
 import time
 
-from asgiref.sync import ThreadSensitiveContext
 from channels.db import database_sync_to_async
 from django.conf import settings
 from django.db import transaction
 
-from chat import pausing, selectors, subagents, tools, turns
+from chat import events, pausing, selectors, subagents, tools, turns
 from chat.blocks import TextBlock, ToolCallBlock, ToolResultBlock, parse_blocks
 from chat.errors import ConversationNotFound
 from chat.models import AgentState
 from chat.providers import get_provider
 from chat.providers.base import HistoryMessage, ProviderError, TextDelta, ToolCallRequest
 from chat.tools import AgentContext
+from config.threads import sync_threads
 
 logger = logging.getLogger("parley.runtime")
 
@@ -80,12 +80,14 @@ def build_history(conversation_id: int) -> list[HistoryMessage]:
 
 
 @transaction.atomic
-def start_step(lease: turns.Lease) -> list[HistoryMessage] | None:
+def start_step(lease: turns.Lease) -> tuple[list[HistoryMessage], turns.Draft] | None:
     """Count the model request and read the history it is sent with, in one transaction that
-    commits before the request goes out; None when the turn has made its AGENT_MAX_STEPS."""
-    if turns.begin_step(lease, limit=settings.AGENT_MAX_STEPS) is None:
+    commits before the request goes out: that history and the draft the reply streams into;
+    None when the turn has made its AGENT_MAX_STEPS."""
+    draft = turns.begin_step(lease, limit=settings.AGENT_MAX_STEPS)
+    if draft is None:
         return None
-    return build_history(lease.conversation_id)
+    return build_history(lease.conversation_id), draft
 
 
 @transaction.atomic
@@ -105,10 +107,20 @@ def with_history(claim: turns.Claim) -> turns.Claim:
 
 
 class StreamWriter:
-    """Accumulates streamed text and writes it to the draft in batches."""
+    """Accumulates streamed text and writes it to the draft in batches.
 
-    def __init__(self, lease: turns.Lease) -> None:
+    Open pages see each batch as it is about to be written, not once it is: when the draft's
+    stored text is known (`draft`: this runner opened it, or wrote it last) and the batch only
+    adds to it, the new text goes to the conversation's pages first (events.draft_streamed),
+    and the write's own change follows. A tab that showed it early takes that change as
+    already shown (chat.consumers); one that missed it gets the text from the change. A write
+    that fails (the user stopped the turn meanwhile) is followed by a change that shows the
+    draft as it is stored. The first words so reach the page without waiting for a thread
+    and a commit (issue 11's answer -> first words)."""
+
+    def __init__(self, lease: turns.Lease, draft: turns.Draft | None = None) -> None:
         self.lease = lease
+        self.draft = draft
         self.text = ""
         self.written = ""
         self.last_write = 0.0
@@ -120,9 +132,26 @@ class StreamWriter:
 
     async def flush(self) -> None:
         if self.text != self.written:
-            await db(turns.stream_text)(self.lease, self.text)
+            await self.show_ahead()
+            self.draft = await db(turns.stream_text)(self.lease, self.text)
             self.written = self.text
             self.last_write = time.monotonic()
+
+    async def show_ahead(self) -> None:
+        draft = self.draft
+        if draft is None or draft.text is None:
+            return
+        if len(self.text) > len(draft.text) and self.text.startswith(draft.text):
+            conversation_id = self.lease.conversation_id
+            await events.publish(
+                conversation_id,
+                events.draft_streamed(
+                    conversation_id,
+                    draft.message_id,
+                    at=len(draft.text),
+                    text=self.text[len(draft.text) :],
+                ),
+            )
 
     def restart(self) -> None:
         """A retried request streams from the start again, over the same draft."""
@@ -130,10 +159,16 @@ class StreamWriter:
 
 
 async def request_model(
-    lease: turns.Lease, provider, history: list[HistoryMessage], context: AgentContext
+    lease: turns.Lease,
+    provider,
+    history: list[HistoryMessage],
+    context: AgentContext,
+    draft: turns.Draft | None = None,
 ) -> tuple[str, list[ToolCallBlock]]:
-    """One model response, retried with backoff on retryable failures."""
-    writer = StreamWriter(lease)
+    """One model response, retried with backoff on retryable failures. `draft`: the one its
+    text streams into, as stored (StreamWriter); a sub-agent's shows on its parent's page,
+    which reads it, so its text is not sent ahead."""
+    writer = StreamWriter(lease, None if context.is_subagent else draft)
     specs = tools.specs(context) + subagents.specs(context)
     for attempt in range(settings.AGENT_RETRIES + 1):
         writer.restart()
@@ -163,21 +198,23 @@ async def advance(
     context: AgentContext,
     state: turns.TurnState | None = None,
     history: list[HistoryMessage] | None = None,
+    draft: turns.Draft | None = None,
 ) -> AgentState:
     """Run the turn's steps until it ends, pauses or fails; returns the state it left.
     `state`: the turn's state as just read under this lease (read again if not given);
-    `history`: the model request it shows was already started (claim_turn)."""
+    `history`: the model request it shows was already started (claim_turn), with `draft`."""
     provider = get_provider()
     while True:
         if state is None:
             state = await db(turns.current)(lease)
         if state.state == AgentState.LLM_REQUESTING:
             if history is None:
-                history = await db(start_step)(lease)
-            if history is None:
-                await db(turns.fail)(lease, turns.STEP_LIMIT, retryable=False)
-                return AgentState.ERROR
-            text, calls = await request_model(lease, provider, history, context)
+                started = await db(start_step)(lease)
+                if started is None:
+                    await db(turns.fail)(lease, turns.STEP_LIMIT, retryable=False)
+                    return AgentState.ERROR
+                history, draft = started
+            text, calls = await request_model(lease, provider, history, context, draft)
             await db(turns.complete_step)(lease, text=text, tool_calls=calls)
         elif state.state == AgentState.TOOL_EXECUTING:
             if await run_tools(lease, context):
@@ -185,7 +222,7 @@ async def advance(
             await db(turns.tools_done)(lease)
         else:
             return state.state
-        state = history = None
+        state = history = draft = None
 
 
 async def run_tools(lease: turns.Lease, context: AgentContext) -> bool:
@@ -231,8 +268,9 @@ async def run_turn(
     and one when this runner lets go of it: paused, finished, failed, stopped or handed back.
     """
     # The turn's database calls get a thread of their own (as each HTTP request does), so
-    # turns and websocket pushes in this process do not queue behind each other on one.
-    async with ThreadSensitiveContext():
+    # turns and websocket pushes in this process do not queue behind each other on one; a
+    # thread kept from an earlier turn or request, with its connection (config.threads).
+    async with sync_threads.context():
         await _run_turn(conversation_id, claim, is_subagent=is_subagent)
 
 
@@ -269,7 +307,7 @@ async def _run_turn(conversation_id: int, claim: turns.Claim | None, *, is_subag
     started = time.monotonic()
     outcome = "handed_back"
     try:
-        outcome = OUTCOMES[await advance(lease, context, claim.turn, claim.history)]
+        outcome = OUTCOMES[await advance(lease, context, claim.turn, claim.history, claim.draft)]
     except (turns.LeaseLost, ConversationNotFound):
         outcome = "stopped_or_taken_over"
     except asyncio.CancelledError:

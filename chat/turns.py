@@ -15,6 +15,7 @@ A sub-agent's turn (chat.subagents) is an ordinary turn of a child conversation;
 waits in tool_executing, and stopping or failing the parent stops the running children.
 """
 
+import dataclasses
 import os
 import re
 import socket
@@ -69,6 +70,15 @@ class Lease:
 
 
 @dataclass(frozen=True)
+class Draft:
+    """The draft message a step's reply streams into, and its text as stored (None when it
+    is not plain text): what a runner knows of it without reading it again."""
+
+    message_id: int
+    text: str | None
+
+
+@dataclass(frozen=True)
 class Claim:
     lease: Lease
     # The runner whose lease had lapsed when this one claimed the turn ("" if none held it).
@@ -82,6 +92,8 @@ class Claim:
     # That request's history (chat.runtime.HistoryMessage list), read in the claim's
     # transaction (chat.runtime.with_history), so the runner sends it without a read first.
     history: list | None = None
+    # And the draft its reply streams into.
+    draft: Draft | None = None
 
 
 @dataclass(frozen=True)
@@ -138,7 +150,7 @@ def claim(conversation_id: int, *, step_limit: int | None = None) -> Claim | Non
     claim = _take_lease(conversation, step_limit=step_limit)
     save_fields(conversation, _LEASE_FIELDS)
     if claim.step_started:
-        _open_draft(conversation)
+        claim = dataclasses.replace(claim, draft=_open_draft(conversation))
     return claim
 
 
@@ -167,30 +179,31 @@ def current(lease: Lease) -> TurnState:
 
 
 @transaction.atomic
-def begin_step(lease: Lease, *, limit: int | None = None) -> int | None:
-    """Count a model request before it is sent. Returns the step number (1-based), or None
-    (and counts nothing) when the turn already made `limit` requests."""
+def begin_step(lease: Lease, *, limit: int | None = None) -> Draft | None:
+    """Count a model request before it is sent, and open the draft its reply streams into.
+    Returns that draft, or None (and counts nothing) when the turn already made `limit`
+    requests."""
     conversation = _held(lease, AgentState.LLM_REQUESTING, saved_later=True)
     if limit is not None and conversation.turn_steps >= limit:
         save_fields(conversation, ["lease_expires_at"])
         return None
     conversation.turn_steps += 1
     save_fields(conversation, ["turn_steps", "lease_expires_at"])
-    _open_draft(conversation)
-    return conversation.turn_steps
+    return _open_draft(conversation)
 
 
 @transaction.atomic
-def stream_text(lease: Lease, text: str) -> None:
-    """The model's text so far, shown in the turn's draft message."""
+def stream_text(lease: Lease, text: str) -> Draft:
+    """The model's text so far, shown in the turn's draft message; returns that draft."""
     conversation = _held(lease, AgentState.LLM_REQUESTING, saved_later=True)
     draft = _draft(conversation)
     if draft is None:
-        transcript.append_message(
+        draft = transcript.append_message(
             conversation, role=Role.ASSISTANT, blocks=[TextBlock(text=text)], is_draft=True
         )
     else:
         transcript.stream_into_draft(conversation, draft, text)
+    return Draft(draft.pk, text)
 
 
 @transaction.atomic
@@ -389,7 +402,7 @@ def _set_running(conversation: Conversation, state: AgentState) -> None:
         runner.dispatch_on_commit(conversation.pk)
         return
     if claim.step_started:
-        _open_draft(conversation)
+        claim = dataclasses.replace(claim, draft=_open_draft(conversation))
     runner.run_claimed_on_commit(claim)
 
 
@@ -472,14 +485,16 @@ def _stop_subagents(conversation: Conversation) -> None:
         runner.cancel_local_on_commit(child.pk)
 
 
-def _open_draft(conversation: Conversation) -> None:
+def _open_draft(conversation: Conversation) -> Draft:
     """The draft the step's reply streams into, made (empty) as the step starts: open pages
     render it while the model request is on its way (an empty draft is not shown), so the
     first text reaches them as a plain append (chat.transcript.stream_into_draft)."""
-    if _draft(conversation) is None:
-        transcript.append_message(
+    draft = _draft(conversation)
+    if draft is None:
+        draft = transcript.append_message(
             conversation, role=Role.ASSISTANT, blocks=[TextBlock(text="")], is_draft=True
         )
+    return Draft(draft.pk, transcript.draft_text(draft))
 
 
 # Read by every write of streamed text (chat.compiled).

@@ -3,6 +3,8 @@
 from asgiref.sync import sync_to_async
 from django.core.handlers.asgi import ASGIHandler
 
+from config.threads import sync_threads
+
 
 class SyncStackASGIHandler(ASGIHandler):
     """Runs the middleware chain and the view together in the request's thread.
@@ -19,7 +21,16 @@ class SyncStackASGIHandler(ASGIHandler):
 
     Async views (the API's event stream, waits and posts) still work: Django's sync path runs
     them with async_to_sync, on the event loop, as it did at the end of the old chain.
+
+    Each request runs on a thread of its own, as in Django's handler, but one kept from an
+    earlier request, with its database connection (config.threads).
     """
+
+    async def __call__(self, scope, receive, send):
+        if scope["type"] != "http":
+            raise ValueError(f"Django can only handle ASGI/HTTP connections, not {scope['type']}.")
+        async with sync_threads.context():
+            await self.handle(scope, receive, send)
 
     def load_middleware(self, is_async: bool = False) -> None:
         super().load_middleware(is_async=False)

@@ -25,7 +25,7 @@ def trips_to_a_thread(monkeypatch) -> list[str]:
     return sent
 
 
-async def get(path: str) -> tuple[int, dict[str, str], bytes]:
+async def get(path: str, headers: list | None = None) -> tuple[int, dict[str, str], bytes]:
     """GET `path` from the ASGI application as daphne calls it."""
     scope = {
         "type": "http",
@@ -37,7 +37,7 @@ async def get(path: str) -> tuple[int, dict[str, str], bytes]:
         "raw_path": path.encode(),
         "query_string": b"",
         "root_path": "",
-        "headers": [(b"host", b"127.0.0.1")],
+        "headers": [(b"host", b"127.0.0.1"), *(headers or [])],
         "client": ("127.0.0.1", 50000),
         "server": ("127.0.0.1", 8000),
     }

@@ -297,3 +297,76 @@ async def test_streamed_text_stops_at_a_session_that_ended_even_if_its_event_was
         "type": "websocket.close",
         "code": 4401,
     }
+
+
+async def test_text_is_shown_as_the_runner_is_about_to_store_it_and_only_once(user, conversation):
+    """The runner sends each batch to the page just before its write (StreamWriter): a tab
+    that has the draft shows it at once, then takes the write's change as already shown. A
+    tab without the draft ignores it and gets the text from the change."""
+    from chat import runtime
+    from chat.models import Message
+
+    lease = await start_turn(conversation)
+    tab = Tab(cursor=await current_seq(conversation))
+    communicator = await open_tab(user, conversation.pk, tab)
+    await db(turns.stream_text)(lease, "Hello ")
+    await receive(communicator, tab)
+    draft = await draft_id(conversation)
+    late = Tab(cursor=await current_seq(conversation))  # opened after the draft: lacks it
+    late_communicator = await open_tab(user, conversation.pk, late)
+    assert await late_communicator.receive_nothing()
+
+    writer = runtime.StreamWriter(lease, turns.Draft(draft, "Hello "))
+    writer.text = "Hello <world> & more"
+    await writer.show_ahead()
+    await receive(communicator, tab)
+    assert tab.draft(draft) == "Hello <world> & more"
+    stored = await db(Message.objects.get)(pk=draft)
+    assert stored.blocks[0]["text"] == "Hello "  # shown before it is stored
+    assert await late_communicator.receive_nothing()
+
+    await writer.flush()
+    assert await communicator.receive_nothing()  # nothing twice
+    await receive(late_communicator, late)
+    assert late.draft(draft) == "Hello <world> & more"
+    for each in (communicator, late_communicator):
+        await each.disconnect()
+
+
+async def test_a_retried_stream_is_not_shown_ahead_onto_the_failed_attempts_text(
+    user, conversation
+):
+    from chat import runtime
+
+    lease = await start_turn(conversation)
+    tab = Tab(cursor=await current_seq(conversation))
+    communicator = await open_tab(user, conversation.pk, tab)
+    await db(turns.stream_text)(lease, "A first attempt that fai")
+    await receive(communicator, tab)
+    draft = await draft_id(conversation)
+    writer = runtime.StreamWriter(lease, turns.Draft(draft, "A first attempt that fai"))
+    writer.restart()
+    await writer.add("Second")
+    await receive(communicator, tab)
+    assert tab.draft(draft) == "Second"
+    await writer.add(" try")
+    writer.last_write = 0  # due now
+    await writer.add(", streamed ahead")
+    await receive(communicator, tab)
+    assert tab.draft(draft) == "Second try, streamed ahead"
+    assert await communicator.receive_nothing()
+    await communicator.disconnect()
+
+
+async def test_waits_on_changes_skip_text_streamed_ahead_of_its_change(conversation):
+    """The API's waits and event streams read changes: text sent ahead is not one."""
+    from chat import events
+
+    async with events.subscribe(conversation.pk) as changes:
+        await events.publish(
+            conversation.pk, events.draft_streamed(conversation.pk, 1, at=0, text="Hi")
+        )
+        assert not await changes.wait(0.3)
+        await events.publish(conversation.pk, events.conversation_changed(conversation.pk, 99))
+        assert await changes.wait(1)
+        assert changes.last_event["seq"] == 99

@@ -1,0 +1,107 @@
+"""Requests and turns run on threads kept from one to the next (config.threads), each with
+its database connection, without ever waiting for another's."""
+
+import asyncio
+import threading
+
+import pytest
+from asgiref.sync import sync_to_async
+
+from config.threads import ThreadCache
+
+here = sync_to_async(threading.get_ident)
+
+
+async def test_a_finished_blocks_thread_runs_the_next_one():
+    cache = ThreadCache(keep=1)
+    async with cache.context():
+        first = await here()
+    async with cache.context():
+        second = await here()
+    assert first == second != threading.get_ident()
+
+
+async def test_blocks_at_once_each_get_a_thread_of_their_own():
+    """An event stream holds its request's thread for long: another request is not kept
+    waiting for it."""
+    cache = ThreadCache(keep=2)
+    release = threading.Event()
+
+    async def held() -> int:
+        async with cache.context():
+            return await sync_to_async(lambda: release.wait(5) and threading.get_ident())()
+
+    long = asyncio.create_task(held())
+    await asyncio.sleep(0.05)
+    async with cache.context():
+        other = await asyncio.wait_for(here(), timeout=1)
+    release.set()
+    assert other != await long
+
+
+async def test_a_thread_still_running_when_its_block_ends_is_not_kept():
+    """A cancelled request's view runs on to its end: the next request does not queue
+    behind it."""
+    cache = ThreadCache(keep=2)
+    release = threading.Event()
+    async with cache.context():
+        running = asyncio.ensure_future(sync_to_async(release.wait)(5))
+        await asyncio.sleep(0.05)
+        running.cancel()
+    assert cache.idle == []
+    release.set()
+
+
+async def test_no_more_than_keep_idle_threads_are_kept():
+    cache = ThreadCache(keep=2)
+    release = asyncio.Event()
+
+    async def block() -> None:
+        async with cache.context():
+            await here()
+            await release.wait()
+
+    blocks = [asyncio.create_task(block()) for _ in range(4)]
+    await asyncio.sleep(0.05)
+    release.set()
+    await asyncio.gather(*blocks)
+    assert len(cache.idle) == 2
+
+
+@pytest.mark.django_db(transaction=True)
+async def test_requests_reuse_a_kept_thread_and_its_database_connection(user, monkeypatch):
+    """On SQLite a new thread connected anew, opening the file and running its PRAGMAs, for
+    every request (Django's ASGI handler gives each request a new thread)."""
+    from django.core.handlers.base import BaseHandler
+    from django.db import connection
+    from django.db.backends.signals import connection_created
+    from django.test import Client
+
+    from tests.test_middleware import get
+
+    client = Client()
+    await sync_to_async(client.force_login)(user)
+    cookie = f"sessionid={client.cookies['sessionid'].value}"
+    threads: list[threading.Thread] = []
+    handle = BaseHandler.get_response
+
+    def recorded(self, request):
+        threads.append(threading.current_thread())  # kept: a new thread may reuse an id
+        return handle(self, request)
+
+    monkeypatch.setattr(BaseHandler, "get_response", recorded)
+    connects: list[object] = []
+
+    def connected(sender, connection, **kwargs):
+        connects.append(connection)
+
+    connection_created.connect(connected)
+    try:
+        for _ in range(3):
+            status, _, body = await get("/", headers=[(b"cookie", cookie.encode())])
+            assert status == 200 and b"First chat" not in body
+    finally:
+        connection_created.disconnect(connected)
+    assert len(set(threads)) == 1
+    if connection.vendor == "sqlite":  # PostgreSQL's pool lends a connection per request
+        assert len(connects) <= 1
