@@ -132,11 +132,11 @@ _push_thread = ThreadPoolExecutor(max_workers=1, thread_name_prefix="parley-push
 
 
 def on_push_thread(render):
-    """`render` (sync, reads the database) to await on the process's push thread: one thread
-    of its own, so pushes neither wait for the requests on the sync thread (an answer's
-    response, which ends just as its change is to be pushed) nor make them wait, and hold
-    one database connection at most (a thread per push, from the loop's executor, kept one
-    of the bounded pool each for good: found exhausting it on PostgreSQL)."""
+    """`render` (sync, reads the database) to await on the process's push thread: a thread of
+    its own, so pushes wait for nothing else the process's shared sync thread does (sockets'
+    connects and session reads, the sweep), and hold one database connection at most (a
+    thread per push, from the loop's executor, kept one of the bounded pool each for good:
+    found exhausting it on PostgreSQL)."""
     return database_sync_to_async(render, thread_sensitive=False, executor=_push_thread)
 
 

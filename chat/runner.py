@@ -34,6 +34,7 @@ from django.conf import settings
 from django.db import transaction
 
 from chat import events
+from config.threads import sync_threads
 
 if TYPE_CHECKING:
     from chat.turns import Claim
@@ -182,11 +183,15 @@ def _wake_jobs() -> None:
 
 
 async def run_jobs_once() -> None:
-    for job in list(_jobs):
-        try:
-            await database_sync_to_async(job)()
-        except Exception:
-            logger.exception("sweep job %s failed", getattr(job, "__qualname__", job))
+    # On a thread of their own: a job may wait on the network (a webhook delivery, for up to
+    # WEBHOOK_TIMEOUT), and on the process's shared sync thread every socket's session read
+    # and connect waited for it.
+    async with sync_threads.context():
+        for job in list(_jobs):
+            try:
+                await database_sync_to_async(job)()
+            except Exception:
+                logger.exception("sweep job %s failed", getattr(job, "__qualname__", job))
 
 
 async def _jobs_forever() -> None:

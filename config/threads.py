@@ -1,16 +1,18 @@
-"""The threads that requests and turns run their sync code on, kept from one to the next.
+"""The threads that requests, turns and sweep jobs run their sync code on, kept from one to
+the next.
 
-Django's ASGI handler gives every request a thread of its own (a ThreadSensitiveContext), and
-chat.runtime every turn. Each was a new thread, so each request and each turn connected to
-the database anew: on SQLite it opened the file and ran the connection's PRAGMAs (~1.7 ms,
-measured inside an answer's request on a 2-core machine) and left the connection for the
-garbage collector to close; on PostgreSQL it borrowed from the pool, as it still does. Here
-a finished request's or turn's thread waits for the next one, with its connection
-(CONN_MAX_AGE still applies, and Django's request signals still check it). Each thread runs
-one request or turn at a time, as before, and when every kept thread is busy a new one is
-made: a request that holds its thread for long (an event stream, a `wait`) never makes
-another wait for it. At most KEEP idle threads are kept; a thread that is still running
-something when its request ends (a cancelled request's view finishing) is not kept.
+Django's ASGI handler gives every request a thread of its own (a ThreadSensitiveContext),
+chat.runtime every turn, and chat.runner each round of the sweep's jobs. Each was a new
+thread, so each connected to the database anew: on SQLite it opened the file and ran the
+connection's PRAGMAs (~1.7 ms, measured inside an answer's request on a 2-core machine) and
+left the connection for the garbage collector to close; on PostgreSQL it borrowed from the
+pool, as it still does. Here a finished block's thread waits for the next one, with its
+connection (CONN_MAX_AGE still applies, and Django's request signals still check it). Each
+thread runs one request, turn or round at a time, as before, and when every kept thread is
+busy a new one is made: a block that holds its thread for long (an event stream, a `wait`,
+a slow webhook) never makes another wait for it. At most KEEP idle threads are kept; a
+thread that is still running something when its block ends (a cancelled request's view
+finishing) is not kept.
 """
 
 import threading

@@ -105,3 +105,25 @@ async def test_requests_reuse_a_kept_thread_and_its_database_connection(user, mo
     assert len(set(threads)) == 1
     if connection.vendor == "sqlite":  # PostgreSQL's pool lends a connection per request
         assert len(connects) <= 1
+
+
+@pytest.mark.django_db(transaction=True)
+async def test_a_slow_sweep_job_holds_up_neither_sockets_nor_pushes(monkeypatch):
+    """A webhook delivery may wait on a slow endpoint for up to WEBHOOK_TIMEOUT: meanwhile a
+    socket's session read (the process's shared sync thread) and a push (its push thread)
+    still run at once."""
+    from channels.db import database_sync_to_async
+
+    from chat import consumers, runner
+
+    release = threading.Event()
+    monkeypatch.setattr(runner, "_jobs", [lambda: release.wait(5)])
+    jobs = asyncio.create_task(runner.run_jobs_once())
+    await asyncio.sleep(0.05)
+    try:
+        await asyncio.wait_for(database_sync_to_async(lambda: None)(), timeout=1)
+        await asyncio.wait_for(consumers.on_push_thread(lambda: None)(), timeout=1)
+        assert not jobs.done()
+    finally:
+        release.set()
+        await jobs
