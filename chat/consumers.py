@@ -30,6 +30,7 @@ status and transcript of every child changed since the child cursor it last sent
 
 import asyncio
 import json
+import logging
 import threading
 import time
 from collections import OrderedDict
@@ -53,6 +54,8 @@ from chat.models import Conversation
 from chat.selectors import conversation_for_user, transcript_changes
 from chat.subagents import changed_subagents
 from chat.transcript import draft_text
+
+logger = logging.getLogger("parley.consumers")
 
 # Close codes in the private range: the page does not reconnect after them.
 CLOSE_NOT_FOUND = 4404
@@ -163,10 +166,15 @@ class SignedInConsumer(AsyncWebsocketConsumer):
         close stale database connections (channels.db.aclose_old_connections): every read
         here goes through database_sync_to_async, which closes them before and after itself.
         That trip queued each event of every socket behind the renders on the one sync
-        thread, even a streamed append that reads nothing."""
+        thread, even a streamed append that reads nothing.
+
+        An event of a type this release does not know (sent by a later release's process,
+        during a rolling upgrade) is ignored rather than fatal to the socket: events are
+        hints, and the next change or re-check catches up."""
         handler = getattr(self, get_handler_name(message), None)
         if handler is None:
-            raise ValueError(f"No handler for message type {message['type']}")
+            logger.debug("ignored an event of unknown type %s", message.get("type"))
+            return
         await handler(message)
 
     async def attention_changed(self, event: dict) -> None:

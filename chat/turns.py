@@ -510,16 +510,16 @@ def _draft(conversation: Conversation) -> Message | None:
 
 
 def _finalize_draft(conversation: Conversation) -> None:
-    """Keep what the turn's draft shows; a draft that never got any text (the turn stopped
-    or failed before the model's first word) goes, as it was never shown."""
+    """Keep what the turn's draft shows, as a message that is no longer a draft. A draft that
+    never got any text (the turn stopped or failed before the model's first word) is kept too,
+    empty and hidden, as complete_step keeps one: open tabs have it, and a deletion is not a
+    change they would see, so text a runner sent ahead (chat.runtime.StreamWriter) before
+    learning of the stop would show in it."""
     draft = _draft(conversation)
     if draft is None:
         return
     blocks = [b for b in parse_blocks(draft.blocks) if not isinstance(b, TextBlock) or b.text]
-    if blocks:
-        transcript.update_message(conversation, draft, blocks=blocks, is_draft=False)
-    else:
-        draft.delete()  # the last message (no other is added while a step requests)
+    transcript.update_message(conversation, draft, blocks=blocks, is_draft=False)
 
 
 def _retire_retry(conversation: Conversation, *, superseded: bool = False) -> None:

@@ -466,3 +466,20 @@ def test_a_catch_up_is_not_kept_for_other_tabs(user, conversation, django_assert
     with django_assert_num_queries(2):
         html, _, _ = tab_on(user, conversation.pk).render_changes(before, upto=before + 1)
     assert "Hello there" in html
+
+
+async def test_an_event_of_a_type_it_does_not_know_leaves_the_socket_open(user, conversation):
+    """A later release's process may send a kind of event this one has no handler for
+    (during a rolling upgrade): the socket ignores it and goes on."""
+    from channels.layers import get_channel_layer
+
+    from chat.events import EVENTS_LAYER, conversation_group
+
+    communicator, _ = await connect_as(user, conversation.pk)
+    await communicator.send_json_to({"type": "sync", "after": 0})
+    await get_channel_layer(EVENTS_LAYER).group_send(
+        conversation_group(conversation.pk), {"type": "chat.from_a_later_release"}
+    )
+    await db(fail_turn)(conversation.pk)
+    assert ">Retry</button>" in await pushed_until(communicator, ">Retry</button>")
+    await communicator.disconnect()

@@ -326,18 +326,20 @@ async def test_text_is_shown_as_the_runner_is_about_to_store_it_and_only_once(us
     assert await late_communicator.receive_nothing()
 
     await writer.flush()
-    assert await communicator.receive_nothing()  # nothing twice
-    await receive(late_communicator, late)
+    await receive(late_communicator, late)  # the write's change has reached the tabs
     assert late.draft(draft) == "Hello <world> & more"
+    assert await communicator.receive_nothing()  # nothing twice
     for each in (communicator, late_communicator):
         await each.disconnect()
 
 
 async def test_a_retried_stream_is_not_shown_ahead_onto_the_failed_attempts_text(
-    user, conversation
+    user, conversation, monkeypatch
 ):
     from chat import runtime
 
+    # Text is shown and written only when the test makes it due (however slow the machine).
+    monkeypatch.setattr(runtime, "STREAM_FLUSH_INTERVAL", 3600)
     lease = await start_turn(conversation)
     tab = Tab(cursor=await current_seq(conversation))
     communicator = await open_tab(user, conversation.pk, tab)
@@ -346,11 +348,12 @@ async def test_a_retried_stream_is_not_shown_ahead_onto_the_failed_attempts_text
     draft = await draft_id(conversation)
     writer = runtime.StreamWriter(lease, turns.Draft(draft, "A first attempt that fai"))
     writer.restart()
+    writer.last_write = float("-inf")  # due
     await writer.add("Second")
     await receive(communicator, tab)
     assert tab.draft(draft) == "Second"
-    await writer.add(" try")
-    writer.last_write = 0  # due now
+    await writer.add(" try")  # not due: kept
+    writer.last_write = float("-inf")
     await writer.add(", streamed ahead")
     await receive(communicator, tab)
     assert tab.draft(draft) == "Second try, streamed ahead"
@@ -370,3 +373,28 @@ async def test_waits_on_changes_skip_text_streamed_ahead_of_its_change(conversat
         await events.publish(conversation.pk, events.conversation_changed(conversation.pk, 99))
         assert await changes.wait(1)
         assert changes.last_event["seq"] == 99
+
+
+async def test_text_a_stopped_runner_shows_ahead_does_not_stay_on_the_page(user, conversation):
+    """Stop before the model's first words: the empty draft is kept (hidden, no longer a
+    draft) as a change the tabs see, so the words the runner sends ahead before its write is
+    refused (a worker learns of the stop only then) find no draft to go into."""
+    from chat import runtime, services
+
+    await db(set_state)(conversation.pk, AgentState.LLM_REQUESTING)
+    tab = Tab(cursor=await current_seq(conversation))
+    claim = await db(turns.claim)(conversation.pk, step_limit=5)  # opens the empty draft
+    communicator = await open_tab(user, conversation.pk, tab)
+    await receive(communicator, tab)
+    draft = claim.draft.message_id
+    assert tab.draft(draft) == ""
+
+    await db(services.stop_turn)(user=user, conversation_id=conversation.pk)
+    await receive(communicator, tab)
+    writer = runtime.StreamWriter(claim.lease, claim.draft)
+    with pytest.raises(turns.LeaseLost):
+        await writer.add("Words the user never sees")
+    assert await communicator.receive_nothing()
+    assert "Words" not in tab.messages[str(draft)]
+    assert 'id="draft-' not in tab.messages[str(draft)]
+    await communicator.disconnect()
