@@ -299,6 +299,17 @@ async def test_streamed_text_stops_at_a_session_that_ended_even_if_its_event_was
     }
 
 
+async def streaming_in_a_tab(user, conversation, text: str):
+    """A running turn whose draft holds `text`, and an open tab that shows it: (the lease,
+    the tab, its socket, the draft's id)."""
+    lease = await start_turn(conversation)
+    tab = Tab(cursor=await current_seq(conversation))
+    communicator = await open_tab(user, conversation.pk, tab)
+    await db(turns.stream_text)(lease, text)
+    await receive(communicator, tab)
+    return lease, tab, communicator, await draft_id(conversation)
+
+
 async def test_text_is_shown_as_the_runner_is_about_to_store_it_and_only_once(user, conversation):
     """The runner sends each batch to the page just before its write (StreamWriter): a tab
     that has the draft shows it at once, then takes the write's change as already shown. A
@@ -306,12 +317,7 @@ async def test_text_is_shown_as_the_runner_is_about_to_store_it_and_only_once(us
     from chat import runtime
     from chat.models import Message
 
-    lease = await start_turn(conversation)
-    tab = Tab(cursor=await current_seq(conversation))
-    communicator = await open_tab(user, conversation.pk, tab)
-    await db(turns.stream_text)(lease, "Hello ")
-    await receive(communicator, tab)
-    draft = await draft_id(conversation)
+    lease, tab, communicator, draft = await streaming_in_a_tab(user, conversation, "Hello ")
     late = Tab(cursor=await current_seq(conversation))  # opened after the draft: lacks it
     late_communicator = await open_tab(user, conversation.pk, late)
     assert await late_communicator.receive_nothing()
@@ -340,13 +346,9 @@ async def test_a_retried_stream_is_not_shown_ahead_onto_the_failed_attempts_text
 
     # Text is shown and written only when the test makes it due (however slow the machine).
     monkeypatch.setattr(runtime, "STREAM_FLUSH_INTERVAL", 3600)
-    lease = await start_turn(conversation)
-    tab = Tab(cursor=await current_seq(conversation))
-    communicator = await open_tab(user, conversation.pk, tab)
-    await db(turns.stream_text)(lease, "A first attempt that fai")
-    await receive(communicator, tab)
-    draft = await draft_id(conversation)
-    writer = runtime.StreamWriter(lease, turns.Draft(draft, "A first attempt that fai"))
+    failed = "A first attempt that fai"
+    lease, tab, communicator, draft = await streaming_in_a_tab(user, conversation, failed)
+    writer = runtime.StreamWriter(lease, turns.Draft(draft, failed))
     writer.restart()
     writer.last_write = float("-inf")  # due
     await writer.add("Second")
