@@ -1,16 +1,25 @@
 """Transcript: the time to render a conversation of 1,000 messages, as a page (GET) and as
 a websocket catch-up from cursor 0 (the first frame), on one process with SQLite: one of
-text only, and one of an agent at work (250 turns, each a tool call, its result and a reply)."""
+text only, and one of an agent at work (250 turns, each a tool call, its result and a reply).
+
+And in Chromium, what a streaming reply costs the page: the main thread's time for each
+streamed append (the socket's message, its swap and the page's own handlers), on the
+1,000-message page and on a new conversation. The model streams at a fast model's pace."""
 
 import asyncio
 import statistics
 import time
 
+from playwright.sync_api import expect, sync_playwright
+
 from bench.client import Person
 from bench.servers import parley
+from tests.browser.conftest import CHROMIUM, CHROMIUM_ARGS
+from tests.browser.pages import log_in, new_conversation, send
 
 MESSAGES = 1_000
 TRIALS = 3
+STREAMED_CHARS = 3_000  # bench/model.py's `stream <N>`
 
 # Run in the server's environment (manage.py shell): 1,000 messages of the demo user's. Text
 # only: user and agent in turn, the agent's with some markdown. With tools: turns of a
@@ -68,6 +77,57 @@ async def measure(url: str, conversation: int) -> dict:
     }
 
 
+# Runs before the page's scripts (Playwright's init script; the page's CSP allows no inline
+# script): notes when the conversation's socket opens, and times each message of that socket
+# from its arrival to the end of the page's handlers (this listener is added after them).
+WATCH_APPENDS = """
+window.__appends = [];
+window.__conversationOpen = false;
+let arrived = null;
+document.addEventListener("htmx:wsOpen", (event) => {
+  if (event.target.closest(".conversation")) { window.__conversationOpen = true; }
+});
+document.addEventListener("htmx:wsBeforeMessage", () => { arrived = performance.now(); }, true);
+window.addEventListener("DOMContentLoaded", () => {
+  document.addEventListener("htmx:wsAfterMessage", (event) => {
+    if (event.detail.message.startsWith('<div hx-swap-oob="beforeend:#draft-')) {
+      window.__appends.push(performance.now() - arrived);
+    }
+  });
+});
+"""
+
+
+def appends_in_browser(url: str, conversation: int) -> dict:
+    """Per streamed append, the page's main-thread time: on `conversation`'s page and on a
+    new conversation's."""
+
+    def stream(page) -> dict:
+        page.wait_for_function("() => window.__conversationOpen")
+        send(page, f"stream {STREAMED_CHARS}")
+        expect(page.locator(".is-draft")).to_have_count(1, timeout=30_000)
+        expect(page.locator(".is-draft")).to_have_count(0, timeout=60_000)
+        ms = sorted(page.evaluate("() => window.__appends"))
+        return {
+            "appends": len(ms),
+            "median_ms": round(statistics.median(ms), 2),
+            "p90_ms": round(ms[int(0.9 * (len(ms) - 1))], 2),
+        }
+
+    with sync_playwright() as playwright:
+        browser = playwright.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS)
+        page = browser.new_context(base_url=url, locale="en-US").new_page()
+        page.add_init_script(WATCH_APPENDS)
+        log_in(page)
+        page.goto(f"/c/{conversation}/")
+        long = stream(page)
+        page.goto("/")
+        new_conversation(page)
+        new = stream(page)
+        browser.close()
+    return {"chars": STREAMED_CHARS, "long": long, "new": new}
+
+
 def run(model_url: str) -> dict:
     with parley(model_url) as [server]:
 
@@ -81,10 +141,12 @@ def run(model_url: str) -> dict:
             "messages": MESSAGES,
             **asyncio.run(measure(server.url, text)),
             "with_tools": asyncio.run(measure(server.url, tools)),
+            "streamed_appends": appends_in_browser(server.url, text),
         }
 
 
 if __name__ == "__main__":
     from bench.model import Model
+    from bench.streaming import PACE
 
-    print(run(Model().url))
+    print(run(Model(pace=PACE).url))

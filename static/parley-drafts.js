@@ -55,7 +55,7 @@
   }
 
   document.addEventListener("DOMContentLoaded", restoreDrafts);
-  document.addEventListener("htmx:wsAfterMessage", function () {
+  document.addEventListener("parley:pushed", function () {
     restoreDrafts();
     showElsewhere();
   });

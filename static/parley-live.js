@@ -172,7 +172,9 @@
     );
   }
 
-  document.addEventListener("htmx:oobAfterSwap", function () {
+  document.addEventListener("htmx:oobAfterSwap", function (event) {
+    // Streamed text added to a draft (parley.js) touches none of this.
+    if (event.target.classList && event.target.classList.contains("draft-text")) { return; }
     reconcileInbox();
     applyState();
     applySidebarTitle();

@@ -71,7 +71,11 @@
       wrapper.appendChild(copyButton(s.copyCode, "copy-code"));
       wrapper.appendChild(pre);
     });
-    root.querySelectorAll(".transcript > .message-user, .transcript > .message-assistant").forEach(function (message) {
+    // Each message is looked at once (a changed message arrives as a new element): on a long
+    // transcript, looking into every message again on each streamed append took the page's
+    // main thread for tens of milliseconds an append.
+    root.querySelectorAll(".transcript > .message-user:not([data-copy-checked]), .transcript > .message-assistant:not([data-copy-checked])").forEach(function (message) {
+      message.setAttribute("data-copy-checked", "");
       if (message.querySelector(":scope > .message-head .copy-message") || !message.querySelector(".block-text")) { return; }
       var head = message.querySelector(":scope > .message-head");
       if (head) { head.appendChild(copyButton(s.copyMessage, "copy-message")); }
@@ -113,14 +117,22 @@
     return relative.format(0, "second");
   }
 
-  function updateTimes(root) {
+  // `all`: every time on the page (the periodic update); else only the times that arrived
+  // since (new or re-rendered messages). A time is rewritten only when its text changes: each
+  // write makes the browser lay the transcript out again.
+  function updateTimes(root, all) {
     if (!formatters()) { return; }
     var now = Date.now();
-    root.querySelectorAll("time.message-time").forEach(function (el) {
+    var selector = all ? "time.message-time" : "time.message-time:not([data-relative])";
+    root.querySelectorAll(selector).forEach(function (el) {
       var when = new Date(el.getAttribute("datetime"));
       if (isNaN(when.getTime())) { return; }
-      el.textContent = describe((now - when.getTime()) / 1000);
-      el.title = exact.format(when);
+      var text = describe((now - when.getTime()) / 1000);
+      if (el.textContent !== text) { el.textContent = text; }
+      if (!el.hasAttribute("data-relative")) {
+        el.title = exact.format(when);
+        el.setAttribute("data-relative", "");
+      }
     });
   }
 
@@ -167,8 +179,8 @@
 
   document.addEventListener("DOMContentLoaded", function () {
     refresh(document);
-    window.setInterval(function () { updateTimes(document); }, 30000);
+    window.setInterval(function () { updateTimes(document, true); }, 30000);
   });
-  document.addEventListener("htmx:wsAfterMessage", function () { refresh(document); });
+  document.addEventListener("parley:pushed", function () { refresh(document); });
   document.addEventListener("htmx:afterSettle", function () { refresh(document); });
 })();

@@ -38,9 +38,25 @@
     }
   });
 
+  // Whether the page follows new text to the bottom: known from the reader's own scrolling
+  // (and the window's size), not measured before each pushed message, which made the browser
+  // lay out the whole transcript again for every streamed append.
   var stickToBottom = true;
-  document.addEventListener("htmx:wsBeforeMessage", function () { stickToBottom = nearBottom(); });
-  document.addEventListener("htmx:wsAfterMessage", function () { if (stickToBottom) { scrollToEnd(); } });
+  function noteScroll() { stickToBottom = nearBottom(); }
+  window.addEventListener("scroll", noteScroll, { passive: true });
+  window.addEventListener("resize", noteScroll, { passive: true });
+  // A pushed message other than streamed text (chat.consumers.append_html: one escaped run of
+  // text added to a draft) is announced as "parley:pushed", which the page's other scripts
+  // follow (new messages, questions, times, copy buttons). A streamed append changes nothing
+  // they look at, and one comes every 50 ms while the agent writes: looking over a long
+  // transcript for each took the browser's main thread for tens of milliseconds.
+  var APPEND = /^<div hx-swap-oob="beforeend:#draft-\d+">[^<]*<\/div>$/;
+  document.addEventListener("htmx:wsAfterMessage", function (event) {
+    if (stickToBottom) { scrollToEnd(); }
+    if (!APPEND.test(event.detail.message)) {
+      document.dispatchEvent(new CustomEvent("parley:pushed"));
+    }
+  });
 
   // Composer: Enter sends, Shift+Enter adds a line (IME composition is left alone).
   document.addEventListener("keydown", function (event) {
@@ -127,7 +143,7 @@
     blocks.forEach(function (block) { known[block.id] = true; });
     if (blocks.length) { focusQuestion(blocks[blocks.length - 1]); }
   });
-  document.addEventListener("htmx:wsAfterMessage", noticeNewQuestions);
+  document.addEventListener("parley:pushed", noticeNewQuestions);
 
   // "Other…" shows the typed-answer box (and, for one choice, its Submit); hidden again, the
   // box keeps its text but is not sent.

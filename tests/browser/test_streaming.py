@@ -1,6 +1,8 @@
 """A streamed reply in real Chromium: while it streams, tabs get only the new text (appended
 to the draft); a tab opened mid-stream catches up; every tab ends with the reply once."""
 
+import time
+
 from playwright.sync_api import expect
 
 from tests.browser.pages import log_in, new_conversation, send, transcript_items, watch_text
@@ -66,3 +68,44 @@ def test_chromium_streams_over_permessage_deflate(context, page):
     assert answers[-1] == (
         "permessage-deflate; client_no_context_takeover; client_max_window_bits=9"
     ), answers
+
+
+# The page's distance from its end, in pixels (0: the end is in view).
+FROM_END = (
+    "() => { const d = document.scrollingElement; "
+    "return d.scrollHeight - d.scrollTop - d.clientHeight; }"
+)
+
+
+def test_the_page_follows_a_streaming_reply_unless_the_reader_scrolled_up(page):
+    """At the end of the page, the reader sees each new word of a reply; scrolled up to read
+    something earlier, they stay where they are while the reply goes on (parley.js learns it
+    from their scrolling, not by measuring the page before every streamed append)."""
+    page.set_viewport_size({"width": 800, "height": 360})
+    log_in(page)
+    new_conversation(page)
+    long_message = " ".join(f"line{i:03d}" for i in range(300))  # taller than the window
+    reply = page.locator(".message-assistant .block-text").last
+
+    send(page, long_message)
+    expect(reply).to_contain_text("You said")
+    distances = []  # sampled while the reply grows
+    deadline = time.monotonic() + 20
+    while END not in reply.inner_text() and time.monotonic() < deadline:
+        distances.append(page.evaluate(FROM_END))
+    expect(page.locator(".is-draft")).to_have_count(0)
+    assert page.evaluate("document.scrollingElement.scrollTop") > 0
+    assert len(distances) >= 3 and max(distances) <= 2, distances  # at the end all along
+    assert page.evaluate(FROM_END) <= 2
+
+    send(page, long_message)
+    expect(page.locator(".message-assistant")).to_have_count(2)
+    expect(reply).to_contain_text("You said")
+    page.mouse.move(400, 150)
+    page.mouse.wheel(0, -1500)  # the reader scrolls up, as with a mouse wheel
+    page.wait_for_function(f"({FROM_END})() > 1000")
+    held = page.evaluate("document.scrollingElement.scrollTop")
+    watch_text(reply, END)
+    expect(page.locator(".is-draft")).to_have_count(0)
+    assert abs(page.evaluate("document.scrollingElement.scrollTop") - held) <= 2
+    assert page.evaluate(FROM_END) > 1000
