@@ -172,9 +172,9 @@
     );
   }
 
-  document.addEventListener("htmx:oobAfterSwap", function (event) {
-    // Streamed text added to a draft (parley.js) touches none of this.
-    if (event.target.classList && event.target.classList.contains("draft-text")) { return; }
+  // What these read comes in pushed messages (the live channel's, a conversation's title):
+  // followed once per message, after all its parts are in (parley.js).
+  document.addEventListener("parley:pushed", function () {
     reconcileInbox();
     applyState();
     applySidebarTitle();
