@@ -106,6 +106,16 @@ def lease_duration() -> timedelta:
     return timedelta(seconds=settings.PARLEY_LEASE_SECONDS)
 
 
+def queued_lease_expiry():
+    """The lease of a turn sent to the workers' queue, before any runner claims it: it has no
+    owner, so any runner may claim it (claim), and it lapses a lease period later, when the
+    sweeps take the turn for lost (a worker that took it from the queue and died). With no
+    lease at all, every sweep of every process sent each turn still waiting in the queue again
+    (under 30 concurrent flows, nearly one claim that found it taken for every turn). None when
+    no queue is involved (no Redis): a sweep then takes the turn at once."""
+    return timezone.now() + lease_duration() if settings.REDIS_URL else None
+
+
 # --- Transitions started by people (the caller holds the row lock) --------------------------
 
 
@@ -140,7 +150,9 @@ def claim(conversation_id: int, *, step_limit: int | None = None) -> Claim | Non
     With `step_limit`, a turn whose next step is a model request also has that request
     counted here (as begin_step does), unless it already made `step_limit` of them."""
     claimable = Conversation.objects.filter(
-        Q(lease_expires_at__isnull=True) | Q(lease_expires_at__lt=timezone.now()),
+        Q(lease_owner="")
+        | Q(lease_expires_at__isnull=True)
+        | Q(lease_expires_at__lt=timezone.now()),
         pk=conversation_id,
         agent_state__in=RUNNING_STATES,
     ).select_for_update(of=("self",))
@@ -283,6 +295,7 @@ def spawn_subagents(lease: Lease, call: ToolCallBlock, tasks: list[tuple[str, st
             parent_tool_call_id=call.id,
             subagent_index=index,
             agent_state=AgentState.LLM_REQUESTING,
+            lease_expires_at=queued_lease_expiry(),
         )
         transcript.append_message(child, role=Role.USER, blocks=[TextBlock(text=task)])
         runner.dispatch_on_commit(child.pk)
@@ -363,7 +376,8 @@ def decline(
 
 
 def stale_runs() -> list[int]:
-    """Running turns that no runner holds: never claimed, or the holder stopped renewing."""
+    """Running turns that no runner holds: never claimed (when queued for the workers: not
+    within a lease period, queued_lease_expiry), or the holder stopped renewing."""
     return list(
         Conversation.objects.filter(
             Q(lease_expires_at__isnull=True) | Q(lease_expires_at__lt=timezone.now()),
@@ -397,6 +411,8 @@ def _set_running(conversation: Conversation, state: AgentState) -> None:
     claim = None
     if runner.runs_turns_here():
         claim = _take_lease(conversation, step_limit=settings.AGENT_MAX_STEPS)
+    else:
+        conversation.lease_expires_at = queued_lease_expiry()
     transcript.save_conversation(conversation)
     if claim is None:
         runner.dispatch_on_commit(conversation.pk)

@@ -3,7 +3,7 @@ from datetime import timedelta
 import pytest
 from django.utils import timezone
 
-from chat import runtime, services, turns
+from chat import runner, runtime, services, turns
 from chat.blocks import (
     ErrorBlock,
     NoticeBlock,
@@ -210,6 +210,35 @@ def test_a_lease_is_exclusive_until_it_lapses_and_then_fences_the_old_runner(con
         turns.stream_text(first, "stale runner")
     turns.stream_text(second, "new runner")
     assert Message.objects.get().blocks == [{"type": "text", "text": "new runner"}]
+
+
+def test_a_turn_waiting_in_the_workers_queue_is_sent_again_only_after_a_lease_period(
+    conversation, user, settings, monkeypatch
+):
+    # Under load, turns wait in the workers' queue; every sweep of every process sent each of
+    # them again (a claim that finds it taken for nearly every turn, measured under 30 flows).
+    settings.REDIS_URL = "redis://127.0.0.1:6379/15"
+    sent = []
+    monkeypatch.setattr(runner, "dispatch", sent.append)
+    services.post_user_message(user=user, conversation_id=conversation.pk, text="Hi")
+    assert sent == [conversation.pk]
+    assert turns.stale_runs() == []  # queued: the sweeps leave it to the queue
+
+    Conversation.objects.filter(pk=conversation.pk).update(
+        lease_expires_at=timezone.now() - timedelta(seconds=1)
+    )
+    assert turns.stale_runs() == [conversation.pk]  # the worker that took it died: sent again
+
+
+def test_any_runner_claims_a_queued_turn_at_once(conversation, user, settings, monkeypatch):
+    settings.REDIS_URL = "redis://127.0.0.1:6379/15"
+    monkeypatch.setattr(runner, "dispatch", lambda conversation_id: None)
+    services.post_user_message(user=user, conversation_id=conversation.pk, text="Hi")
+
+    claim = turns.claim(conversation.pk)
+    assert claim is not None
+    assert turns.claim(conversation.pk) is None  # and then it is held
+    assert turns.stale_runs() == []
 
 
 def test_stop_keeps_the_text_so_far_and_fences_out_the_runner(conversation, user):
