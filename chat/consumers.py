@@ -50,7 +50,7 @@ from django.utils.html import format_html
 from chat import sessions
 from chat.errors import ConversationNotFound
 from chat.events import EVENTS_LAYER, conversation_group, user_group
-from chat.models import Conversation
+from chat.models import AgentState, Conversation
 from chat.selectors import conversation_for_user, transcript_changes
 from chat.subagents import changed_subagents
 from chat.transcript import draft_text
@@ -87,6 +87,7 @@ class Render:
     running: bool
     drafts: dict[int, str]
     header: str
+    header_key: tuple | None
     subagents: dict[int, int]
 
 
@@ -145,6 +146,15 @@ def on_push_thread(render):
 
 # Pushes kept for other tabs: at most ~8 M characters in all.
 shared_renders = SharedRenders(size=128, max_chars=64_000)
+
+
+def header_key(conversation: Conversation, cursor: int) -> tuple:
+    """What the page's header (chat/conversation.html#header: title, turn actions, status)
+    is rendered from: not rendered again for a push while it is the same (a quarter of a
+    push's rendering, measured under load). Its turn actions (Regenerate, Edit) read the
+    transcript when no turn runs or waits, so every change counts then."""
+    idle = conversation.agent_state in (AgentState.IDLE, AgentState.ERROR)
+    return (str(conversation), conversation.agent_state, cursor if idle else None)
 
 
 def append_html(draft_id: int, text: str) -> str:
@@ -322,6 +332,7 @@ class ConversationConsumer(SignedInConsumer):
         self.sent_subagents: dict[int, int] = {}  # child id -> the child's cursor sent
         self.sent_drafts: dict[int, str] = {}  # draft message id -> the text this tab has
         self.sent_header = ""  # the title and status as last sent
+        self.header_key: tuple | None = None  # what sent_header was rendered from (header_key)
         self.pushing = asyncio.Lock()  # one push at a time: each reads from the last cursor
         self.recheck: asyncio.Task | None = None
         self.watch: asyncio.TimerHandle | asyncio.Task | None = None
@@ -459,6 +470,7 @@ class ConversationConsumer(SignedInConsumer):
         if shared := shared_renders.get(parent, state, upto):
             self.sent_drafts = dict(shared.drafts)
             self.sent_header = shared.header
+            self.header_key = shared.header_key
             self.sent_subagents = dict(shared.subagents)
             return shared.html, shared.cursor, shared.running
         html, cursor, running = self.render_fresh(parent, after)
@@ -472,6 +484,7 @@ class ConversationConsumer(SignedInConsumer):
                 running=running,
                 drafts=dict(self.sent_drafts),
                 header=self.sent_header,
+                header_key=self.header_key,
                 subagents=dict(self.sent_subagents),
             ),
         )
@@ -492,9 +505,12 @@ class ConversationConsumer(SignedInConsumer):
         messages, appends = self.split_appends(changes.messages)
         context = {"conversation": changes.conversation, "after": after, "oob": True}
         with translation.override(self.language):
-            header = render_to_string("chat/conversation.html#header", context)
-            if header == self.sent_header:
-                header = ""
+            header = ""
+            if (key := header_key(changes.conversation, changes.cursor)) != self.header_key:
+                header = render_to_string("chat/conversation.html#header", context)
+                self.header_key = key
+                if header == self.sent_header:
+                    header = ""
             html = render_to_string(
                 "chat/conversation.html#changes",
                 {

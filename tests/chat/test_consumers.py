@@ -338,7 +338,7 @@ def tab_on(user, conversation_id):
     tab = ConversationConsumer()
     tab.scope = {"cookies": {}, "headers": []}
     tab.user, tab.conversation_id = user, conversation_id
-    tab.sent_subagents, tab.sent_drafts, tab.sent_header = {}, {}, ""
+    tab.sent_subagents, tab.sent_drafts, tab.sent_header, tab.header_key = {}, {}, "", None
     tab.session_read_at = time.monotonic()
     return tab
 
@@ -443,6 +443,7 @@ def test_shared_pushes_are_kept_for_the_most_recently_pushed_conversations_only(
             running=False,
             drafts={},
             header="",
+            header_key=None,
             subagents={},
         )
 
