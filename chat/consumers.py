@@ -30,7 +30,6 @@ status and transcript of every child changed since the child cursor it last sent
 
 import asyncio
 import json
-import logging
 import threading
 import time
 from collections import OrderedDict
@@ -39,7 +38,6 @@ from dataclasses import dataclass
 from datetime import datetime
 from functools import cached_property
 
-from channels.consumer import get_handler_name
 from channels.db import database_sync_to_async
 from channels.generic.websocket import AsyncWebsocketConsumer
 from django.http import HttpRequest
@@ -49,13 +47,11 @@ from django.utils.html import format_html
 
 from chat import sessions
 from chat.errors import ConversationNotFound
-from chat.events import EVENTS_LAYER, conversation_group, user_group
+from chat.events import EVENTS_LAYER, DirectDispatch, conversation_group, user_group
 from chat.models import AgentState, Conversation
 from chat.selectors import conversation_for_user, transcript_changes
 from chat.subagents import changed_subagents
 from chat.transcript import draft_text
-
-logger = logging.getLogger("parley.consumers")
 
 # Close codes in the private range: the page does not reconnect after them.
 CLOSE_NOT_FOUND = 4404
@@ -162,7 +158,7 @@ def append_html(draft_id: int, text: str) -> str:
     return format_html('<div hx-swap-oob="beforeend:#draft-{}">{}</div>', draft_id, text)
 
 
-class SignedInConsumer(AsyncWebsocketConsumer):
+class SignedInConsumer(DirectDispatch, AsyncWebsocketConsumer):
     """A socket of one signed-in user that closes when their session ends (chat.sessions):
     at once on `auth.changed` in the user's group, and at the latest after
     AUTH_RECHECK_SECONDS. Subclasses set `self.user`, `self.pushing` (held while sending) and
@@ -170,22 +166,6 @@ class SignedInConsumer(AsyncWebsocketConsumer):
 
     channel_layer_alias = EVENTS_LAYER
     session_read_at = float("-inf")  # time.monotonic() of the last read that found it good
-
-    async def dispatch(self, message: dict) -> None:
-        """Channels' dispatch, without its trip to the sync thread before every handler to
-        close stale database connections (channels.db.aclose_old_connections): every read
-        here goes through database_sync_to_async, which closes them before and after itself.
-        That trip queued each event of every socket behind the renders on the one sync
-        thread, even a streamed append that reads nothing.
-
-        An event of a type this release does not know (sent by a later release's process,
-        during a rolling upgrade) is ignored rather than fatal to the socket: events are
-        hints, and the next change or re-check catches up."""
-        handler = getattr(self, get_handler_name(message), None)
-        if handler is None:
-            logger.debug("ignored an event of unknown type %s", message.get("type"))
-            return
-        await handler(message)
 
     async def attention_changed(self, event: dict) -> None:
         """Meant for the user's live channel (questions.consumers, in the attention group).

@@ -13,6 +13,7 @@ from contextlib import asynccontextmanager
 from functools import partial
 
 from asgiref.sync import async_to_sync
+from channels.consumer import get_handler_name
 from channels.layers import get_channel_layer
 from django.db import transaction
 
@@ -196,6 +197,26 @@ async def flush_outbox(seconds: float) -> None:
     """On shutdown: let the events committed so far leave before the process exits."""
     if _outbox is not None:
         await _outbox.flush(seconds)
+
+
+class DirectDispatch:
+    """A consumer's dispatch (channels.consumer.AsyncConsumer's) without its trip to the sync
+    thread before every handler to close stale database connections
+    (channels.db.aclose_old_connections): every read a handler makes goes through
+    database_sync_to_async, which closes them before and after itself. For the pages' sockets
+    that trip queued each event behind the renders on the one sync thread, even a streamed
+    append that reads nothing; for a worker it was a thread hop for every turn sent to it.
+
+    An event of a type this release does not know (sent by a later release's process, during
+    a rolling upgrade) is ignored rather than fatal to the consumer: events are hints, and
+    the next change or re-check catches up (a turn sent again by the sweep)."""
+
+    async def dispatch(self, message: dict) -> None:
+        handler = getattr(self, get_handler_name(message), None)
+        if handler is None:
+            logger.debug("ignored an event of unknown type %s", message.get("type"))
+            return
+        await handler(message)
 
 
 def conversation_changed(conversation_id: int, seq: int, *, appended: dict | None = None) -> dict:

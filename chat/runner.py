@@ -280,7 +280,7 @@ class RunnerLifecycle:
         return await self.application(scope, receive, send)
 
 
-class RunWorker(AsyncConsumer):
+class RunWorker(events.DirectDispatch, AsyncConsumer):
     """The `parley-runs` channel's consumer in `manage.py worker`: runs the turns sent to it."""
 
     async def run_turn(self, message: dict) -> None:
