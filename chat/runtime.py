@@ -215,14 +215,16 @@ async def advance(
                     return AgentState.ERROR
                 history, draft = started
             text, calls = await request_model(lease, provider, history, context, draft)
-            await db(turns.complete_step)(lease, text=text, tool_calls=calls)
+            state = await db(turns.complete_step)(lease, text=text, tool_calls=calls)
         elif state.state == AgentState.TOOL_EXECUTING:
             if await run_tools(lease, context):
                 return AgentState.AWAITING_USER  # a pausing call: the turn waits for the user
-            await db(turns.tools_done)(lease)
+            state = await db(turns.tools_done)(lease)
         else:
             return state.state
-        state = history = draft = None
+        # The state each step leaves is its own: not read again before the next (every next
+        # write checks the lease, so a turn stopped meanwhile still stops there).
+        history = draft = None
 
 
 async def run_tools(lease: turns.Lease, context: AgentContext) -> bool:
@@ -323,7 +325,9 @@ async def _run_turn(conversation_id: int, claim: turns.Claim | None, *, is_subag
             await db(turns.fail)(lease, detail=cause)
     finally:
         heartbeat.cancel()
-        if outcome != "paused":  # a pause gave the lease back as it paused (turns.pause)
+        # A pause, and a turn's end, gave the lease back in their own change (turns.pause,
+        # turns._end).
+        if outcome not in ("paused", "finished"):
             with contextlib.suppress(ConversationNotFound):
                 await db(turns.release)(lease)
         seconds = round(time.monotonic() - started, 3)

@@ -219,8 +219,9 @@ def stream_text(lease: Lease, text: str) -> Draft:
 
 
 @transaction.atomic
-def complete_step(lease: Lease, *, text: str, tool_calls: list[ToolCallBlock]) -> AgentState:
-    """Store the model's whole answer; then run its tools, or end the turn."""
+def complete_step(lease: Lease, *, text: str, tool_calls: list[ToolCallBlock]) -> TurnState:
+    """Store the model's whole answer; then run its tools, or end the turn. Returns the
+    turn's state after it, which the runner goes on from without reading it again."""
     conversation = _held(lease, AgentState.LLM_REQUESTING, saved_later=True)
     tool_calls = _with_unique_ids(conversation, tool_calls)
     blocks = ([TextBlock(text=text)] if text else []) + list(tool_calls)
@@ -236,7 +237,7 @@ def complete_step(lease: Lease, *, text: str, tool_calls: list[ToolCallBlock]) -
         transcript.save_conversation(conversation)
     else:
         _end(conversation, AgentState.IDLE)
-    return AgentState(conversation.agent_state)
+    return TurnState(AgentState(conversation.agent_state), conversation.turn_steps)
 
 
 @transaction.atomic
@@ -254,11 +255,13 @@ def record_tool_result(lease: Lease, result: ToolResultBlock) -> None:
 
 
 @transaction.atomic
-def tools_done(lease: Lease) -> None:
+def tools_done(lease: Lease) -> TurnState:
+    """The tools ran: the model is asked again. Returns the turn's state after it."""
     conversation = _held(lease, AgentState.TOOL_EXECUTING)
     _close_open_tool_calls(conversation, MISSING_RESULT)
     conversation.agent_state = AgentState.LLM_REQUESTING
     transcript.save_conversation(conversation)
+    return TurnState(AgentState(conversation.agent_state), conversation.turn_steps)
 
 
 @transaction.atomic
@@ -461,8 +464,10 @@ def _held(lease: Lease, *states: AgentState, saved_later: bool = False) -> Conve
 
 
 def _end(conversation: Conversation, state: AgentState) -> None:
-    """Leave the running states; the runner sees it, stops, and releases its lease."""
+    """Leave the running states, and give the lease back in that same change (as a pause
+    does, _free_lease): the runner sees it and stops, with nothing more to write."""
     conversation.agent_state = state
+    _free_lease(conversation)
     transcript.save_conversation(conversation)
 
 

@@ -310,6 +310,33 @@ async def test_a_turn_abandoned_mid_stream_is_resumed_once_by_another_runner(
     ]
 
 
+async def test_a_turn_reads_no_state_between_its_steps_and_ends_with_its_lease_given_back(
+    conversation, monkeypatch
+):
+    """Each step's change tells the runner what comes next, and the last one gives the lease
+    back: no read of the state between steps, no release after the end (each a transaction
+    and a thread hop, for every turn)."""
+    from channels.db import database_sync_to_async as db
+
+    await db(set_state)(conversation.pk, AgentState.LLM_REQUESTING)
+    use(
+        monkeypatch,
+        FakeProvider(
+            [ToolCallRequest("call_1", "calculate", {"expression": "1+1"})], [TextDelta("Two.")]
+        ),
+    )
+    for name in ("current", "release"):
+        monkeypatch.setattr(turns, name, lambda *_, name=name: pytest.fail(f"turns.{name}"))
+    await runtime.run_turn(conversation.pk)
+
+    refreshed = await db(Conversation.objects.get)(pk=conversation.pk)
+    assert refreshed.agent_state == AgentState.IDLE
+    assert (refreshed.lease_owner, refreshed.lease_expires_at) == ("", None)
+    assert [b for m in await db(list)(refreshed.messages.order_by("order")) for b in m.blocks][
+        -1
+    ] == {"type": "text", "text": "Two."}
+
+
 def test_missing_or_reused_tool_call_ids_are_replaced_so_each_call_gets_its_result(
     conversation, user, monkeypatch
 ):
