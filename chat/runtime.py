@@ -116,7 +116,8 @@ class StreamWriter:
     already shown (chat.consumers); one that missed it gets the text from the change. A write
     that fails (the user stopped the turn meanwhile) is followed by a change that shows the
     draft as it is stored. The first words so reach the page without waiting for a thread
-    and a commit (issue 11's answer -> first words)."""
+    and a commit (issue 11's answer -> first words). The last batch is only shown: the
+    step's completion stores it with the rest (request_model)."""
 
     def __init__(self, lease: turns.Lease, draft: turns.Draft | None = None) -> None:
         self.lease = lease
@@ -181,7 +182,10 @@ async def request_model(
                     calls.append(
                         ToolCallBlock(id=event.id, name=event.name, arguments=event.arguments)
                     )
-            await writer.flush()
+            # The rest goes to the pages now, and is stored by the step's completion, which
+            # writes the whole text anyway (complete_step): no write of its own, which cost
+            # every step a transaction and a thread hop.
+            await writer.show_ahead()
             return writer.text, calls
         except ProviderError as error:
             if not error.retryable or attempt == settings.AGENT_RETRIES:
