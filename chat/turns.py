@@ -21,7 +21,7 @@ import re
 import socket
 import uuid
 from dataclasses import dataclass
-from datetime import timedelta
+from datetime import datetime, timedelta
 
 from django.conf import settings
 from django.db import transaction
@@ -106,7 +106,7 @@ def lease_duration() -> timedelta:
     return timedelta(seconds=settings.PARLEY_LEASE_SECONDS)
 
 
-def queued_lease_expiry():
+def queued_lease_expiry() -> datetime | None:
     """The lease of a turn sent to the workers' queue, before any runner claims it: it has no
     owner, so any runner may claim it (claim), and it lapses a lease period later, when the
     sweeps take the turn for lost (a worker that took it from the queue and died). With no
