@@ -14,6 +14,7 @@ asyncio.Queue: bounded, and a fraction of the memory an idle socket keeps.
 import asyncio
 import collections
 import logging
+import uuid
 
 from channels_redis.core import RedisChannelLayer
 from channels_redis.pubsub import RedisPubSubChannelLayer, RedisPubSubLoopLayer
@@ -29,6 +30,18 @@ class BoundedRedisChannelLayer(RedisChannelLayer):
         super().__init__(*args, **kwargs)
         self.max_connections = max_connections
         self.pool_timeout = pool_timeout
+        self.receiver_id = uuid.uuid4().hex
+
+    def _backup_channel_name(self, channel: str) -> str:
+        """The queue of the messages this layer's receives on `channel` took and has not yet
+        cleared. channels-redis keeps one per channel, shared by every process that reads it,
+        and each receive first puts back into the channel all that the queue holds: a worker
+        starting a receive put back a turn another worker had just taken, which was then
+        handed out again (django/channels_redis#163; under 30 concurrent flows, 48 claims
+        that found their turn taken for 244 turns). Here each layer (a process's) has its
+        own: what a process held when it died stays there, lost as a message to a dead
+        process is, and the sweep sends that turn again once its lease lapses."""
+        return f"{super()._backup_channel_name(channel)}:{self.receiver_id}"
 
     def create_pool(self, index):
         host = dict(self.hosts[index])
