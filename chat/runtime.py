@@ -115,20 +115,27 @@ class StreamWriter:
     and the write's own change follows. A tab that showed it early takes that change as
     already shown (chat.consumers); one that missed it gets the text from the change. A write
     that fails (the user stopped the turn meanwhile) is followed by a change that shows the
-    draft as it is stored. The first words so reach the page without waiting for a thread
-    and a commit (issue 11's answer -> first words). The last batch is only shown: the
-    step's completion stores it with the rest (request_model)."""
+    draft as it is stored. The last batch is only shown: the step's completion stores it with
+    the rest (request_model).
+
+    A step's first words are shown the moment they arrive, and stored with the next batch
+    (STREAM_FLUSH_INTERVAL later, or by the step's completion): the pages then have them
+    without waiting for a thread and a commit (issue 11's answer -> first words), and the
+    write does not compete with the tabs' push of the change that started the step."""
 
     def __init__(self, lease: turns.Lease, draft: turns.Draft | None = None) -> None:
         self.lease = lease
         self.draft = draft
         self.text = ""
         self.written = ""
+        self.shown = ""  # the text shown ahead of its write, past the stored draft's
         self.last_write = 0.0
 
     async def add(self, delta: str) -> None:
         self.text += delta
-        if time.monotonic() - self.last_write >= STREAM_FLUSH_INTERVAL:
+        if not self.written and not self.shown and await self.show_ahead():
+            self.last_write = time.monotonic()  # the batch it goes with starts now
+        elif time.monotonic() - self.last_write >= STREAM_FLUSH_INTERVAL:
             await self.flush()
 
     async def flush(self) -> None:
@@ -138,25 +145,29 @@ class StreamWriter:
             self.written = self.text
             self.last_write = time.monotonic()
 
-    async def show_ahead(self) -> None:
+    async def show_ahead(self) -> bool:
+        """Send the pages the text not yet shown to them, if it only adds to what they have
+        of the draft (the stored text, and what was shown ahead since it). True if sent."""
         draft = self.draft
         if draft is None or draft.text is None:
-            return
-        if len(self.text) > len(draft.text) and self.text.startswith(draft.text):
-            conversation_id = self.lease.conversation_id
-            await events.publish(
-                conversation_id,
-                events.draft_streamed(
-                    conversation_id,
-                    draft.message_id,
-                    at=len(draft.text),
-                    text=self.text[len(draft.text) :],
-                ),
-            )
+            return False
+        base = self.shown if self.shown.startswith(draft.text) else draft.text
+        if not (len(self.text) > len(base) and self.text.startswith(base)):
+            return False
+        conversation_id = self.lease.conversation_id
+        await events.publish(
+            conversation_id,
+            events.draft_streamed(
+                conversation_id, draft.message_id, at=len(base), text=self.text[len(base) :]
+            ),
+        )
+        self.shown = self.text
+        return True
 
     def restart(self) -> None:
         """A retried request streams from the start again, over the same draft."""
         self.text = ""
+        self.shown = ""
 
 
 async def request_model(

@@ -339,6 +339,34 @@ async def test_text_is_shown_as_the_runner_is_about_to_store_it_and_only_once(us
         await each.disconnect()
 
 
+async def test_a_steps_first_words_are_shown_at_once_and_stored_with_the_next_batch(
+    user, conversation, monkeypatch
+):
+    """The first words of a step reach an open tab as they arrive, before any write (which
+    waits for a thread and a commit); the next batch stores them with the rest, and the tab
+    shows each word once."""
+    from chat import runtime
+    from chat.models import Message
+    from chat.transcript import draft_text
+
+    monkeypatch.setattr(runtime, "STREAM_FLUSH_INTERVAL", 3600)  # later batches: when due
+    lease, tab, communicator, draft = await streaming_in_a_tab(user, conversation, "")
+    writer = runtime.StreamWriter(lease, turns.Draft(draft, ""))
+    await writer.add("Onward: ")
+    await receive(communicator, tab)
+    assert tab.draft(draft) == "Onward: "
+    assert draft_text(await db(Message.objects.get)(pk=draft)) == ""  # not stored yet
+
+    await writer.add("Alpha")  # not due: kept
+    assert await communicator.receive_nothing()
+    await writer.flush()
+    await receive(communicator, tab)
+    assert tab.draft(draft) == "Onward: Alpha"
+    assert draft_text(await db(Message.objects.get)(pk=draft)) == "Onward: Alpha"
+    assert await communicator.receive_nothing()  # the write's change: already shown
+    await communicator.disconnect()
+
+
 async def test_a_retried_stream_is_not_shown_ahead_onto_the_failed_attempts_text(
     user, conversation, monkeypatch
 ):
@@ -394,8 +422,9 @@ async def test_text_a_stopped_runner_shows_ahead_does_not_stay_on_the_page(user,
     await db(services.stop_turn)(user=user, conversation_id=conversation.pk)
     await receive(communicator, tab)
     writer = runtime.StreamWriter(claim.lease, claim.draft)
+    await writer.add("Words the user never sees")  # first words: shown at once, stored later
     with pytest.raises(turns.LeaseLost):
-        await writer.add("Words the user never sees")
+        await writer.flush()
     assert await communicator.receive_nothing()
     assert "Words" not in tab.messages[str(draft)]
     assert 'id="draft-' not in tab.messages[str(draft)]
