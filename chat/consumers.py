@@ -19,9 +19,11 @@ that follows as already shown.
 
 Tabs open on the same conversation usually stand at the same change, with the same drafts:
 the first of them to push a change renders it, and each other tab in that same state sends
-the same fragments (SharedRenders), after checking its own session and reading the
-conversation (its owner, and that it is still the same one), without reading its messages or
-rendering them again.
+the same fragments (SharedRenders), after checking its own session, without reading the
+database or rendering again. The state includes the user, so the render that tab made read
+the conversation as this user's, after the change; and the conversation's creation time,
+read when this socket opened, tells it is still the same one (an id can be taken again after
+a delete). A conversation deleted since is noticed by the next push, which reads it.
 
 Sub-agents (chat.subagents) stream into their parent's page: each change of a child is also
 announced to the parent's group (`chat.subagent_changed`), and the consumer then pushes the
@@ -101,14 +103,16 @@ class SharedRenders:
         self.renders: OrderedDict[int, Render] = OrderedDict()
         self.lock = threading.Lock()
 
-    def get(self, conversation: Conversation, state: tuple, upto: int) -> Render | None:
-        """The push for a tab in `state` that covers change `upto` of `conversation`, if one
-        was just rendered."""
+    def get(
+        self, conversation_id: int, created_at: datetime, state: tuple, upto: int
+    ) -> Render | None:
+        """The push for a tab in `state` that covers change `upto` of the conversation
+        `conversation_id` created at `created_at`, if one was just rendered."""
         with self.lock:
-            render = self.renders.get(conversation.pk)
+            render = self.renders.get(conversation_id)
         if (
             render is None
-            or render.created_at != conversation.created_at
+            or render.created_at != created_at
             or render.state != state
             or render.cursor < upto
         ):
@@ -317,12 +321,13 @@ class ConversationConsumer(SignedInConsumer):
         self.recheck: asyncio.Task | None = None
         self.watch: asyncio.TimerHandle | asyncio.Task | None = None
         try:
-            await database_sync_to_async(conversation_for_user)(
+            conversation = await database_sync_to_async(conversation_for_user)(
                 user=self.user, conversation_id=self.conversation_id
             )
         except ConversationNotFound:
             await self.close()  # before accept: the handshake is refused (HTTP 403)
             return
+        self.created_at = conversation.created_at  # which conversation this id is (SharedRenders)
         await self.join(conversation_group(self.conversation_id), user_group(self.user.pk))
         await self.accept()
         self.watch_session()
@@ -441,18 +446,20 @@ class ConversationConsumer(SignedInConsumer):
         whether a turn is running. `upto`: the change that asks for the push; a push another
         tab in this tab's state just got is sent again if it covers that change."""
         self.check_session()
-        parent = conversation_for_user(
-            user=self.user, conversation_id=self.conversation_id, flag_children=True
-        )
-        if upto is None:  # a sync or a re-check: this tab's own catch-up
-            return self.render_fresh(parent, after)
         state = self.tab_state(after)
-        if shared := shared_renders.get(parent, state, upto):
+        if upto is not None and (
+            shared := shared_renders.get(self.conversation_id, self.created_at, state, upto)
+        ):
             self.sent_drafts = dict(shared.drafts)
             self.sent_header = shared.header
             self.header_key = shared.header_key
             self.sent_subagents = dict(shared.subagents)
             return shared.html, shared.cursor, shared.running
+        parent = conversation_for_user(
+            user=self.user, conversation_id=self.conversation_id, flag_children=True
+        )
+        if upto is None:  # a sync or a re-check: this tab's own catch-up
+            return self.render_fresh(parent, after)
         html, cursor, running = self.render_fresh(parent, after)
         shared_renders.put(
             self.conversation_id,

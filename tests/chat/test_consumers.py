@@ -340,6 +340,7 @@ def tab_on(user, conversation_id):
     tab.user, tab.conversation_id = user, conversation_id
     tab.sent_subagents, tab.sent_drafts, tab.sent_header, tab.header_key = {}, {}, "", None
     tab.session_read_at = time.monotonic()
+    tab.created_at = Conversation.objects.get(pk=conversation_id).created_at  # read by connect
     return tab
 
 
@@ -363,16 +364,16 @@ def test_a_push_reads_the_conversation_and_what_changed_in_two_queries(
 def test_a_second_tab_in_the_same_state_is_sent_the_first_tabs_push(
     user, conversation, django_assert_num_queries
 ):
-    """Two tabs at the same change: the second sends what was rendered for the first, after
-    one read (the conversation: its owner, and that it is the same one), and stands where the
-    first does afterwards."""
+    """Two tabs at the same change: the second sends what was rendered for the first, with no
+    read of the database (its session was read just now), and stands where the first does
+    afterwards."""
     add_message(conversation.pk, "Already on the pages")
     set_state(conversation.pk, AgentState.LLM_REQUESTING)
     before = conversation.seq + 2
     add_message(conversation.pk, "Hello there")
     first, second = tab_on(user, conversation.pk), tab_on(user, conversation.pk)
     pushed = first.render_changes(before, upto=before + 1)
-    with django_assert_num_queries(1):
+    with django_assert_num_queries(0):
         assert second.render_changes(before, upto=before + 1) == pushed
     assert "Hello there" in pushed[0]
     assert (second.sent_header, second.sent_drafts) == (first.sent_header, first.sent_drafts)
@@ -447,15 +448,18 @@ def test_shared_pushes_are_kept_for_the_most_recently_pushed_conversations_only(
             subagents={},
         )
 
+    def get(conversation, upto):
+        return shared.get(conversation.pk, conversation.created_at, (), upto)
+
     for conversation in conversations:
         shared.put(conversation.pk, push(conversation, f"push {conversation.pk}"))
     shared.put(2, push(conversations[1], "newer push 2"))
-    assert shared.get(conversations[0], (), upto=5) is None
-    assert shared.get(conversations[1], (), upto=5).html == "newer push 2"
-    assert shared.get(conversations[2], (), upto=5).html == "push 3"
-    assert shared.get(conversations[2], (), upto=6) is None  # a change it does not cover
+    assert get(conversations[0], 5) is None
+    assert get(conversations[1], 5).html == "newer push 2"
+    assert get(conversations[2], 5).html == "push 3"
+    assert get(conversations[2], 6) is None  # a change it does not cover
     shared.put(3, push(conversations[2], "x" * 101))  # too big to keep: the older one stays
-    assert shared.get(conversations[2], (), upto=5).html == "push 3"
+    assert get(conversations[2], 5).html == "push 3"
 
 
 def test_a_catch_up_is_not_kept_for_other_tabs(user, conversation, django_assert_num_queries):
@@ -464,8 +468,9 @@ def test_a_catch_up_is_not_kept_for_other_tabs(user, conversation, django_assert
     before = conversation.seq + 1
     add_message(conversation.pk, "Hello there")
     tab_on(user, conversation.pk).render_changes(before)  # the sync after a page load
+    second = tab_on(user, conversation.pk)
     with django_assert_num_queries(2):
-        html, _, _ = tab_on(user, conversation.pk).render_changes(before, upto=before + 1)
+        html, _, _ = second.render_changes(before, upto=before + 1)
     assert "Hello there" in html
 
 
