@@ -55,7 +55,8 @@ class _Plan:
 
 class CompiledQuery:
     """`build(**values)` makes the queryset; each of its keyword arguments is a value (an id,
-    a cursor) that only ever appears as a parameter of the SQL, never changes its shape."""
+    a cursor, a text key) that only ever appears as a parameter of the SQL, never changes its
+    shape."""
 
     def __init__(self, build: Callable[..., QuerySet]) -> None:
         self.build = build
@@ -122,12 +123,7 @@ class CompiledQuery:
         # there is one); each run checks it again (all).
         sql, params = compiler.as_sql()
         by_value = {value: name for name, value in stand_ins.items()}
-        slots = [
-            (by_value[p], None if type(p) is int else type(p))
-            if isinstance(p, int) and not isinstance(p, bool) and p in by_value
-            else (None, None)
-            for p in params
-        ]
+        slots = [_slot(p, by_value) for p in params]
         missing = set(self.names) - {name for name, _ in slots}
         if missing:  # left out, or in a shape of their own: the SQL would not follow them
             raise ValueError(f"{sorted(missing)} are not parameters of the query's SQL")
@@ -152,6 +148,17 @@ class CompiledQuery:
             locks=queryset.query.select_for_update,
             fetch_mode=queryset._fetch_mode,
         )
+
+
+def _slot(param, by_value: dict[int, str]) -> tuple[str | None, type | None]:
+    """Which value goes where the compiled SQL has `param` (a stand-in, or a constant of the
+    query: None), and the type to wrap it in. A text field takes its stand-in as text (a
+    session's key): the real value then goes in as a string too."""
+    if isinstance(param, int) and not isinstance(param, bool) and param in by_value:
+        return by_value[param], None if type(param) is int else type(param)
+    if type(param) is str and param.isdigit() and int(param) in by_value:
+        return by_value[int(param)], str
+    return None, None
 
 
 @dataclass(frozen=True)
