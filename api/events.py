@@ -20,6 +20,7 @@ from chat.errors import ConversationNotFound
 from chat.events import subscribe
 from chat.limits import StreamSlot
 from chat.selectors import conversation_for_user, transcript_changes
+from config.threads import sync_threads
 
 KEEPALIVE_SECONDS = 15.0
 MIN_BATCH_SECONDS = 0.25
@@ -125,7 +126,10 @@ async def event_stream(
                 await asyncio.sleep(max(0.0, last_batch + MIN_BATCH_SECONDS - time.monotonic()))
                 last_batch = time.monotonic()
                 try:
-                    events, cursor = await database_sync_to_async(step)(cursor)
+                    # On a kept thread for this visit only: an open stream holds none
+                    # (config.handlers.SyncStackASGIHandler.send_response).
+                    async with sync_threads.context():
+                        events, cursor = await database_sync_to_async(step)(cursor)
                 except ConversationNotFound:
                     yield sse("gone", {"conversationId": conversation_id})
                     return

@@ -1,9 +1,14 @@
 """Django's ASGI handler, with the whole request in one trip to a thread."""
 
+from contextvars import ContextVar
+
 from asgiref.sync import sync_to_async
 from django.core.handlers.asgi import ASGIHandler
 
-from config.threads import sync_threads
+from config.threads import Block, sync_threads
+
+# The request's hold on its kept thread (config.threads), for send_response.
+_block: ContextVar[Block] = ContextVar("parley_request_thread")
 
 
 class SyncStackASGIHandler(ASGIHandler):
@@ -29,8 +34,22 @@ class SyncStackASGIHandler(ASGIHandler):
     async def __call__(self, scope, receive, send):
         if scope["type"] != "http":
             raise ValueError(f"Django can only handle ASGI/HTTP connections, not {scope['type']}.")
-        async with sync_threads.context():
-            await self.handle(scope, receive, send)
+        async with sync_threads.context() as block:
+            token = _block.set(block)
+            try:
+                await self.handle(scope, receive, send)
+            finally:
+                _block.reset(token)
+
+    async def send_response(self, response, send):
+        """An event stream (a response streamed from an async iterator: api.events) may stay
+        open for hours: its request's thread, and that thread's database connection, go back
+        to the kept threads once its view has returned, and each of the stream's database
+        visits borrows one (chat.events' waits need none). Before, every open stream held a
+        thread of its own (with its connection) until it closed."""
+        if response.streaming and response.is_async:
+            await _block.get().end()
+        await super().send_response(response, send)
 
     def load_middleware(self, is_async: bool = False) -> None:
         super().load_middleware(is_async=False)

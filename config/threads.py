@@ -9,8 +9,9 @@ left the connection for the garbage collector to close; on PostgreSQL it borrowe
 pool, as it still does. Here a finished block's thread waits for the next one, with its
 connection (CONN_MAX_AGE still applies, and Django's request signals still check it). Each
 thread runs one request, turn or round at a time, as before, and when every kept thread is
-busy a new one is made: a block that holds its thread for long (an event stream, a `wait`,
-a slow webhook) never makes another wait for it. At most KEEP idle threads are kept; a
+busy a new one is made: a block that holds its thread for long (a `wait`, a slow webhook)
+never makes another wait for it. An event stream's request lets go of its thread once its
+view has returned (Block.end), so an open stream holds none. At most KEEP idle threads are kept; a
 thread that is still running something when its block ends (a cancelled request's view
 finishing) is not kept.
 """
@@ -59,16 +60,41 @@ class ThreadCache:
     @asynccontextmanager
     async def context(self):
         """A ThreadSensitiveContext on a kept thread (or a new one): the sync calls made in
-        the block run there, one at a time."""
-        thread = self.idle.pop() if self.idle else _Thread()
+        the block run there, one at a time. Yields the Block, which may let go of the
+        thread before the block ends."""
+        block = Block(self, self.idle.pop() if self.idle else _Thread())
+        await block.context.__aenter__()
         try:
-            async with ThreadSensitiveContext(executor=thread):
-                yield
+            yield block
         finally:
-            if thread.idle and len(self.idle) < self.keep:
-                self.idle.append(thread)
-            else:
-                thread.shutdown(wait=False)
+            await block.end()
+
+    def put_back(self, thread: _Thread) -> None:
+        if thread.idle and len(self.idle) < self.keep:
+            self.idle.append(thread)
+        else:
+            thread.shutdown(wait=False)
+
+
+class Block:
+    """A block's hold on its thread (ThreadCache.context)."""
+
+    def __init__(self, cache: ThreadCache, thread: _Thread) -> None:
+        self.cache = cache
+        self.thread = thread
+        self.context = ThreadSensitiveContext(executor=thread)
+        self.ended = False
+
+    async def end(self) -> None:
+        """Let go of the thread now, before the block's end (from the task that entered
+        it): the thread serves the next block, and the sync calls this block makes from
+        here on run where asgiref sends calls made outside any block. An event stream's
+        request does this once its view has returned (config.handlers)."""
+        if self.ended:
+            return
+        self.ended = True
+        await self.context.__aexit__(None, None, None)
+        self.cache.put_back(self.thread)
 
 
 sync_threads = ThreadCache()

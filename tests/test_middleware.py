@@ -7,6 +7,7 @@ from asgiref import sync
 from asgiref.testing import ApplicationCommunicator
 
 from config.asgi import django_asgi_app
+from tests.asgi import http_scope
 
 pytestmark = pytest.mark.django_db(transaction=True)
 
@@ -27,21 +28,7 @@ def trips_to_a_thread(monkeypatch) -> list[str]:
 
 async def get(path: str, headers: list | None = None) -> tuple[int, dict[str, str], bytes]:
     """GET `path` from the ASGI application as daphne calls it."""
-    scope = {
-        "type": "http",
-        "asgi": {"version": "3.0"},
-        "http_version": "1.1",
-        "method": "GET",
-        "scheme": "http",
-        "path": path,
-        "raw_path": path.encode(),
-        "query_string": b"",
-        "root_path": "",
-        "headers": [(b"host", b"127.0.0.1"), *(headers or [])],
-        "client": ("127.0.0.1", 50000),
-        "server": ("127.0.0.1", 8000),
-    }
-    app = ApplicationCommunicator(django_asgi_app, scope)
+    app = ApplicationCommunicator(django_asgi_app, http_scope(path, headers))
     await app.send_input({"type": "http.request", "body": b""})
     start = await app.receive_output(5)
     body = b""

@@ -127,3 +127,18 @@ async def test_a_slow_sweep_job_holds_up_neither_sockets_nor_pushes(monkeypatch)
     finally:
         release.set()
         await jobs
+
+
+async def test_a_block_that_lets_go_of_its_thread_early_hands_it_to_the_next():
+    """An event stream's request gives its thread back once its view has returned: the next
+    request runs there while the stream is still open, and the stream's later sync calls
+    run elsewhere."""
+    cache = ThreadCache(keep=2)
+    async with cache.context() as stream:
+        held = await here()
+        await stream.end()
+        await stream.end()  # once is enough; the block's own end does nothing more
+        async with cache.context():
+            assert await here() == held  # the next block got it
+        assert await here() != held
+    assert [t for t in cache.idle if t is stream.thread] == [stream.thread]
