@@ -9,6 +9,7 @@ import asyncio
 import json
 import time
 from collections.abc import Callable
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 
 from channels.db import database_sync_to_async
@@ -20,7 +21,16 @@ from chat.errors import ConversationNotFound
 from chat.events import subscribe
 from chat.limits import StreamSlot
 from chat.selectors import conversation_for_user, transcript_changes
-from config.threads import sync_threads
+
+# The streams' visits to the database, a few at a time, each thread with its own connection:
+# an open stream holds no thread (config.handlers.SyncStackASGIHandler.send_response), and the
+# streams that one change wakes do not each start a thread (and a connection) of their own.
+VISIT_THREADS = ThreadPoolExecutor(max_workers=4, thread_name_prefix="parley-stream")
+
+
+def visit(step: Callable) -> Callable:
+    return database_sync_to_async(step, thread_sensitive=False, executor=VISIT_THREADS)
+
 
 KEEPALIVE_SECONDS = 15.0
 MIN_BATCH_SECONDS = 0.25
@@ -126,10 +136,7 @@ async def event_stream(
                 await asyncio.sleep(max(0.0, last_batch + MIN_BATCH_SECONDS - time.monotonic()))
                 last_batch = time.monotonic()
                 try:
-                    # On a kept thread for this visit only: an open stream holds none
-                    # (config.handlers.SyncStackASGIHandler.send_response).
-                    async with sync_threads.context():
-                        events, cursor = await database_sync_to_async(step)(cursor)
+                    events, cursor = await visit(step)(cursor)
                 except ConversationNotFound:
                     yield sse("gone", {"conversationId": conversation_id})
                     return

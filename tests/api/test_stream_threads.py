@@ -1,7 +1,8 @@
 """An open event stream holds no thread (config.handlers.SyncStackASGIHandler.send_response):
-its request's thread goes back to the kept threads once the view has returned, and each of the
-stream's database visits borrows one. Before, every open stream kept a thread of its own, and
-its database connection, until it closed: a burst of streams was a burst of threads."""
+its request's thread goes back to the kept threads once the view has returned, and the
+streams' database visits share a few threads (api.events.VISIT_THREADS). Before, every open
+stream kept a thread of its own, and its database connection, until it closed: a burst of
+streams was a burst of threads."""
 
 import asyncio
 import threading
@@ -10,6 +11,7 @@ import pytest
 from asgiref.testing import ApplicationCommunicator
 from channels.db import database_sync_to_async
 
+from api.events import VISIT_THREADS
 from chat import services
 from config.asgi import django_asgi_app
 from config.threads import sync_threads
@@ -56,6 +58,7 @@ async def test_open_event_streams_hold_no_thread_and_still_deliver(conversation,
     await asyncio.sleep(0.2)
 
     assert len(threads_in_use()) <= before  # four open streams, no thread held for them
+    assert len(VISIT_THREADS._threads) <= VISIT_THREADS._max_workers
 
     # And each still gets what changes.
     await database_sync_to_async(services.post_user_message)(
