@@ -18,7 +18,6 @@ finishing) is not kept.
 
 import threading
 from concurrent.futures import Future, ThreadPoolExecutor
-from contextlib import asynccontextmanager
 
 from asgiref.sync import ThreadSensitiveContext
 from django.db import connections
@@ -58,17 +57,11 @@ class ThreadCache:
         self.keep = keep
         self.idle: list[_Thread] = []
 
-    @asynccontextmanager
-    async def context(self):
-        """A ThreadSensitiveContext on a kept thread (or a new one): the sync calls made in
-        the block run there, one at a time. Yields the Block, which may let go of the
-        thread before the block ends."""
-        block = Block(self, self.idle.pop() if self.idle else _Thread())
-        await block.context.__aenter__()
-        try:
-            yield block
-        finally:
-            await block.end()
+    def context(self) -> "Block":
+        """A ThreadSensitiveContext on a kept thread (or a new one), to use with `async with`:
+        the sync calls made in the block run there, one at a time. The Block may let go of
+        the thread before the block ends."""
+        return Block(self)
 
     def put_back(self, thread: _Thread) -> None:
         if thread.idle and len(self.idle) < self.keep:
@@ -85,11 +78,18 @@ class ThreadCache:
 class Block:
     """A block's hold on its thread (ThreadCache.context)."""
 
-    def __init__(self, cache: ThreadCache, thread: _Thread) -> None:
+    def __init__(self, cache: ThreadCache) -> None:
         self.cache = cache
-        self.thread = thread
-        self.context = ThreadSensitiveContext(executor=thread)
         self.ended = False
+
+    async def __aenter__(self) -> "Block":
+        self.thread = self.cache.idle.pop() if self.cache.idle else _Thread()
+        self.context = ThreadSensitiveContext(executor=self.thread)
+        await self.context.__aenter__()
+        return self
+
+    async def __aexit__(self, *exc) -> None:
+        await self.end()
 
     async def end(self) -> None:
         """Let go of the thread now, before the block's end (from the task that entered
