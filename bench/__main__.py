@@ -112,6 +112,12 @@ def figures(r: dict) -> str:
                 f"p99 {s[layer]['p99_ms']} ms | "
                 + ("p50 ≤ 15 ms |" if layer == "in_memory" else "– |")
             )
+        if "first_turn_ms" in s["in_memory"]:  # results from before it was measured lack it
+            rows.append(
+                "| a process's first turn after it starts (message → the question shown), "
+                f"in-memory layer | **{s['in_memory']['first_turn_ms']} ms**; later turns "
+                f"{s['in_memory']['later_turns_ms']} ms | – |"
+            )
     if s := r.get("streaming"):
         for reply in s["replies"]:
             wire = (

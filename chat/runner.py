@@ -217,17 +217,18 @@ def start_in_this_loop() -> None:
 
 
 def warm_up() -> None:
-    """Load now what turns and pages need: the provider's SDK (a second or more; not on the
-    event loop, where it would stall every request and socket meanwhile) and the project's
-    templates. Then move everything loaded so far out of the garbage collector's way
-    (gc.freeze): its full passes, every few seconds on a busy process, then walk what requests
-    leave behind rather than the ~190,000 objects of the code (measured on a 2-core machine:
-    ~5 ms pauses instead of ~100 ms). Called in a thread when a process starts serving."""
+    """Load now what turns and pages need: the provider's SDK and the client this process's
+    turns use (a second or more; not on the event loop, where it would stall every request
+    and socket meanwhile) and the project's templates. Then move everything loaded so far
+    out of the garbage collector's way (gc.freeze): its full passes, every few seconds on a
+    busy process, then walk what requests leave behind rather than the ~190,000 objects of
+    the code (measured on a 2-core machine: ~5 ms pauses instead of ~100 ms). Called in a
+    thread when a process starts serving."""
     from django.template.loader import get_template
 
     from chat import providers
 
-    providers.preload()
+    providers.preload(_loop)
     for directory in settings.TEMPLATES[0]["DIRS"]:
         for path in sorted(directory.rglob("*.html")):
             get_template(path.relative_to(directory).as_posix())

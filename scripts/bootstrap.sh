@@ -66,13 +66,18 @@ fi
 
 # The optional dependency groups of pyproject.toml to install (`make bench` adds "bench").
 EXTRAS=${PARLEY_EXTRAS:-dev}
-want=$( (cat pyproject.toml uv.lock; echo "$EXTRAS") | sha256sum | cut -d' ' -f1)
+# --frozen: install uv.lock as it is, without resolving again (`make test` checks that it still
+# matches pyproject.toml). Packages the lock does not list are removed. --compile-bytecode:
+# each process would otherwise compile every module it imports from source where Python may
+# not write the .pyc files (PYTHONDONTWRITEBYTECODE, as container images often set, or a
+# read-only install): measured on a 2-core machine, `manage.py check` took 3.7-4.1 s
+# instead of 1.3 s, and the first turn after a start ~350 ms instead of ~150.
+SYNC="sync --quiet --frozen --compile-bytecode"
+want=$( (cat pyproject.toml uv.lock; echo "$EXTRAS $SYNC") | sha256sum | cut -d' ' -f1)
 if [ "$(cat "$STAMP" 2>/dev/null)" != "$want" ]; then
     echo "bootstrap: installing the dependencies locked in uv.lock (extras: $EXTRAS)"
-    # --frozen: install uv.lock as it is, without resolving again (`make test` checks that it
-    # still matches pyproject.toml). Packages the lock does not list are removed.
-    # shellcheck disable=SC2046
-    "$UV" sync --quiet --frozen $(printf -- '--extra %s ' $EXTRAS) --python "$VENV/bin/python"
+    # shellcheck disable=SC2046,SC2086
+    "$UV" $SYNC $(printf -- '--extra %s ' $EXTRAS) --python "$VENV/bin/python"
     echo "$want" > "$STAMP"
 fi
 

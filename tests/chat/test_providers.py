@@ -278,3 +278,32 @@ def test_a_serving_process_imports_its_provider_before_the_first_turn(settings, 
     monkeypatch.delitem(sys.modules, "chat.providers.anthropic", raising=False)
     providers.preload()
     assert "chat.providers.anthropic" in sys.modules
+
+
+def test_a_serving_process_builds_the_provider_of_its_turns_before_the_first_turn(
+    settings, monkeypatch
+):
+    """Building an SDK client (its TLS context, its transport) took the first turn after
+    every start ~45 ms on the event loop: the warm-up builds the one that loop's turns use."""
+    import asyncio
+
+    from chat import providers
+
+    settings.AGENT_PROVIDER = "openai"
+    settings.OPENAI_BASE_URL = "http://127.0.0.1:9/v1"
+    built = []
+    build = providers.build_provider
+    monkeypatch.setattr(providers, "build_provider", lambda: built.append(build()) or built[-1])
+    loop = asyncio.new_event_loop()
+    try:
+        providers.preload(loop)  # in the warm-up thread, before any turn
+        assert len(built) == 1
+
+        async def a_turn():
+            return providers.get_provider()
+
+        assert loop.run_until_complete(a_turn()) is built[0]
+        assert loop.run_until_complete(a_turn()) is built[0]
+        assert len(built) == 1
+    finally:
+        loop.close()
