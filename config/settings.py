@@ -5,11 +5,11 @@ import socket
 from pathlib import Path
 
 import dj_database_url
-import psycopg_pool
 from django.core.exceptions import ImproperlyConfigured
 from django.utils.csp import CSP
 from django.utils.translation import gettext_lazy as _
 
+from config import database
 from config.channel_layers import events_prefix
 
 BASE_DIR = Path(__file__).resolve().parent.parent
@@ -133,7 +133,9 @@ if DATABASES["default"]["ENGINE"] == "django.db.backends.postgresql":
             "timeout": float(os.environ.get("DB_POOL_TIMEOUT", "20")),
             # Connections idle this long are closed (down to min_size).
             "max_idle": 300,
-            "check": psycopg_pool.ConnectionPool.check_connection,
+            # Each connection handed out is checked, with a round trip unless it was in use
+            # a moment ago (config/database.py).
+            "check": database.check_unless_fresh,
         }
     }
 else:
