@@ -45,8 +45,8 @@ async def one_trial(person: Person) -> tuple[float, float]:
 
 
 async def trials(url: str, count: int) -> tuple[float, list[tuple[float, float]]]:
-    """The first turn of the process (message -> question), then `count` trials after three
-    more to warm up: imports, connections, templates."""
+    """The first turn of the process (message -> question), then `count` trials. The first
+    trial and two more warm up: imports, connections, templates."""
     person = Person(url)
     await person.log_in()
     try:
