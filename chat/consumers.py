@@ -31,6 +31,7 @@ status and transcript of every child changed since the child cursor it last sent
 """
 
 import asyncio
+import hashlib
 import json
 import threading
 import time
@@ -84,7 +85,7 @@ class Render:
     cursor: int
     running: bool
     drafts: dict[int, str]
-    header: str
+    header: bytes
     header_key: tuple | None
     subagents: dict[int, int]
 
@@ -155,6 +156,12 @@ def header_key(conversation: Conversation, cursor: int) -> tuple:
     transcript when no turn runs or waits, so every change counts then."""
     idle = conversation.agent_state in (AgentState.IDLE, AgentState.ERROR)
     return (str(conversation), conversation.agent_state, cursor if idle else None)
+
+
+def header_digest(html: str) -> bytes:
+    """What a tab keeps of the header it was sent, to tell whether a new render differs: the
+    HTML itself (~1.4 KB) was a thirtieth of an idle socket's memory."""
+    return hashlib.blake2b(html.encode(), digest_size=16).digest()
 
 
 def append_html(draft_id: int, text: str) -> str:
@@ -315,7 +322,7 @@ class ConversationConsumer(SignedInConsumer):
         self.sent_seq: int | None = None  # unknown until the client says what it has
         self.sent_subagents: dict[int, int] = {}  # child id -> the child's cursor sent
         self.sent_drafts: dict[int, str] = {}  # draft message id -> the text this tab has
-        self.sent_header = ""  # the title and status as last sent
+        self.sent_header = b""  # the title and status as last sent (header_digest)
         self.header_key: tuple | None = None  # what sent_header was rendered from (header_key)
         self.pushing = asyncio.Lock()  # one push at a time: each reads from the last cursor
         self.recheck: asyncio.Task | None = None
@@ -492,11 +499,11 @@ class ConversationConsumer(SignedInConsumer):
         messages, appends = self.split_appends(changes.messages)
         context = {"conversation": changes.conversation, "after": after, "oob": True}
         with translation.override(self.language):
-            header = ""
+            header, digest = "", self.sent_header
             if (key := header_key(changes.conversation, changes.cursor)) != self.header_key:
                 header = render_to_string("chat/conversation.html#header", context)
                 self.header_key = key
-                if header == self.sent_header:
+                if (digest := header_digest(header)) == self.sent_header:
                     header = ""
             html = render_to_string(
                 "chat/conversation.html#changes",
@@ -512,7 +519,7 @@ class ConversationConsumer(SignedInConsumer):
                     "send_cursor": bool(messages or subagents or header),
                 },
             )
-        self.sent_header = header or self.sent_header
+        self.sent_header = digest
         self.sent_subagents.update({s.pk: s.conversation.seq for s in subagents})
         return html.strip(), changes.cursor, running
 

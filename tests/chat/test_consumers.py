@@ -338,7 +338,7 @@ def tab_on(user, conversation_id):
     tab = ConversationConsumer()
     tab.scope = {"cookies": {}, "headers": []}
     tab.user, tab.conversation_id = user, conversation_id
-    tab.sent_subagents, tab.sent_drafts, tab.sent_header, tab.header_key = {}, {}, "", None
+    tab.sent_subagents, tab.sent_drafts, tab.sent_header, tab.header_key = {}, {}, b"", None
     tab.session_read_at = time.monotonic()
     tab.created_at = Conversation.objects.get(pk=conversation_id).created_at  # read by connect
     return tab
@@ -378,6 +378,8 @@ def test_a_second_tab_in_the_same_state_is_sent_the_first_tabs_push(
     assert "Hello there" in pushed[0]
     assert (second.sent_header, second.sent_drafts) == (first.sent_header, first.sent_drafts)
     assert second.sent_header  # the header went with the push
+    # What a tab keeps of it is a digest: an idle socket holds no copy of the header's HTML.
+    assert isinstance(second.sent_header, bytes) and len(second.sent_header) == 16
 
     # A tab that stands elsewhere (a page loaded earlier) renders its own.
     html, _, _ = tab_on(user, conversation.pk).render_changes(0, upto=before + 1)
