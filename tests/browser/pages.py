@@ -42,6 +42,16 @@ def axe_violations(page) -> list[dict]:
     ]
 
 
+def poll(page, expression: str, done, timeout: float, interval_ms: int = 20):
+    """Evaluate `expression` in the page until done(value) holds or `timeout` seconds pass;
+    the last value. Playwright's wait_for_function polls by evaluating a string, which the
+    page's strict CSP refuses once the condition is not true at its first check."""
+    deadline = time.monotonic() + timeout
+    while not done(value := page.evaluate(expression)) and time.monotonic() < deadline:
+        page.wait_for_timeout(interval_ms)
+    return value
+
+
 def watch_text(locator, until: str, timeout: float = 20.0) -> list[str]:
     """Every distinct text the locator shows until it contains `until`."""
     seen: list[str] = []

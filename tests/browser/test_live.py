@@ -2,14 +2,13 @@
 browser notifications, and the conversation sidebar (search, waiting markers)."""
 
 import re
-import time
 import uuid
 from pathlib import Path
 
 import pytest
 from playwright.sync_api import expect
 
-from tests.browser.pages import axe_violations, log_in, new_conversation, send
+from tests.browser.pages import axe_violations, log_in, new_conversation, poll, send
 
 SCREENSHOTS = Path(__file__).resolve().parents[2] / "docs" / "screenshots"
 
@@ -161,11 +160,8 @@ def test_a_question_asked_while_the_tab_is_hidden_notifies_once_and_leads_to_it(
     page.goto("/")
     ask_pizza(page)
     expect(questions_link(background)).to_have_text("Questions 1")
-    # Polled with evaluate: the page's strict CSP refuses wait_for_function's eval.
-    deadline = time.monotonic() + 10
-    while not background.evaluate("window.__notifications.length"):
-        assert time.monotonic() < deadline, "no notification within 10 s of asking"
-        background.wait_for_timeout(20)
+    notified = poll(background, "window.__notifications.length", bool, timeout=10)
+    assert notified, "no notification within 10 s of asking"
     shown = background.evaluate(
         "window.__notifications.map(n => ({title: n.title, body: n.body, tag: n.tag}))"
     )
@@ -347,11 +343,10 @@ def test_a_reminder_before_the_deadline_notifies_a_hidden_tab(browser, start_ser
         page.goto("/")
         ask_pizza(page)
 
-        # Polled with evaluate: this server's strict CSP refuses wait_for_function's eval.
-        deadline = time.monotonic() + 20
-        while background.evaluate("window.__notifications.length") < 2:
-            assert time.monotonic() < deadline, "no reminder within 20 s of asking"
-            background.wait_for_timeout(200)
+        notified = poll(
+            background, "window.__notifications.length", lambda n: n >= 2, 20, interval_ms=200
+        )
+        assert notified >= 2, "no reminder within 20 s of asking"
         shown = background.evaluate("window.__notifications.map(n => [n.title, n.body])")
         assert shown == [
             ["Parley is waiting for your answer", "Order a pizza: Pizza"],

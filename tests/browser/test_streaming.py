@@ -5,7 +5,14 @@ import time
 
 from playwright.sync_api import expect
 
-from tests.browser.pages import log_in, new_conversation, send, transcript_items, watch_text
+from tests.browser.pages import (
+    log_in,
+    new_conversation,
+    poll,
+    send,
+    transcript_items,
+    watch_text,
+)
 
 WORDS = " ".join(f"w{i}" for i in range(30))
 END = "two tools in one turn."  # how the scripted agent's fallback reply ends
@@ -103,11 +110,7 @@ def test_the_page_follows_a_streaming_reply_unless_the_reader_scrolled_up(page):
     expect(reply).to_contain_text("You said")
     page.mouse.move(400, 150)
     page.mouse.wheel(0, -1500)  # the reader scrolls up, as with a mouse wheel
-    # Polled with evaluate: the page's CSP refuses the eval of wait_for_function's polling,
-    # which it falls back to when the wheel's scroll has not landed at the first check.
-    deadline = time.monotonic() + 10
-    while page.evaluate(FROM_END) <= 1000 and time.monotonic() < deadline:
-        page.wait_for_timeout(20)
+    poll(page, FROM_END, lambda distance: distance > 1000, timeout=10)  # the wheel's scroll
     held = page.evaluate("document.scrollingElement.scrollTop")
     watch_text(reply, END)
     expect(page.locator(".is-draft")).to_have_count(0)
