@@ -1,4 +1,6 @@
 import pytest
+from django.db import connection
+from django.test.utils import CaptureQueriesContext
 from django.urls import reverse
 
 from accounts.models import Preferences, Theme
@@ -56,3 +58,20 @@ def test_an_unknown_theme_is_refused_where_the_user_acted(client, user):
     response = client.post(reverse("accounts:theme"), {"theme": "neon"})
     assert response.status_code == 400
     assert b"Choose one of the themes offered." in response.content
+
+
+def test_a_fragment_without_the_theme_reads_no_preferences(client, user, conversation):
+    """The composer htmx swaps in after each message sent has no `<html>` and no switch: its
+    response does not read the user's preferences."""
+    client.force_login(user)
+    Preferences.objects.create(user=user, theme=Theme.DARK)
+    with CaptureQueriesContext(connection) as queries:
+        response = client.post(
+            reverse("chat:post_message", args=[conversation.pk]),
+            {"text": "hello"},
+            headers={"HX-Request": "true"},
+        )
+    assert response.content.decode().lstrip().startswith('<form id="composer"')
+    assert not [q for q in queries.captured_queries if "accounts_preferences" in q["sql"]]
+    page = client.get(reverse("chat:conversation_detail", args=[conversation.pk])).content
+    assert b'<html lang="en" data-theme="dark">' in page
