@@ -232,7 +232,7 @@ async def advance(
             text, calls = await request_model(lease, provider, history, context, draft)
             state = await db(turns.complete_step)(lease, text=text, tool_calls=calls)
         elif state.state == AgentState.TOOL_EXECUTING:
-            if await run_tools(lease, context):
+            if await run_tools(lease, context, state.tool_calls):
                 return AgentState.AWAITING_USER  # a pausing call: the turn waits for the user
             state = await db(turns.tools_done)(lease)
         else:
@@ -242,9 +242,12 @@ async def advance(
         history = draft = None
 
 
-async def run_tools(lease: turns.Lease, context: AgentContext) -> bool:
-    """Run the open tool calls in order. True if a pausing call paused the turn."""
-    calls = await db(turns.pending_tool_calls)(lease)
+async def run_tools(
+    lease: turns.Lease, context: AgentContext, calls: tuple[ToolCallBlock, ...] | None = None
+) -> bool:
+    """Run the open tool calls in order (`calls`: as the step that made them just stored
+    them; else read). True if a pausing call paused the turn."""
+    calls = list(calls) if calls is not None else await db(turns.pending_tool_calls)(lease)
     if (refusal := pausing.refusal(calls)) is not None:
         await db(turns.refuse_tool_calls)(lease, calls, result=refusal.result, error=refusal.error)
         return False

@@ -100,6 +100,9 @@ class Claim:
 class TurnState:
     state: AgentState
     steps: int
+    # The calls left to run, when the change that returned this state stored them
+    # (complete_step): the runner runs them without reading them again (chat.runtime.run_tools).
+    tool_calls: tuple[ToolCallBlock, ...] | None = None
 
 
 def lease_duration() -> timedelta:
@@ -235,8 +238,8 @@ def complete_step(lease: Lease, *, text: str, tool_calls: list[ToolCallBlock]) -
     if tool_calls:
         conversation.agent_state = AgentState.TOOL_EXECUTING
         transcript.save_conversation(conversation)
-    else:
-        _end(conversation, AgentState.IDLE)
+        return TurnState(AgentState.TOOL_EXECUTING, conversation.turn_steps, tuple(tool_calls))
+    _end(conversation, AgentState.IDLE)
     return TurnState(AgentState(conversation.agent_state), conversation.turn_steps)
 
 
@@ -333,11 +336,13 @@ def refuse_tool_calls(
     )
 
 
-@transaction.atomic
+@transaction.atomic(savepoint=False)  # in its caller's transaction (questions.services.ask)
 def pause(lease: Lease, call: ToolCallBlock, action: ActionBlock, *, limit: int) -> bool:
     """Show `action` under the message that made `call` and wait for the user: tool_executing ->
     awaiting_user. Returns False (nothing changes) if the turn already paused `limit` times."""
-    conversation = _held(lease, AgentState.TOOL_EXECUTING)
+    # The change saves the row (and gives the lease back); a refused pause is followed by the
+    # refusal's own change, which holds the lease again.
+    conversation = _held(lease, AgentState.TOOL_EXECUTING, saved_later=True)
     if conversation.turn_pauses >= limit:
         return False
     message = _message_with_call(conversation, call.id)

@@ -313,9 +313,10 @@ async def test_a_turn_abandoned_mid_stream_is_resumed_once_by_another_runner(
 async def test_a_turn_reads_no_state_between_its_steps_and_ends_with_its_lease_given_back(
     conversation, monkeypatch
 ):
-    """Each step's change tells the runner what comes next, and the last one gives the lease
-    back: no read of the state between steps, no release after the end (each a transaction
-    and a thread hop, for every turn)."""
+    """Each step's change tells the runner what comes next (the tool calls it stored with
+    it), and the last one gives the lease back: no read of the state or of those calls
+    between steps, no release after the end (each a transaction and a thread hop, for every
+    turn)."""
     from channels.db import database_sync_to_async as db
 
     await db(set_state)(conversation.pk, AgentState.LLM_REQUESTING)
@@ -325,7 +326,7 @@ async def test_a_turn_reads_no_state_between_its_steps_and_ends_with_its_lease_g
             [ToolCallRequest("call_1", "calculate", {"expression": "1+1"})], [TextDelta("Two.")]
         ),
     )
-    for name in ("current", "release"):
+    for name in ("current", "release", "pending_tool_calls"):
         monkeypatch.setattr(turns, name, lambda *_, name=name: pytest.fail(f"turns.{name}"))
     await runtime.run_turn(conversation.pk)
 
@@ -335,6 +336,38 @@ async def test_a_turn_reads_no_state_between_its_steps_and_ends_with_its_lease_g
     assert [b for m in await db(list)(refreshed.messages.order_by("order")) for b in m.blocks][
         -1
     ] == {"type": "text", "text": "Two."}
+
+
+async def test_a_turn_abandoned_before_its_tools_ran_runs_them_once_under_another_runner(
+    conversation, monkeypatch
+):
+    """The step that stored the calls committed, then its runner died: the runner that takes
+    the turn over reads the calls left (none were handed to it) and runs each once."""
+    from channels.db import database_sync_to_async as db
+
+    await db(set_state)(conversation.pk, AgentState.LLM_REQUESTING)
+    crashed = (await db(turns.claim)(conversation.pk)).lease
+    await db(turns.begin_step)(crashed)
+    call = ToolCallBlock(id="call_1", name="calculate", arguments={"expression": "6*7"})
+    state = await db(turns.complete_step)(crashed, text="", tool_calls=[call])
+    assert state.tool_calls == (call,)
+    # The runner dies here, before running the call. Its lease lapses.
+    await db(Conversation.objects.filter(pk=conversation.pk).update)(
+        lease_expires_at=timezone.now() - timedelta(seconds=1)
+    )
+    use(monkeypatch, FakeProvider([TextDelta("It is 42.")]))
+    await runtime.run_turn(conversation.pk)
+
+    refreshed = await db(Conversation.objects.get)(pk=conversation.pk)
+    assert refreshed.agent_state == AgentState.IDLE
+    results = [
+        b
+        for _, blocks in await db(blocks_of)(refreshed)
+        for b in blocks
+        if isinstance(b, ToolResultBlock)
+    ]
+    assert [(r.tool_call_id, r.content) for r in results] == [("call_1", "42")]
+    assert (await db(blocks_of)(refreshed))[-1] == (Role.ASSISTANT, [TextBlock(text="It is 42.")])
 
 
 def test_missing_or_reused_tool_call_ids_are_replaced_so_each_call_gets_its_result(
