@@ -20,8 +20,10 @@ import os
 import re
 import socket
 import uuid
+from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import datetime, timedelta
+from functools import partial
 
 from django.conf import settings
 from django.db import transaction
@@ -163,10 +165,11 @@ def claim(conversation_id: int, *, step_limit: int | None = None) -> Claim | Non
     if conversation is None:
         return None
     claim = _take_lease(conversation, step_limit=step_limit)
-    save_fields(conversation, _LEASE_FIELDS)
-    if claim.step_started:
-        claim = dataclasses.replace(claim, draft=_open_draft(conversation))
-    return claim
+    save_lease = partial(save_fields, conversation, _LEASE_FIELDS)
+    if not claim.step_started:
+        save_lease()
+        return claim
+    return dataclasses.replace(claim, draft=_open_draft(conversation, save=save_lease))
 
 
 @transaction.atomic
@@ -203,8 +206,9 @@ def begin_step(lease: Lease, *, limit: int | None = None) -> Draft | None:
         save_fields(conversation, ["lease_expires_at"])
         return None
     conversation.turn_steps += 1
-    save_fields(conversation, ["turn_steps", "lease_expires_at"])
-    return _open_draft(conversation)
+    return _open_draft(
+        conversation, save=partial(save_fields, conversation, ["turn_steps", "lease_expires_at"])
+    )
 
 
 @transaction.atomic
@@ -228,6 +232,12 @@ def complete_step(lease: Lease, *, text: str, tool_calls: list[ToolCallBlock]) -
     conversation = _held(lease, AgentState.LLM_REQUESTING, saved_later=True)
     tool_calls = _with_unique_ids(conversation, tool_calls)
     blocks = ([TextBlock(text=text)] if text else []) + list(tool_calls)
+    # The next state first: the message's change saves it with the row (one change).
+    if tool_calls:
+        conversation.agent_state = AgentState.TOOL_EXECUTING
+    else:
+        conversation.agent_state = AgentState.IDLE
+        _free_lease(conversation)  # as _end does
     draft = _draft(conversation)
     if draft is not None:
         # Even when empty: open tabs show the draft, so it is kept (and hidden) rather than
@@ -235,12 +245,10 @@ def complete_step(lease: Lease, *, text: str, tool_calls: list[ToolCallBlock]) -
         transcript.update_message(conversation, draft, blocks=blocks, is_draft=False)
     elif blocks:
         transcript.append_message(conversation, role=Role.ASSISTANT, blocks=blocks)
-    if tool_calls:
-        conversation.agent_state = AgentState.TOOL_EXECUTING
+    else:
         transcript.save_conversation(conversation)
-        return TurnState(AgentState.TOOL_EXECUTING, conversation.turn_steps, tuple(tool_calls))
-    _end(conversation, AgentState.IDLE)
-    return TurnState(AgentState(conversation.agent_state), conversation.turn_steps)
+    state = AgentState(conversation.agent_state)
+    return TurnState(state, conversation.turn_steps, tuple(tool_calls) if tool_calls else None)
 
 
 @transaction.atomic
@@ -416,17 +424,17 @@ def _set_running(conversation: Conversation, state: AgentState) -> None:
     conversation.agent_state = state
     conversation.lease_owner = ""
     conversation.lease_expires_at = None
-    claim = None
-    if runner.runs_turns_here():
-        claim = _take_lease(conversation, step_limit=settings.AGENT_MAX_STEPS)
-    else:
+    save = partial(transcript.save_conversation, conversation)
+    if not runner.runs_turns_here():
         conversation.lease_expires_at = queued_lease_expiry()
-    transcript.save_conversation(conversation)
-    if claim is None:
+        save()
         runner.dispatch_on_commit(conversation.pk)
         return
+    claim = _take_lease(conversation, step_limit=settings.AGENT_MAX_STEPS)
     if claim.step_started:
-        claim = dataclasses.replace(claim, draft=_open_draft(conversation))
+        claim = dataclasses.replace(claim, draft=_open_draft(conversation, save=save))
+    else:
+        save()
     runner.run_claimed_on_commit(claim)
 
 
@@ -511,15 +519,20 @@ def _stop_subagents(conversation: Conversation) -> None:
         runner.cancel_local_on_commit(child.pk)
 
 
-def _open_draft(conversation: Conversation) -> Draft:
+def _open_draft(conversation: Conversation, *, save: Callable[[], object]) -> Draft:
     """The draft the step's reply streams into, made (empty) as the step starts: open pages
     render it while the model request is on its way (an empty draft is not shown), so the
-    first text reaches them as a plain append (chat.transcript.stream_into_draft)."""
+    first text reaches them as a plain append (chat.transcript.stream_into_draft).
+
+    `save`: how the caller saves what it changed in the row. A new draft's change saves the
+    whole row, and that with it (one write); `save` runs only if the draft is there already."""
     draft = _draft(conversation)
     if draft is None:
         draft = transcript.append_message(
             conversation, role=Role.ASSISTANT, blocks=[TextBlock(text="")], is_draft=True
         )
+    else:
+        save()
     return Draft(draft.pk, transcript.draft_text(draft))
 
 

@@ -10,6 +10,8 @@ from datetime import timedelta
 import pytest
 from asgiref.sync import async_to_sync
 from channels.db import database_sync_to_async as db
+from django.db import connection
+from django.test.utils import CaptureQueriesContext
 from django.utils import timezone
 
 from chat import runner, runtime, services, turns
@@ -56,9 +58,14 @@ def test_a_sent_message_is_claimed_with_its_first_request_counted_in_the_same_co
     conversation, user, monkeypatch, claims
 ):
     model = use(monkeypatch, FakeProvider([TextDelta("Hello there.")]))
-    services.post_user_message(user=user, conversation_id=conversation.pk, text="Hi")
+    with CaptureQueriesContext(connection) as queries:
+        services.post_user_message(user=user, conversation_id=conversation.pk, text="Hi")
 
     [claim] = claims
+    # Two changes, each one write of the row: the message, then the turn running with its
+    # draft open.
+    writes = [q for q in queries if q["sql"].startswith('UPDATE "chat_conversation"')]
+    assert (len(writes), Conversation.objects.get(pk=conversation.pk).seq) == (2, 2)
     conversation.refresh_from_db()
     # Committed before the runner did anything: the lease is this process's, the request
     # counted, its (empty, hidden) draft there, and its history read.

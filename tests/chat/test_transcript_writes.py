@@ -80,3 +80,47 @@ def test_appends_in_one_transaction_take_consecutive_places(conversation):
         (2, "three"),
         (3, "four"),
     ]
+
+
+def conversation_writes(queries) -> int:
+    return sum(q["sql"].startswith('UPDATE "chat_conversation"') for q in queries)
+
+
+@pytest.mark.parametrize("calls", [False, True])
+def test_a_steps_end_is_one_change_and_one_write_of_the_row(conversation, calls):
+    """The model's whole answer and the state it leaves the turn in (its tools to run, or
+    the turn ended with the lease given back) are one change: one write of the row, one
+    push to the open pages."""
+    set_state(conversation.pk, AgentState.LLM_REQUESTING)
+    lease = turns.claim(conversation.pk).lease
+    turns.begin_step(lease)
+    turns.stream_text(lease, "Let me")
+    before = seq_of(conversation)
+    tool_calls = [ToolCallBlock(id="c1", name="calculate", arguments={"expression": "1"})]
+    with CaptureQueriesContext(connection) as queries:
+        state = turns.complete_step(lease, text="Let me see.", tool_calls=tool_calls * calls)
+    assert (conversation_writes(queries), seq_of(conversation)) == (1, before + 1)
+    stored = Conversation.objects.get(pk=conversation.pk)
+    if calls:
+        assert state.state == stored.agent_state == AgentState.TOOL_EXECUTING
+        assert state.tool_calls == tuple(tool_calls) and stored.lease_owner == turns.RUNNER_ID
+    else:
+        assert state.state == stored.agent_state == AgentState.IDLE
+        assert (stored.lease_owner, stored.lease_expires_at) == ("", None)
+    [reply] = Message.objects.filter(conversation=conversation, role=Role.ASSISTANT)
+    assert (reply.blocks[0], reply.is_draft) == ({"type": "text", "text": "Let me see."}, False)
+
+
+def test_a_claim_that_opens_its_steps_draft_writes_the_row_once(conversation):
+    """Taking the lease and opening the step's draft: the draft's change saves the lease."""
+    set_state(conversation.pk, AgentState.LLM_REQUESTING)
+    with CaptureQueriesContext(connection) as queries:
+        claim = turns.claim(conversation.pk, step_limit=5)
+    assert conversation_writes(queries) == 1
+    stored = Conversation.objects.get(pk=conversation.pk)
+    assert (stored.lease_owner, stored.lease_token, stored.turn_steps) == (
+        turns.RUNNER_ID,
+        claim.lease.token,
+        1,
+    )
+    assert Message.objects.get(pk=claim.draft.message_id).is_draft
