@@ -197,6 +197,23 @@ def pages_newest_first(page: Callable[[int | None], list[Message]]) -> Iterator[
 # The highest `order` a message can have (a PositiveIntegerField's range).
 ORDER_MAX = 2_147_483_647
 
+# The agent's messages (superseded ones too), newest first, a page at a time.
+_ASSISTANT_BELOW = CompiledQuery(
+    lambda conversation_id, below: Message.objects.filter(
+        conversation_id=conversation_id, role=Role.ASSISTANT, order__lt=below
+    ).order_by("-order")[:NEWEST_FIRST_BATCH]
+)
+
+
+def assistant_newest_first(conversation_id: int) -> Iterator[Message]:
+    """The agent's messages, superseded ones too, newest first (pages_newest_first): what
+    looks for a question or a tool call's message usually finds it in the first page."""
+    return pages_newest_first(
+        lambda below: _ASSISTANT_BELOW.all(
+            conversation_id=conversation_id, below=ORDER_MAX if below is None else below
+        )
+    )
+
 
 def last_turn(*, conversation_id: int) -> LastTurn | None:
     """The last turn in the transcript shown (superseded messages left out), or None before

@@ -23,6 +23,7 @@ from chat.blocks import (
 from chat.compiled import CompiledQuery, insert, save_fields
 from chat.errors import ConversationNotFound
 from chat.models import Conversation, Message, Role
+from chat.selectors import assistant_newest_first
 
 # Every step of a turn starts with it (chat.compiled).
 _LOCK = CompiledQuery(
@@ -37,12 +38,6 @@ _NEWEST = CompiledQuery(
         .order_by("-order")
         .only("pk", "order")[:1]
     )
-)
-# The agent's messages shown, newest first: a tool result's call is usually among the last.
-_AGENT_NEWEST_FIRST = CompiledQuery(
-    lambda conversation_id: Message.objects.filter(
-        conversation_id=conversation_id, role=Role.ASSISTANT, superseded=False
-    ).order_by("-order")
 )
 
 
@@ -171,7 +166,10 @@ def _refresh_calls_answered(conversation: Conversation, blocks: list[Block]) -> 
     call_ids = {b.tool_call_id for b in blocks if isinstance(b, ToolResultBlock)}
     if not call_ids:
         return
-    for message in _AGENT_NEWEST_FIRST.all(conversation_id=conversation.pk):
+    # Newest first, a page at a time: the call is usually in the last few messages.
+    for message in assistant_newest_first(conversation.pk):
+        if message.superseded:
+            continue
         found = {
             b.id
             for b in parse_blocks(message.blocks)

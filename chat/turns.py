@@ -43,6 +43,7 @@ from chat.blocks import (
 )
 from chat.compiled import CompiledQuery, save_fields
 from chat.models import RUNNING_STATES, AgentState, Conversation, Message, Role
+from chat.selectors import assistant_newest_first
 
 # Stored as English msgids and translated when rendered, so each reader sees their language.
 AGENT_FAILED = gettext_noop("The agent could not finish its reply. Nothing was lost; try again.")
@@ -596,7 +597,7 @@ def _with_unique_ids(conversation: Conversation, calls: list[ToolCallBlock]) -> 
 
 
 def _message_with_call(conversation: Conversation, call_id: str) -> Message:
-    for message in conversation.messages.filter(role=Role.ASSISTANT).order_by("-order"):
+    for message in assistant_newest_first(conversation.pk):
         if any(
             isinstance(b, ToolCallBlock) and b.id == call_id for b in parse_blocks(message.blocks)
         ):

@@ -5,14 +5,8 @@ from dataclasses import dataclass
 from datetime import datetime
 
 from chat.blocks import Block, parse_blocks
-from chat.compiled import CompiledQuery
-from chat.models import AgentState, Conversation, Message, Role
-from chat.selectors import (
-    NEWEST_FIRST_BATCH,
-    ORDER_MAX,
-    conversations_for_user,
-    pages_newest_first,
-)
+from chat.models import AgentState, Conversation, Message
+from chat.selectors import assistant_newest_first, conversations_for_user
 from questions.blocks import PENDING, Answer, QuestionPayload, payload_of
 from questions.models import Deadline, QuestionDraft
 
@@ -102,24 +96,11 @@ def question_by_id(conversation: Conversation, tool_call_id: str) -> PendingQues
     return _latest_question(conversation, lambda payload: payload.tool_call_id == tool_call_id)
 
 
-# The agent's messages, newest first, a page at a time (every answer and page reads them).
-_ASSISTANT_BELOW = CompiledQuery(
-    lambda conversation_id, below: Message.objects.filter(
-        conversation_id=conversation_id, role=Role.ASSISTANT, order__lt=below
-    ).order_by("-order")[:NEWEST_FIRST_BATCH]
-)
-
-
 def _latest_question(
     conversation: Conversation, matches: Callable[[QuestionPayload], bool]
 ) -> PendingQuestion | None:
     """The latest question block of the conversation that `matches`."""
-    pages = pages_newest_first(
-        lambda below: _ASSISTANT_BELOW.all(
-            conversation_id=conversation.pk, below=ORDER_MAX if below is None else below
-        )
-    )
-    for message in pages:
+    for message in assistant_newest_first(conversation.pk):
         for index, block in enumerate(parse_blocks(message.blocks)):
             payload = payload_of(block)
             if payload is not None and matches(payload):

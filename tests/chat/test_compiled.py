@@ -13,12 +13,9 @@ from chat.errors import ConversationNotFound
 from chat.models import Conversation, Message, Role
 from chat.selectors import (
     NEWEST_FIRST_BATCH,
-    ORDER_MAX,
     conversation_for_user,
     messages_changed_since,
-    pages_newest_first,
 )
-from questions import selectors as question_selectors
 from tests.factories import add_message
 
 pytestmark = pytest.mark.django_db
@@ -105,20 +102,15 @@ def test_the_compiled_transcript_reads_give_what_their_querysets_give(user, conv
     add_message(other.pk, "elsewhere")
     reads = [
         (turns._SHOWN, {"conversation_id": conversation.pk}),
-        (transcript._AGENT_NEWEST_FIRST, {"conversation_id": conversation.pk}),
         (transcript._NEWEST, {"conversation_id": conversation.pk}),
         (transcript._NEWEST, {"conversation_id": other.pk}),
-        (question_selectors._ASSISTANT_BELOW, {"conversation_id": conversation.pk, "below": 9}),
+        (selectors._ASSISTANT_BELOW, {"conversation_id": conversation.pk, "below": 9}),
     ]
     for query, values in reads:
         compiled = query.all(**values)
         assert compiled
         assert [fields(m) for m in compiled] == [fields(m) for m in query.build(**values)]
-    newest = pages_newest_first(
-        lambda below: question_selectors._ASSISTANT_BELOW.all(
-            conversation_id=conversation.pk, below=ORDER_MAX if below is None else below
-        )
-    )
+    newest = selectors.assistant_newest_first(conversation.pk)
     agent = conversation.messages.filter(role=Role.ASSISTANT).order_by("-order")
     assert [m.pk for m in newest] == [m.pk for m in agent]
 

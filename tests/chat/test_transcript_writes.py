@@ -124,3 +124,33 @@ def test_a_claim_that_opens_its_steps_draft_writes_the_row_once(conversation):
         1,
     )
     assert Message.objects.get(pk=claim.draft.message_id).is_draft
+
+
+def test_a_tool_result_in_a_long_transcript_finds_its_call_reading_from_the_end(
+    conversation, monkeypatch
+):
+    """What a tool result reads to find its call's card does not grow with the transcript."""
+    from chat.selectors import NEWEST_FIRST_BATCH
+    from tests.factories import add_message
+
+    for number in range(200):
+        add_message(conversation.pk, f"m{number}", role=(Role.USER, Role.ASSISTANT)[number % 2])
+    with transaction.atomic():
+        locked = transcript.lock(conversation.pk)
+        call = ToolCallBlock(id="c1", name="calculate", arguments={"expression": "1"})
+        asked = transcript.append_message(locked, role=Role.ASSISTANT, blocks=[call])
+    loaded = []
+    from_db = Message.from_db.__func__
+    monkeypatch.setattr(
+        Message,
+        "from_db",
+        classmethod(lambda *args, **kwargs: loaded.append(1) or from_db(*args, **kwargs)),
+    )
+    with transaction.atomic():
+        locked = transcript.lock(conversation.pk)
+        transcript.append_message(
+            locked, role=Role.TOOL, blocks=[ToolResultBlock(tool_call_id="c1", content="1")]
+        )
+    assert len(loaded) <= NEWEST_FIRST_BATCH + 1  # a page, and the newest message's place
+    card = Message.objects.get(pk=asked.pk)
+    assert (card.version, card.seq) == (2, seq_of(conversation))  # its card shows the result
