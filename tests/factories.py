@@ -1,10 +1,13 @@
 """Test data written through the same low-level writes the app uses."""
 
+from datetime import timedelta
+
 from django.db import transaction
+from django.utils import timezone
 
 from chat import transcript, turns
 from chat.blocks import TextBlock
-from chat.models import AgentState, Role
+from chat.models import AgentState, Conversation, Message, Role
 
 
 def add_message(conversation_id: int, text: str, *, role=Role.ASSISTANT, message_id=None) -> int:
@@ -32,3 +35,30 @@ def fail_turn(conversation_id: int, message: str = turns.AGENT_FAILED) -> None:
     """Put the conversation through a failed turn: error state and a retryable error block."""
     set_state(conversation_id, AgentState.LLM_REQUESTING)
     turns.fail(turns.claim(conversation_id).lease, message)
+
+
+def started_step(conversation_id: int) -> turns.Lease:
+    """A runner claimed the running turn and started its model request; its lease."""
+    set_state(conversation_id, AgentState.LLM_REQUESTING)
+    lease = turns.claim(conversation_id).lease
+    turns.begin_step(lease)
+    return lease
+
+
+def lapse_lease(conversation_id: int) -> None:
+    """The runner holding the turn died: its lease lapses."""
+    Conversation.objects.filter(pk=conversation_id).update(
+        lease_expires_at=timezone.now() - timedelta(seconds=1)
+    )
+
+
+def count_loaded_messages(monkeypatch) -> list:
+    """From now on, one item for each Message instance read from the database."""
+    loaded = []
+    from_db = Message.from_db.__func__
+    monkeypatch.setattr(
+        Message,
+        "from_db",
+        classmethod(lambda *args, **kwargs: loaded.append(1) or from_db(*args, **kwargs)),
+    )
+    return loaded

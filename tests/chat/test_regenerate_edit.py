@@ -191,19 +191,13 @@ def test_the_last_turn_includes_its_answered_question_at_any_batch_size(
 def test_the_last_turn_of_a_long_transcript_is_read_from_its_end(conversation, monkeypatch):
     """Pages show Regenerate and Edit after every turn: what that reads does not grow with
     the transcript."""
-    from tests.factories import add_message
+    from tests.factories import add_message, count_loaded_messages
 
     for number in range(200):
         add_message(
             conversation.pk, f"message {number}", role=(Role.USER, Role.ASSISTANT)[number % 2]
         )
-    loaded = []
-    from_db = Message.from_db.__func__
-    monkeypatch.setattr(
-        Message,
-        "from_db",
-        classmethod(lambda *args, **kwargs: loaded.append(1) or from_db(*args, **kwargs)),
-    )
+    loaded = count_loaded_messages(monkeypatch)
     turn = selectors.last_turn(conversation_id=conversation.pk)
     assert len(loaded) <= selectors.NEWEST_FIRST_BATCH
     assert turn.prompt_text == "message 198"

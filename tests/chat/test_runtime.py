@@ -15,7 +15,7 @@ from chat.blocks import (
 from chat.models import AgentState, Conversation, Message, Role
 from chat.providers.base import CAUSE_PROVIDER_ERROR, ProviderError, TextDelta, ToolCallRequest
 from chat.providers.scripted import ScriptedProvider
-from tests.factories import set_state
+from tests.factories import lapse_lease, set_state, started_step
 from tests.fakes import FakeProvider
 
 pytestmark = pytest.mark.django_db(transaction=True)
@@ -291,14 +291,9 @@ async def test_a_turn_abandoned_mid_stream_is_resumed_once_by_another_runner(
 ):
     from channels.db import database_sync_to_async as db
 
-    await db(set_state)(conversation.pk, AgentState.LLM_REQUESTING)
-    crashed = (await db(turns.claim)(conversation.pk)).lease
-    await db(turns.begin_step)(crashed)
+    crashed = await db(started_step)(conversation.pk)
     await db(turns.stream_text)(crashed, "Partial reply from a runner that then di")
-    # The runner dies here. Its lease lapses.
-    await db(Conversation.objects.filter(pk=conversation.pk).update)(
-        lease_expires_at=timezone.now() - timedelta(seconds=1)
-    )
+    await db(lapse_lease)(conversation.pk)  # the runner dies here
     use(monkeypatch, FakeProvider([TextDelta("The whole reply.")]))
     await runtime.run_turn(conversation.pk)
 
@@ -345,16 +340,11 @@ async def test_a_turn_abandoned_before_its_tools_ran_runs_them_once_under_anothe
     the turn over reads the calls left (none were handed to it) and runs each once."""
     from channels.db import database_sync_to_async as db
 
-    await db(set_state)(conversation.pk, AgentState.LLM_REQUESTING)
-    crashed = (await db(turns.claim)(conversation.pk)).lease
-    await db(turns.begin_step)(crashed)
+    crashed = await db(started_step)(conversation.pk)
     call = ToolCallBlock(id="call_1", name="calculate", arguments={"expression": "6*7"})
     state = await db(turns.complete_step)(crashed, text="", tool_calls=[call])
     assert state.tool_calls == (call,)
-    # The runner dies here, before running the call. Its lease lapses.
-    await db(Conversation.objects.filter(pk=conversation.pk).update)(
-        lease_expires_at=timezone.now() - timedelta(seconds=1)
-    )
+    await db(lapse_lease)(conversation.pk)  # the runner dies here, before running the call
     use(monkeypatch, FakeProvider([TextDelta("It is 42.")]))
     await runtime.run_turn(conversation.pk)
 

@@ -131,7 +131,7 @@ def test_a_tool_result_in_a_long_transcript_finds_its_call_reading_from_the_end(
 ):
     """What a tool result reads to find its call's card does not grow with the transcript."""
     from chat.selectors import NEWEST_FIRST_BATCH
-    from tests.factories import add_message
+    from tests.factories import add_message, count_loaded_messages
 
     for number in range(200):
         add_message(conversation.pk, f"m{number}", role=(Role.USER, Role.ASSISTANT)[number % 2])
@@ -139,13 +139,7 @@ def test_a_tool_result_in_a_long_transcript_finds_its_call_reading_from_the_end(
         locked = transcript.lock(conversation.pk)
         call = ToolCallBlock(id="c1", name="calculate", arguments={"expression": "1"})
         asked = transcript.append_message(locked, role=Role.ASSISTANT, blocks=[call])
-    loaded = []
-    from_db = Message.from_db.__func__
-    monkeypatch.setattr(
-        Message,
-        "from_db",
-        classmethod(lambda *args, **kwargs: loaded.append(1) or from_db(*args, **kwargs)),
-    )
+    loaded = count_loaded_messages(monkeypatch)
     with transaction.atomic():
         locked = transcript.lock(conversation.pk)
         transcript.append_message(
