@@ -23,6 +23,7 @@ from dataclasses import dataclass
 
 from django.db import DEFAULT_DB_ALIAS, DatabaseError, connections
 from django.db.models import Model, QuerySet
+from django.db.models.sql import DeleteQuery
 from django.db.transaction import TransactionManagementError
 
 # Stand-in values: inside the range of every integer field (Django leaves out a condition on
@@ -70,10 +71,7 @@ class CompiledQuery:
             raise TransactionManagementError(
                 "select_for_update cannot be used outside of a transaction."
             )
-        params = [
-            constant if name is None else values[name] if wrap is None else wrap(values[name])
-            for constant, (name, wrap) in zip(plan.constants, plan.slots, strict=True)
-        ]
+        params = _params(plan.slots, plan.constants, values)
         with connection.cursor() as cursor:
             cursor.execute(plan.sql, params)
             rows = cursor.fetchall()
@@ -116,17 +114,12 @@ class CompiledQuery:
         return plan
 
     def _compile(self, alias: str) -> _Plan:
-        stand_ins = {name: STAND_IN + 7919 * i for i, name in enumerate(self.names)}
-        queryset = self.build(**stand_ins)
+        queryset = self.build(**_stand_ins(self.names))
         compiler = queryset.query.get_compiler(using=alias)
         # A query that locks is compiled in the transaction of its first run (Django checks
         # there is one); each run checks it again (all).
         sql, params = compiler.as_sql()
-        by_value = {value: name for name, value in stand_ins.items()}
-        slots = [_slot(p, by_value) for p in params]
-        missing = set(self.names) - {name for name, _ in slots}
-        if missing:  # left out, or in a shape of their own: the SQL would not follow them
-            raise ValueError(f"{sorted(missing)} are not parameters of the query's SQL")
+        slots = _slots(self.names, params)
         klass_info = compiler.klass_info
         columns = compiler.col_count
         select_fields = klass_info["select_fields"]
@@ -148,6 +141,52 @@ class CompiledQuery:
             locks=queryset.query.select_for_update,
             fetch_mode=queryset._fetch_mode,
         )
+
+
+class CompiledDelete:
+    """`build(**values).delete()` of a queryset of one model that nothing cascades from and
+    no signal receiver watches (Django's own "fast delete", one DELETE), compiled once per
+    database: Django built it on every call, ~200 us of ~240 (a question's draft, deleted with
+    every answer). Values as CompiledQuery's. Returns how many rows it deleted."""
+
+    def __init__(self, build: Callable[..., QuerySet]) -> None:
+        self.build = build
+        self.names = list(inspect.signature(build).parameters)
+        self.plans: dict[str, tuple[str, list, list]] = {}
+
+    def __call__(self, **values) -> int:
+        connection = connections[DEFAULT_DB_ALIAS]
+        plan = self.plans.get(DEFAULT_DB_ALIAS)
+        if plan is None:
+            query = self.build(**_stand_ins(self.names)).query.chain(DeleteQuery)
+            sql, params = query.get_compiler(using=DEFAULT_DB_ALIAS).as_sql()
+            plan = self.plans[DEFAULT_DB_ALIAS] = (sql, _slots(self.names, params), list(params))
+        sql, slots, constants = plan
+        with connection.cursor() as cursor:
+            cursor.execute(sql, _params(slots, constants, values))
+            return cursor.rowcount
+
+
+def _stand_ins(names: list[str]) -> dict[str, int]:
+    return {name: STAND_IN + 7919 * i for i, name in enumerate(names)}
+
+
+def _slots(names: list[str], params) -> list[tuple[str | None, type | None]]:
+    """The slot (_slot) of each parameter of SQL compiled with _stand_ins(names)."""
+    by_value = {value: name for name, value in _stand_ins(names).items()}
+    slots = [_slot(p, by_value) for p in params]
+    missing = set(names) - {name for name, _ in slots}
+    if missing:  # left out, or in a shape of their own: the SQL would not follow them
+        raise ValueError(f"{sorted(missing)} are not parameters of the query's SQL")
+    return slots
+
+
+def _params(slots: list, constants: list, values: dict) -> list:
+    """The parameters for SQL with these slots (_slots): each value in its slot."""
+    return [
+        constant if name is None else values[name] if wrap is None else wrap(values[name])
+        for constant, (name, wrap) in zip(constants, slots, strict=True)
+    ]
 
 
 def _slot(param, by_value: dict[int, str]) -> tuple[str | None, type | None]:

@@ -219,6 +219,12 @@ AUTH_PASSWORD_VALIDATORS = [
     {"NAME": "django.contrib.auth.password_validation.CommonPasswordValidator"},
     {"NAME": "django.contrib.auth.password_validation.NumericPasswordValidator"},
 ]
+AUTHENTICATION_BACKENDS = [
+    "accounts.backends.CompiledModelBackend",
+    # The sessions signed in by an earlier release name Django's own backend, which still
+    # reads their user: nobody is signed out by the upgrade.
+    "django.contrib.auth.backends.ModelBackend",
+]
 LOGIN_URL = "login"
 LOGIN_REDIRECT_URL = "chat:conversation_list"
 LOGOUT_REDIRECT_URL = "login"

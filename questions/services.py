@@ -20,6 +20,7 @@ from django.utils.translation import gettext_noop
 from accounts.selectors import preferences_for
 from chat import events, transcript, turns
 from chat.blocks import TextBlock, ToolCallBlock, ToolResultBlock, parse_blocks
+from chat.compiled import CompiledDelete
 from chat.errors import ConversationNotFound, NothingToStop
 from chat.models import Conversation, Message, Role
 from chat.selectors import conversation_for_user
@@ -57,6 +58,13 @@ OPTIONS_ONLY = _("This question takes one of its options, not a typed answer.")
 TOO_LONG = _("That answer is too long.")
 EMPTY = _("Choose an option or type an answer first.")
 TOO_MANY_ANSWERS = _("There are more answers than questions.")
+# Deleted with each answer (_store): what was typed but not sent is gone with the question
+# (no signal receiver watches it: tests/chat/test_compiled.py).
+_DELETE_DRAFT = CompiledDelete(
+    lambda conversation_id, tool_call_id: QuestionDraft.objects.filter(
+        conversation_id=conversation_id, tool_call_id=tool_call_id
+    )
+)
 NO_SUCH_QUESTION = _("No such question: %(text)s")
 MISSING_ANSWER = _("Missing an answer to: %(text)s")
 
@@ -415,13 +423,13 @@ def _store(
     stored = parse_blocks(pending.message.blocks)
     stored[pending.block_index] = blocks.question_block(payload)
     transcript.update_message(conversation, pending.message, blocks=stored, is_draft=False)
-    # Resolved: what was typed but not sent is gone with the question.
-    QuestionDraft.objects.filter(
-        conversation=conversation, tool_call_id=pending.tool_call_id
-    ).delete()
-    Deadline.objects.filter(
-        conversation=conversation, tool_call_id=payload.tool_call_id, resolved_at__isnull=True
-    ).update(resolved_at=payload.answered_at, expired=payload.question_resolution == blocks.EXPIRED)
+    _DELETE_DRAFT(conversation_id=conversation.pk, tool_call_id=pending.tool_call_id)
+    if pending.payload.expires_at is not None:  # else it has no deadline (ask)
+        Deadline.objects.filter(
+            conversation=conversation, tool_call_id=payload.tool_call_id, resolved_at__isnull=True
+        ).update(
+            resolved_at=payload.answered_at, expired=payload.question_resolution == blocks.EXPIRED
+        )
     notifications.publish(
         notifications.QuestionEvent(
             type=notifications.RESOLVED[payload.question_resolution],

@@ -4,11 +4,11 @@ from datetime import UTC, datetime
 
 import pytest
 from django.db import DatabaseError, transaction
-from django.db.models.signals import post_save, pre_save
+from django.db.models.signals import post_delete, post_save, pre_delete, pre_save
 from django.db.transaction import TransactionManagementError
 
 from chat import selectors, transcript, turns
-from chat.compiled import CompiledQuery, insert, save_fields
+from chat.compiled import CompiledDelete, CompiledQuery, insert, save_fields
 from chat.errors import ConversationNotFound
 from chat.models import Conversation, Message, Role
 from chat.selectors import (
@@ -16,6 +16,7 @@ from chat.selectors import (
     conversation_for_user,
     messages_changed_since,
 )
+from questions.models import QuestionDraft
 from tests.factories import add_message
 
 pytestmark = pytest.mark.django_db
@@ -191,3 +192,28 @@ def test_no_signal_receiver_is_connected_to_the_models_written_without_save():
     for signal in (pre_save, post_save):
         for model in (Conversation, Message):
             assert not signal.has_listeners(model), (signal, model)
+    for signal in (pre_delete, post_delete):
+        assert not signal.has_listeners(QuestionDraft), signal
+
+
+def test_a_compiled_delete_deletes_what_its_queryset_would(user, other_user, conversation):
+    """Only the rows matching the values of this call (a text value included), however many
+    calls came before with others."""
+    theirs = Conversation.objects.create(owner=other_user, title="theirs")
+    for owner, target in ((user, conversation), (other_user, theirs)):
+        for call in ("q1", "q2", "12"):
+            QuestionDraft.objects.create(
+                conversation=target, user=owner, tool_call_id=call, data=[]
+            )
+    delete = CompiledDelete(
+        lambda conversation_id, tool_call_id: QuestionDraft.objects.filter(
+            conversation_id=conversation_id, tool_call_id=tool_call_id
+        )
+    )
+    assert delete(conversation_id=conversation.pk, tool_call_id="q1") == 1
+    assert delete(conversation_id=conversation.pk, tool_call_id="12") == 1
+    assert delete(conversation_id=conversation.pk, tool_call_id="q1") == 0
+    left = QuestionDraft.objects.values_list("conversation_id", "tool_call_id")
+    assert sorted(left) == sorted(
+        [(conversation.pk, "q2"), (theirs.pk, "q1"), (theirs.pk, "q2"), (theirs.pk, "12")]
+    )
