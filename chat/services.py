@@ -89,11 +89,14 @@ def _append_user_message(*, user, conversation_id: int, text: str) -> Message:
         limits.check_turn_slot(user=user, conversation=conversation)
     if not conversation.title:
         conversation.title = _auto_title(text)
-    message = transcript.append_message(conversation, role=Role.USER, blocks=[TextBlock(text=text)])
-    if conversation.agent_state == AgentState.AWAITING_USER:
-        pausing.resolve_by_message(conversation, message)
-    else:
-        turns.begin_turn(conversation)
+    with transcript.one_write(conversation):
+        message = transcript.append_message(
+            conversation, role=Role.USER, blocks=[TextBlock(text=text)]
+        )
+        if conversation.agent_state == AgentState.AWAITING_USER:
+            pausing.resolve_by_message(conversation, message)
+        else:
+            turns.begin_turn(conversation)
     return message
 
 

@@ -8,6 +8,9 @@ what that transaction did: the change cursor before its first write (messages wi
 `seq` were changed by it) and the `order` of the last message it appended.
 """
 
+from collections.abc import Iterator
+from contextlib import contextmanager
+
 from django.utils import timezone
 
 from chat import events
@@ -56,7 +59,10 @@ def save_conversation(conversation: Conversation, *, appended: dict | None = Non
     conversation.__dict__.setdefault(_SEQ_BEFORE_WRITES, conversation.seq)
     conversation.seq += 1
     conversation.updated_at = timezone.now()
-    save_fields(conversation)
+    if _WRITE_LATER in conversation.__dict__:
+        conversation.__dict__[_WRITE_LATER] = True
+    else:
+        save_fields(conversation)
     events.send_conversation_event_on_commit(
         conversation.pk,
         events.conversation_changed(conversation.pk, conversation.seq, appended=appended),
@@ -73,6 +79,27 @@ def save_conversation(conversation: Conversation, *, appended: dict | None = Non
 
 _SEQ_BEFORE_WRITES = "parley_seq_before_writes"
 _LAST_ORDER = "parley_last_order"
+_WRITE_LATER = "parley_write_later"
+
+
+@contextmanager
+def one_write(conversation: Conversation) -> Iterator[None]:
+    """The changes made through `conversation` inside write its row once, as they end: an
+    answer's changes (the reply, the question's card, the tool result, the running state with
+    its draft) wrote it four times, each statement with every column. Each change keeps its
+    own cursor and event. Nothing inside may read the row again (the transcript's reads and
+    writes here do not); an exception leaves it unwritten, for the transaction to roll back."""
+    if _WRITE_LATER in conversation.__dict__:  # already inside one: that one writes it
+        yield
+        return
+    conversation.__dict__[_WRITE_LATER] = False
+    try:
+        yield
+    except BaseException:
+        del conversation.__dict__[_WRITE_LATER]
+        raise
+    if conversation.__dict__.pop(_WRITE_LATER):
+        save_fields(conversation)
 
 
 def changed_by_this_transaction(conversation: Conversation, message: Message) -> bool:

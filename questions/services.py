@@ -331,8 +331,9 @@ def _answer(
     text = answer_text(pending.payload.request, answers)
     # Seed 000's inserted user message: kept in the data and the API, shown by the block.
     inserted = TextBlock(text=text, shown_elsewhere=True)
-    reply = transcript.append_message(conversation, role=Role.USER, blocks=[inserted])
-    _replied(conversation, pending, answers, text=text, reply=reply, by=by)
+    with transcript.one_write(conversation):
+        reply = transcript.append_message(conversation, role=Role.USER, blocks=[inserted])
+        _replied(conversation, pending, answers, text=text, reply=reply, by=by)
     return reply
 
 

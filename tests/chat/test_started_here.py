@@ -62,10 +62,10 @@ def test_a_sent_message_is_claimed_with_its_first_request_counted_in_the_same_co
         services.post_user_message(user=user, conversation_id=conversation.pk, text="Hi")
 
     [claim] = claims
-    # Two changes, each one write of the row: the message, then the turn running with its
-    # draft open.
+    # Two changes, one write of the row (chat.transcript.one_write): the message, then the
+    # turn running with its draft open.
     writes = [q for q in queries if q["sql"].startswith('UPDATE "chat_conversation"')]
-    assert (len(writes), Conversation.objects.get(pk=conversation.pk).seq) == (2, 2)
+    assert (len(writes), Conversation.objects.get(pk=conversation.pk).seq) == (1, 2)
     conversation.refresh_from_db()
     # Committed before the runner did anything: the lease is this process's, the request
     # counted, its (empty, hidden) draft there, and its history read.

@@ -148,3 +148,59 @@ def test_a_tool_result_in_a_long_transcript_finds_its_call_reading_from_the_end(
     assert len(loaded) <= NEWEST_FIRST_BATCH + 1  # a page, and the newest message's place
     card = Message.objects.get(pk=asked.pk)
     assert (card.version, card.seq) == (2, seq_of(conversation))  # its card shows the result
+
+
+def test_an_answer_writes_the_row_once_and_pages_get_each_of_its_changes(
+    user, conversation, model, monkeypatch
+):
+    """The reply, the answered card, the tool result and the running turn with its draft:
+    four changes (each message at its own cursor), one write of the row, one push."""
+    ask(user, conversation, model)
+    monkeypatch.setattr(runner, "dispatch", lambda conversation_id: None)  # no resumed turn
+    pending = pending_question(Conversation.objects.get(pk=conversation.pk))
+    cursor = seq_of(conversation)
+    with CaptureQueriesContext(connection) as queries:
+        questions.answer_question(
+            user=user,
+            conversation_id=conversation.pk,
+            tool_call_id=pending.tool_call_id,
+            answers=[Answer(labels=["Margherita"])],
+        )
+    assert conversation_writes(queries) == 1
+    stored = Conversation.objects.get(pk=conversation.pk)
+    assert stored.agent_state == AgentState.LLM_REQUESTING
+    changed = messages_changed_since(conversation_id=conversation.pk, after=cursor)
+    # The reply, the card, the result, the running state: the messages at their own cursors.
+    assert stored.seq == cursor + 4
+    assert [m.role for m in changed] == [Role.ASSISTANT, Role.USER, Role.TOOL]
+    assert sorted(m.seq for m in changed) == [cursor + 1, cursor + 2, cursor + 3]
+
+
+def test_a_message_writes_the_row_once(user, conversation, monkeypatch):
+    from chat import services
+
+    monkeypatch.setattr(runner, "dispatch", lambda conversation_id: None)
+    Conversation.objects.filter(pk=conversation.pk).update(title="")
+    with CaptureQueriesContext(connection) as queries:
+        services.post_user_message(user=user, conversation_id=conversation.pk, text="hello")
+    assert conversation_writes(queries) == 1
+    stored = Conversation.objects.get(pk=conversation.pk)
+    assert (stored.title, stored.agent_state) == ("hello", AgentState.LLM_REQUESTING)
+    [message] = Message.objects.filter(conversation=conversation, role=Role.USER)
+    assert message.seq <= stored.seq
+
+
+def test_a_failure_inside_one_write_leaves_the_row_as_it_was(conversation):
+    before = seq_of(conversation)
+    with pytest.raises(ValueError), transaction.atomic():
+        locked = transcript.lock(conversation.pk)
+        with transcript.one_write(locked):
+            transcript.append_message(locked, role=Role.USER, blocks=[TextBlock(text="one")])
+            raise ValueError
+    assert seq_of(conversation) == before and not Message.objects.exists()
+    with transaction.atomic():  # the same instance writes at once again afterwards
+        locked = transcript.lock(conversation.pk)
+        with pytest.raises(ValueError), transcript.one_write(locked):
+            raise ValueError
+        transcript.append_message(locked, role=Role.USER, blocks=[TextBlock(text="two")])
+        assert seq_of(conversation) == before + 1
