@@ -16,10 +16,11 @@ from channels.db import database_sync_to_async
 from django.conf import settings
 from django.db import transaction
 
-from chat import events, pausing, selectors, subagents, tools, turns
+from chat import events, pausing, subagents, tools, turns
 from chat.blocks import TextBlock, ToolCallBlock, ToolResultBlock, parse_blocks
+from chat.compiled import CompiledQuery
 from chat.errors import ConversationNotFound
-from chat.models import AgentState
+from chat.models import AgentState, Message
 from chat.providers import get_provider
 from chat.providers.base import HistoryMessage, ProviderError, TextDelta, ToolCallRequest
 from chat.tools import AgentContext
@@ -36,6 +37,17 @@ RETRY_BASE_SECONDS = 0.5
 RETRY_MAX_SECONDS = 8.0
 
 
+# What a model request reads of the transcript (chat.compiled): the messages not superseded
+# (by Regenerate or an edit), without their search text, which was a third of the read.
+_HISTORY = CompiledQuery(
+    lambda conversation_id: (
+        Message.objects.filter(conversation_id=conversation_id, superseded=False)
+        .order_by("order")
+        .only("pk", "role", "blocks", "is_draft")
+    )
+)
+
+
 def build_history(conversation_id: int) -> list[HistoryMessage]:
     """The model's view of the transcript: text and tool calls only (no drafts, errors or
     action blocks), every tool call followed by exactly one result (a missing one is filled
@@ -43,24 +55,22 @@ def build_history(conversation_id: int) -> list[HistoryMessage]:
     history: list[HistoryMessage] = []
     results: dict[str, ToolResultBlock] = {}
     replies: set[int] = set()
-    messages = [
-        m
-        for m in selectors.messages_changed_since(conversation_id=conversation_id, after=-1)
-        if not m.superseded  # replaced by Regenerate or an edit
+    messages = [  # each message's blocks parsed once
+        (m, parse_blocks(m.blocks)) for m in _HISTORY.all(conversation_id=conversation_id)
     ]
-    for message in messages:
-        for block in parse_blocks(message.blocks):
+    for _, parsed in messages:
+        for block in parsed:
             if isinstance(block, ToolResultBlock):
                 results.setdefault(block.tool_call_id, block)
                 if block.reply_message_id is not None:
                     replies.add(block.reply_message_id)
     placed: set[str] = set()
-    for message in messages:
+    for message, parsed in messages:
         if message.is_draft or message.role == "system" or message.pk in replies:
             continue
         blocks = [
             b
-            for b in parse_blocks(message.blocks)
+            for b in parsed
             if isinstance(b, TextBlock | ToolCallBlock) and (not isinstance(b, TextBlock) or b.text)
         ]
         if message.role == "tool":

@@ -170,21 +170,10 @@ class LastTurn:
 NEWEST_FIRST_BATCH = 50
 
 
-def newest_first(messages: QuerySet[Message]) -> Iterator[Message]:
-    """`messages` newest first, read NEWEST_FIRST_BATCH at a time, for a search that usually
-    ends near the end of the transcript: it then costs what the end does, not the whole."""
-    return pages_newest_first(
-        lambda below: list(
-            (messages if below is None else messages.filter(order__lt=below)).order_by("-order")[
-                :NEWEST_FIRST_BATCH
-            ]
-        )
-    )
-
-
 def pages_newest_first(page: Callable[[int | None], list[Message]]) -> Iterator[Message]:
-    """newest_first, with `page(below)` reading the NEWEST_FIRST_BATCH newest messages whose
-    order is below `below` (None: of all), e.g. through a CompiledQuery."""
+    """Messages newest first, `page(below)` reading the NEWEST_FIRST_BATCH newest whose order
+    is below `below` (None: of all), through a CompiledQuery: for a search that usually ends
+    near the end of the transcript, which then costs what the end does, not the whole."""
     below: int | None = None
     while True:
         found = page(below)
@@ -215,25 +204,47 @@ def assistant_newest_first(conversation_id: int) -> Iterator[Message]:
     )
 
 
-def last_turn(*, conversation_id: int) -> LastTurn | None:
-    """The last turn in the transcript shown (superseded messages left out), or None before
-    the first message. A user message that answered a question is part of its turn, not the
-    start of one.
+# The messages shown (superseded ones left out), newest first, a page at a time.
+_SHOWN_BELOW = CompiledQuery(
+    lambda conversation_id, below: Message.objects.filter(
+        conversation_id=conversation_id, superseded=False, order__lt=below
+    ).order_by("-order")[:NEWEST_FIRST_BATCH]
+)
 
-    Read from the end: the result naming a reply is stored after the reply, so every reply
-    is known as such by the time it is reached."""
-    after: list[Message] = []  # newest first
+
+def last_turn_newest_first(conversation_id: int) -> Iterator[tuple[Message, bool]]:
+    """The last turn's messages in the transcript shown, newest first, each with whether it is
+    the user message that started the turn (the last one given, if there is one). A user
+    message that answered a question is part of its turn, not the start of one.
+
+    Read from the end (pages_newest_first): the result naming a reply is stored after the
+    reply, so every reply is known as such by the time it is reached; and a turn's reads cost
+    what the turn is, not the transcript."""
     replies: set[int] = set()
-    shown = Message.objects.filter(conversation_id=conversation_id, superseded=False)
-    for message in newest_first(shown):
+    for message in pages_newest_first(
+        lambda below: _SHOWN_BELOW.all(
+            conversation_id=conversation_id, below=ORDER_MAX if below is None else below
+        )
+    ):
         if message.role == Role.USER and message.pk not in replies:
-            return LastTurn(prompt=message, after=after[::-1])
+            yield message, True
+            return
         if message.role == Role.TOOL:
             replies.update(
                 block.reply_message_id
                 for block in parse_blocks(message.blocks)
                 if isinstance(block, ToolResultBlock) and block.reply_message_id is not None
             )
+        yield message, False
+
+
+def last_turn(*, conversation_id: int) -> LastTurn | None:
+    """The last turn in the transcript shown (superseded messages left out), or None before
+    the first message (last_turn_newest_first)."""
+    after: list[Message] = []  # newest first
+    for message, starts in last_turn_newest_first(conversation_id):
+        if starts:
+            return LastTurn(prompt=message, after=after[::-1])
         after.append(message)
     return None
 

@@ -7,7 +7,7 @@ from django.db import DatabaseError, transaction
 from django.db.models.signals import post_delete, post_save, pre_delete, pre_save
 from django.db.transaction import TransactionManagementError
 
-from chat import selectors, transcript, turns
+from chat import runtime, selectors, transcript, turns
 from chat.compiled import CompiledDelete, CompiledQuery, insert, save_fields
 from chat.errors import ConversationNotFound
 from chat.models import Conversation, Message, Role
@@ -102,7 +102,8 @@ def test_the_compiled_transcript_reads_give_what_their_querysets_give(user, conv
     other = Conversation.objects.create(owner=user, title="other")
     add_message(other.pk, "elsewhere")
     reads = [
-        (turns._SHOWN, {"conversation_id": conversation.pk}),
+        (runtime._HISTORY, {"conversation_id": conversation.pk}),
+        (selectors._SHOWN_BELOW, {"conversation_id": conversation.pk, "below": 9}),
         (transcript._NEWEST, {"conversation_id": conversation.pk}),
         (transcript._NEWEST, {"conversation_id": other.pk}),
         (selectors._ASSISTANT_BELOW, {"conversation_id": conversation.pk, "below": 9}),

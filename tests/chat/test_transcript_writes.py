@@ -204,3 +204,72 @@ def test_a_failure_inside_one_write_leaves_the_row_as_it_was(conversation):
             raise ValueError
         transcript.append_message(locked, role=Role.USER, blocks=[TextBlock(text="two")])
         assert seq_of(conversation) == before + 1
+
+
+def earlier_turns(conversation_id: int, count: int) -> None:
+    """`count` finished turns, each a prompt, a call with its result, and a reply; every call
+    id `c<n>`."""
+    with transaction.atomic():
+        locked = transcript.lock(conversation_id)
+        for n in range(count):
+            for role, blocks in (
+                (Role.USER, [TextBlock(text=f"prompt {n}")]),
+                (Role.ASSISTANT, [ToolCallBlock(id=f"c{n}", name="calculate", arguments={})]),
+                (Role.TOOL, [ToolResultBlock(tool_call_id=f"c{n}", content="2")]),
+                (Role.ASSISTANT, [TextBlock(text=f"reply {n}")]),
+            ):
+                transcript.append_message(locked, role=role, blocks=blocks)
+
+
+def test_a_tool_step_in_a_long_transcript_reads_its_turn_not_the_transcript(
+    user, conversation, monkeypatch
+):
+    """The open calls are found reading back to the turn's prompt (an answer to a question
+    in between is part of the turn); the ids still unique across the whole transcript."""
+    from chat import services
+    from chat.selectors import NEWEST_FIRST_BATCH
+    from tests.factories import count_loaded_messages
+
+    earlier_turns(conversation.pk, 100)
+    monkeypatch.setattr(runner, "dispatch", lambda conversation_id: None)
+    services.post_user_message(user=user, conversation_id=conversation.pk, text="and now?")
+    lease = turns.claim(conversation.pk).lease
+    calls = [
+        ToolCallBlock(id="c7", name="calculate", arguments={"expression": "1"}),  # reused
+        ToolCallBlock(id="fresh", name="calculate", arguments={"expression": "2"}),
+    ]
+    loaded = count_loaded_messages(monkeypatch)
+    state = turns.complete_step(lease, text="", tool_calls=calls)
+    assert len(loaded) <= 2  # its draft, at most; the ids are read as JSON alone
+    first, second = state.tool_calls
+    assert first.id != "c7" and second.id == "fresh"  # c7 was taken 100 turns ago
+
+    loaded.clear()
+    assert turns.pending_tool_calls(lease) == [first, second]
+    turns.record_tool_result(lease, ToolResultBlock(tool_call_id=first.id, content="1"))
+    assert turns.pending_tool_calls(lease) == [second]
+    # A page from the end each time (its turn, and its call's card), not all 400 messages.
+    assert len(loaded) <= 4 * NEWEST_FIRST_BATCH + 1
+    turns.tools_done(lease)
+    stored = Message.objects.filter(conversation=conversation, role=Role.TOOL)
+    results = [b.tool_call_id for m in stored for b in m.parsed_blocks]
+    assert results[-2:] == [first.id, second.id]  # the second closed by tools_done
+
+
+def test_calls_left_after_a_question_are_found_past_the_answer(user, conversation, model):
+    """A question answered mid-turn: the user's reply is part of the turn, so a call made in
+    the same step after the question is still found open behind it."""
+    earlier_turns(conversation.pk, 60)
+    ask(user, conversation, model)
+    pending = pending_question(Conversation.objects.get(pk=conversation.pk))
+    with transaction.atomic():
+        locked = transcript.lock(conversation.pk)
+        assert [c.id for c in turns._open_tool_calls(locked)] == [pending.tool_call_id]
+    questions.answer_question(
+        user=user,
+        conversation_id=conversation.pk,
+        tool_call_id=pending.tool_call_id,
+        answers=[Answer(labels=["Margherita"])],
+    )
+    with transaction.atomic():
+        assert turns._open_tool_calls(transcript.lock(conversation.pk)) == []
