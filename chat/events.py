@@ -269,10 +269,15 @@ def conversation_fragment(conversation_id: int, template: str, context: dict) ->
     }
 
 
-def attention_changed(user_id: int, conversation_id: int) -> dict:
-    """Sent to the user's group: `conversation_id` began or stopped waiting for the user (a
-    pause began or was resolved), so the number of questions waiting for them changed."""
-    return {"type": "attention.changed", "user_id": user_id, "conversation_id": conversation_id}
+def attention_changed(user_id: int, conversation_id: int, *, waiting: bool = False) -> dict:
+    """Sent to the user's group: `conversation_id` began (`waiting`) or stopped waiting for the
+    user (a pause began or was resolved), so the number of questions waiting for them changed."""
+    return {
+        "type": "attention.changed",
+        "user_id": user_id,
+        "conversation_id": conversation_id,
+        "waiting": waiting,
+    }
 
 
 def auth_changed(user_id: int, *, session: str = "") -> dict:

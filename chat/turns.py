@@ -496,8 +496,10 @@ def _free_lease(conversation: Conversation) -> None:
 
 def _attention_changed(conversation: Conversation) -> None:
     """A pause began or ended: the owner's pages recount what waits for them."""
+    waiting = conversation.agent_state == AgentState.AWAITING_USER
     events.send_attention_event_on_commit(
-        conversation.owner_id, events.attention_changed(conversation.owner_id, conversation.pk)
+        conversation.owner_id,
+        events.attention_changed(conversation.owner_id, conversation.pk, waiting=waiting),
     )
 
 

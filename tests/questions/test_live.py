@@ -16,6 +16,7 @@ from chat.models import AgentState
 from chat.providers.base import ToolCallRequest
 from chat.routing import websocket_urlpatterns as conversation_websockets
 from config.asgi import application
+from questions import consumers as live
 from questions import services as questions
 from questions.errors import QuestionAlreadyResolved
 from questions.routing import websocket_urlpatterns
@@ -78,21 +79,21 @@ def test_asking_and_answering_tell_the_users_live_channels(
     sent = []
     monkeypatch.setattr(events, "_send_to_group", lambda group, event: sent.append((group, event)))
     ask(user, conversation, model)
-    change = (
-        f"attention.{user.pk}",
-        {"type": "attention.changed", "user_id": user.pk, "conversation_id": conversation.pk},
-    )
-    assert sent.count(change) == 1
+    group = f"attention.{user.pk}"
+    asked = (group, events.attention_changed(user.pk, conversation.pk, waiting=True))
+    ended = (group, events.attention_changed(user.pk, conversation.pk))
+    assert asked[1]["waiting"] and not ended[1]["waiting"]
+    assert sent == [asked]
     questions.answer_question(
         user=user,
         conversation_id=conversation.pk,
         tool_call_id="q1",
         answers=[questions.Answer(labels=["Funghi"])],
     )
-    assert sent.count(change) == 2
+    assert sent == [asked, ended]
     ask(user, conversation, model, call_id="q2")
     questions.reject_question(user=user, conversation_id=conversation.pk, tool_call_id="q2")
-    assert sent.count(change) == 4
+    assert sent == [asked, ended, asked, ended]
 
 
 def test_deleting_a_waiting_conversation_tells_the_users_live_channels(
@@ -176,6 +177,37 @@ async def test_a_reminder_is_pushed_for_a_pending_question_only(user, conversati
         events.attention_group(user.pk), reminder
     )
     assert await communicator.receive_nothing(timeout=0.5)
+    await communicator.disconnect()
+
+
+async def test_a_new_question_is_pushed_at_once_and_ended_waits_together_later(
+    user, conversation, model, monkeypatch
+):
+    """Each push is the whole state: waits that end within ATTENTION_DELAY_SECONDS of each
+    other go out as one push, that long later (after the answer's own pushes to its
+    conversation); a new question does not wait; a later change gets its own push."""
+    monkeypatch.setattr(live, "ATTENTION_DELAY_SECONDS", 2.0)
+    communicator, _ = await connect_as(user)
+    await communicator.receive_from()
+    await db(ask)(user, conversation, model)
+    assert count(await communicator.receive_from(timeout=1)) == 1  # not 2 s later
+    layer = get_channel_layer(events.EVENTS_LAYER)
+    for _ in range(3):
+        await layer.group_send(
+            events.attention_group(user.pk), events.attention_changed(user.pk, conversation.pk)
+        )
+    assert await communicator.receive_nothing(timeout=1)
+    assert count(await communicator.receive_from(timeout=3)) == 1
+    assert await communicator.receive_nothing(timeout=0.5)
+
+    monkeypatch.setattr(live, "ATTENTION_DELAY_SECONDS", 0.1)
+    await db(questions.answer_question)(
+        user=user,
+        conversation_id=conversation.pk,
+        tool_call_id="q1",
+        answers=[questions.Answer(labels=["Funghi"])],
+    )
+    assert count(await communicator.receive_from()) == 0
     await communicator.disconnect()
 
 
