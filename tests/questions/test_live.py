@@ -52,6 +52,16 @@ async def connect_as(user, path="/ws/me/"):
     return communicator, connected
 
 
+async def answer_funghi(user, conversation) -> None:
+    """The user answers the question `ask` asked (q1) with Funghi."""
+    await db(questions.answer_question)(
+        user=user,
+        conversation_id=conversation.pk,
+        tool_call_id="q1",
+        answers=[questions.Answer(labels=["Funghi"])],
+    )
+
+
 # --- Selectors ------------------------------------------------------------------------------
 
 
@@ -124,12 +134,7 @@ async def test_the_channel_pushes_the_count_when_questions_come_and_go(user, con
     assert f'data-url="/c/{conversation.pk}/#question-q1"' in html
     assert "First chat: Pizza" in html
 
-    await db(questions.answer_question)(
-        user=user,
-        conversation_id=conversation.pk,
-        tool_call_id="q1",
-        answers=[questions.Answer(labels=["Funghi"])],
-    )
+    await answer_funghi(user, conversation)
     assert count(await communicator.receive_from()) == 0
     await communicator.disconnect()
 
@@ -166,12 +171,7 @@ async def test_a_reminder_is_pushed_for_a_pending_question_only(user, conversati
     assert 'data-title="A question expires soon"' in html
     assert "First chat: Pizza" in html
     # Answered since: nothing to remind of.
-    await db(questions.answer_question)(
-        user=user,
-        conversation_id=conversation.pk,
-        tool_call_id="q1",
-        answers=[questions.Answer(labels=["Funghi"])],
-    )
+    await answer_funghi(user, conversation)
     await communicator.receive_from()
     await get_channel_layer(events.EVENTS_LAYER).group_send(
         events.attention_group(user.pk), reminder
@@ -201,12 +201,7 @@ async def test_a_new_question_is_pushed_at_once_and_ended_waits_together_later(
     assert await communicator.receive_nothing(timeout=0.5)
 
     monkeypatch.setattr(live, "ATTENTION_DELAY_SECONDS", 0.1)
-    await db(questions.answer_question)(
-        user=user,
-        conversation_id=conversation.pk,
-        tool_call_id="q1",
-        answers=[questions.Answer(labels=["Funghi"])],
-    )
+    await answer_funghi(user, conversation)
     assert count(await communicator.receive_from()) == 0
     await communicator.disconnect()
 
