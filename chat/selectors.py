@@ -166,7 +166,7 @@ class LastTurn:
         return "\n\n".join(b.text for b in self.prompt.parsed_blocks if isinstance(b, TextBlock))
 
 
-# Transcripts are read backwards (newest_first) this many messages at a time.
+# Transcripts are read backwards (pages_newest_first) this many messages at a time.
 NEWEST_FIRST_BATCH = 50
 
 

@@ -221,6 +221,7 @@ def test_the_waiting_marker_appears_live_when_a_question_is_asked_in_another_tab
     expect(other.get_by_role("status").filter(has_text="replying")).to_have_count(0)
     new_conversation(page)
     send(page, "Hello there")
+    expect(page.get_by_role("button", name="Regenerate reply")).to_be_visible()  # replied
     watching = page.url
     sidebar = page.get_by_role("complementary", name="Your conversations")
     row = sidebar.get_by_role("listitem").filter(has_text="Plan the team lunch")
