@@ -585,7 +585,7 @@ def _with_unique_ids(conversation: Conversation, calls: list[ToolCallBlock]) -> 
         return calls
     # Every call of the transcript, superseded ones too, read from the stored JSON alone:
     # reading whole messages and parsing every block was ~12 ms a step in a transcript of
-    # 1,000 messages, this ~5 (2-core machine).
+    # 1,000 messages, this ~2.6 (2-core machine).
     stored = Message.objects.filter(conversation=conversation, role=Role.ASSISTANT)
     used = {
         block.get("id")
@@ -611,7 +611,6 @@ def _message_with_call(conversation: Conversation, call_id: str) -> Message:
     raise LeaseLost  # the call is gone: the transcript changed under this runner
 
 
-# The transcript as stored (no drafts, nothing superseded), read by every answer and tool step.
 def _open_tool_calls(conversation: Conversation) -> list[ToolCallBlock]:
     """Tool calls of the transcript that have no result yet, in order: read back to the start
     of the last turn (selectors.last_turn_newest_first), as every way a turn ends gives each
