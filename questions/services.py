@@ -58,6 +58,9 @@ OPTIONS_ONLY = _("This question takes one of its options, not a typed answer.")
 TOO_LONG = _("That answer is too long.")
 EMPTY = _("Choose an option or type an answer first.")
 TOO_MANY_ANSWERS = _("There are more answers than questions.")
+NO_SUCH_QUESTION = _("No such question: %(text)s")
+MISSING_ANSWER = _("Missing an answer to: %(text)s")
+
 # Deleted with each answer (_store): what was typed but not sent is gone with the question
 # (no signal receiver watches it: tests/chat/test_compiled.py).
 _DELETE_DRAFT = CompiledDelete(
@@ -65,8 +68,6 @@ _DELETE_DRAFT = CompiledDelete(
         conversation_id=conversation_id, tool_call_id=tool_call_id
     )
 )
-NO_SUCH_QUESTION = _("No such question: %(text)s")
-MISSING_ANSWER = _("Missing an answer to: %(text)s")
 
 
 @transaction.atomic
