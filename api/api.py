@@ -20,17 +20,13 @@ from api.waiting import wait_until_settled
 from chat import services
 from chat.errors import ConversationNotFound, ParleyError, RateLimited
 from chat.limits import StreamSlot
-from chat.selectors import conversation_for_user, conversations_for_user
-from chat.sessions import session_still_valid
-from chat.subagents import subagents_of
+from chat.live.sessions import session_still_valid
+from chat.selectors import conversation_for_user, conversations_for_user, subagents_of
 from questions import services as questions
 from questions.blocks import API, TERMINAL, Via
+from questions.models import QuestionStatus
 from questions.schemas import Question
-from questions.selectors import (
-    expired_questions_for_user,
-    pending_question,
-    pending_questions_for_user,
-)
+from questions.selectors import pending_question, questions_for_user
 
 MAX_WAIT = 120.0
 # A change cursor as a client sends it back: ASCII digits only (str.isdigit also accepts "²"),
@@ -153,7 +149,9 @@ class PendingQuestionOut(Schema):
     questions: list[Question]
     question: str | None = Field(None, description="The only question's text (one question).")
     options: list[str] | None = Field(None, description="Its option labels (one question).")
-    questionResolution: str = Field(description="asked, replied, rejected or expired")
+    questionResolution: str = Field(
+        description="asked, replied, rejected, expired or cancelled"
+    )
     expiresAt: str | None = Field(
         None, description="When the server resolves it as expired (ISO time); null: never."
     )
@@ -227,7 +225,7 @@ def get_conversation(request, conversation_id: int):
     conversation = conversation_for_user(user=request.user, conversation_id=conversation_id)
     return {
         **results.conversation_data(conversation),
-        "pendingQuestion": results.pending_question_data(pending_question(conversation)),
+        "pendingQuestion": results.question_data(pending_question(conversation)),
         "messages": [results.message_data(m) for m in conversation.messages.order_by("order")],
         "children": [results.subagent_data(s) for s in subagents_of(conversation)],
     }
@@ -311,17 +309,17 @@ async def events(
     return response
 
 
+# At most this many questions in a listing: the most recent.
+QUESTIONS_LISTED = 100
+
+
 @api.get("/questions", response={200: list[PendingQuestionOut], **ERRORS}, by_alias=True)
-def list_questions(request, status: str = "pending"):
-    """The user's questions in every conversation: `pending` ones (waiting for an answer), or
-    `expired` ones (the server resolved them when their deadline passed)."""
-    if status == "pending":
-        found = pending_questions_for_user(user=request.user)
-    elif status == "expired":
-        found = expired_questions_for_user(user=request.user)
-    else:
-        raise HttpError(422, _("status must be pending or expired."))
-    return [results.pending_question_data(q) for q in found]
+def list_questions(request, status: QuestionStatus = QuestionStatus.PENDING):
+    """The user's questions in every conversation with one status: `pending` (waiting for an
+    answer, the most recently asked first), or `answered`, `auto_resolved`, `rejected`,
+    `expired`, `cancelled` (the most recently resolved first); at most 100."""
+    found = questions_for_user(user=request.user, status=status)[:QUESTIONS_LISTED]
+    return [results.question_data(q) for q in found]
 
 
 # --- Helpers -----------------------------------------------------------------------------------

@@ -9,28 +9,17 @@ import asyncio
 import json
 import time
 from collections.abc import Callable
-from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 
 from channels.db import database_sync_to_async
 from django.http import StreamingHttpResponse
 
 from api import results
-from chat import sessions
 from chat.errors import ConversationNotFound
-from chat.events import subscribe
 from chat.limits import StreamSlot
+from chat.live import sessions
+from chat.events import conversation_group, subscribe, user_group
 from chat.selectors import conversation_for_user, transcript_changes
-
-# The streams' visits to the database, a few at a time, each thread with its own connection:
-# an open stream holds no thread (config.handlers.SyncStackASGIHandler.send_response), and the
-# streams that one change wakes do not each start a thread (and a connection) of their own.
-VISIT_THREADS = ThreadPoolExecutor(max_workers=4, thread_name_prefix="parley-stream")
-
-
-def visit(step: Callable) -> Callable:
-    return database_sync_to_async(step, thread_sensitive=False, executor=VISIT_THREADS)
-
 
 KEEPALIVE_SECONDS = 15.0
 MIN_BATCH_SECONDS = 0.25
@@ -123,7 +112,8 @@ async def event_stream(
             return None, cursor
         return _batch(user, conversation_id, cursor, state)
 
-    async with subscribe(conversation_id, user_id=credential.user_id) as changes:
+    groups = (conversation_group(conversation_id), user_group(credential.user_id))
+    async with subscribe(*groups) as changes:
         yield "retry: 2000\n\n"
         quiet_since = last_batch = time.monotonic()
         while True:
@@ -136,7 +126,7 @@ async def event_stream(
                 await asyncio.sleep(max(0.0, last_batch + MIN_BATCH_SECONDS - time.monotonic()))
                 last_batch = time.monotonic()
                 try:
-                    events, cursor = await visit(step)(cursor)
+                    events, cursor = await database_sync_to_async(step)(cursor)
                 except ConversationNotFound:
                     yield sse("gone", {"conversationId": conversation_id})
                     return

@@ -2,8 +2,9 @@
 
 from chat.blocks import TextBlock, parse_blocks
 from chat.models import RUNNING_STATES, AgentState, Conversation, Message, Role
-from chat.subagents import Subagent
-from questions.selectors import PendingQuestion, pending_question
+from chat.selectors import Subagent
+from questions.models import Question
+from questions.selectors import pending_question
 
 STATUS = {
     AgentState.AWAITING_USER: "needs_input",
@@ -53,12 +54,13 @@ def subagent_data(subagent: Subagent) -> dict:
 AUDIT_FIELDS = {"question_resolution", "expires_at", "answered_by", "answered_at", "answered_via"}
 
 
-def pending_question_data(pending: PendingQuestion | None) -> dict | None:
-    if pending is None:
+def question_data(question: Question | None) -> dict | None:
+    """A question as the API returns it (pending, or with its resolution and audit)."""
+    if question is None:
         return None
-    payload = pending.payload
+    payload = question.payload
     data = {
-        "conversationId": pending.conversation_id,
+        "conversationId": question.conversation_id,
         "toolCallId": payload.tool_call_id,
         "tool": payload.tool_name,
         "questions": [question.model_dump(mode="json") for question in payload.questions],
@@ -91,6 +93,6 @@ def agent_result(
         "status": status,
         "conversationId": conversation.pk,
         "response": message_data(replies[-1])["text"] if replies else "",
-        "pendingQuestion": pending_question_data(pending_question(conversation)),
+        "pendingQuestion": question_data(pending_question(conversation)),
         "messages": [message_data(m) for m in messages],
     }

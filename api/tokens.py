@@ -58,8 +58,8 @@ def token_still_valid(token_id: int) -> bool:
 
 @transaction.atomic
 def revoke_token(*, user, token_id: int) -> bool:
-    """Delete the token; after commit, its open event streams end (chat.sessions)."""
+    """Delete the token; after commit, its open event streams end (chat.live.sessions)."""
     deleted, _ = ApiToken.objects.filter(user=user, pk=token_id).delete()
     if deleted:
-        events.send_user_event_on_commit(user.pk, events.auth_changed(user.pk))
+        events.send_on_commit(events.user_group(user.pk), events.auth_changed(user.pk))
     return bool(deleted)

@@ -4,7 +4,7 @@ import time
 
 from channels.db import database_sync_to_async
 
-from chat.events import subscribe
+from chat.events import conversation_group, subscribe
 from chat.models import RUNNING_STATES, Conversation
 
 
@@ -22,7 +22,7 @@ async def wait_until_settled(conversation_id: int, seconds: float) -> None:
     if seconds <= 0:
         return
     deadline = time.monotonic() + seconds
-    async with subscribe(conversation_id) as changes:
+    async with subscribe(conversation_group(conversation_id)) as changes:
         while True:
             state = await database_sync_to_async(_state)(conversation_id)
             remaining = deadline - time.monotonic()

@@ -11,7 +11,7 @@ from django.utils import timezone
 from django.utils.translation import gettext_lazy as _
 
 from chat.models import AgentState, Conversation, Message
-from chat.subagents import subagents_of
+from chat.selectors import subagents_of
 
 
 class WaitingForAnswerFilter(admin.SimpleListFilter):

@@ -8,6 +8,9 @@ class ChatConfig(AppConfig):
 
     def ready(self) -> None:
         from chat import checks  # noqa: F401 - registers the system checks
-        from chat.sessions import connect_signals
+        from chat.engine import builtin, subagents, tools
+        from chat.live.sessions import connect_signals
 
+        for tool in [*builtin.TOOLS, subagents.SpawnAgents()]:
+            tools.register(tool)
         connect_signals()

@@ -1,7 +1,7 @@
 from django.conf import settings
 from django.core.checks import Error, register
 
-from chat.providers import AVAILABLE
+from chat.engine.providers import AVAILABLE
 
 
 @register()

@@ -1,9 +1,5 @@
-"""Conversations and their messages.
-
-The hot paths write both through chat.compiled (save_fields, insert), which sends none of
-Model.save's signals: no pre_save or post_save receiver may be connected to them
-(tests/chat/test_compiled.py checks that none is).
-"""
+"""Conversations and their messages. Every write to them goes through chat.transcript (the
+messages and the change cursor) and chat.engine.turns (the agent's state and lease)."""
 
 from django.conf import settings
 from django.db import models

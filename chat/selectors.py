@@ -1,21 +1,24 @@
-"""Reads. Every read of a conversation goes through `conversation_for_user`."""
+"""Reads. Every read of a conversation for a person goes through `conversation_for_user`."""
 
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from dataclasses import dataclass
 from functools import cached_property
 
 from django.contrib.postgres.search import SearchQuery, SearchVector
 from django.db import connection
 from django.db.models import Exists, OuterRef, Q, QuerySet
+from django.utils.translation import gettext_lazy as _
+from django.utils.translation import gettext_noop
 
-from chat.blocks import TextBlock, ToolResultBlock, parse_blocks
-from chat.compiled import CompiledQuery
+from chat.blocks import ErrorBlock, TextBlock, ToolResultBlock, parse_blocks
 from chat.errors import ConversationNotFound
 from chat.models import AgentState, Conversation, Message, Role
 
 # PostgreSQL's "simple" text-search configuration: words as written, in any language (no
 # stemming for one language that would miss the words of another).
 SEARCH_CONFIG = "simple"
+# The largest id or change cursor a column of ours holds (a signed 64-bit integer).
+MAX_ID = 2**63 - 1
 
 
 def conversations_for_user(*, user) -> QuerySet[Conversation]:
@@ -29,7 +32,8 @@ def conversations_for_user(*, user) -> QuerySet[Conversation]:
 def search_conversations_for_user(*, user, query: str) -> QuerySet[Conversation]:
     """The user's conversations whose title or message text matches `query`, most recently
     active first: PostgreSQL's full-text search (web-search syntax: words, "a phrase", -not,
-    or) on PostgreSQL, a case-insensitive substring match elsewhere."""
+    or) on PostgreSQL, a case-insensitive substring match elsewhere. Titles are short: a part
+    of a word finds them too."""
     conversations = conversations_for_user(user=user)
     query = " ".join(query.split())
     if not query:
@@ -40,12 +44,9 @@ def search_conversations_for_user(*, user, query: str) -> QuerySet[Conversation]
         in_messages = messages.annotate(
             document=SearchVector("search_text", config=SEARCH_CONFIG)
         ).filter(document=words)
-        # Titles are short: a part of a word finds them too.
-        in_title = Q(title__icontains=query)
     else:
         in_messages = messages.filter(search_text__icontains=query)
-        in_title = Q(title__icontains=query)
-    return conversations.filter(in_title | Exists(in_messages))
+    return conversations.filter(Q(title__icontains=query) | Exists(in_messages))
 
 
 def waiting_conversation_ids(*, user) -> set[int]:
@@ -57,42 +58,15 @@ def waiting_conversation_ids(*, user) -> set[int]:
     )
 
 
-# The largest id or change cursor a column of ours holds (a signed 64-bit integer).
-MAX_ID = 2**63 - 1
-
-
-def _conversation_query(*, lock: bool, flag_children: bool) -> CompiledQuery:
-    def build(owner_id, pk):
-        queryset = Conversation.objects.filter(owner_id=owner_id, parent__isnull=True, pk=pk)
-        if flag_children:
-            queryset = queryset.annotate(
-                has_children=Exists(Conversation.objects.filter(parent=OuterRef("pk")))
-            )
-        if lock:
-            queryset = queryset.select_for_update(of=("self",))
-        return queryset.order_by()
-
-    return CompiledQuery(build)
-
-
-# Every websocket push, page request and answer starts with one of these (chat.compiled).
-_CONVERSATION_QUERIES = {
-    (lock, flag_children): _conversation_query(lock=lock, flag_children=flag_children)
-    for lock in (False, True)
-    for flag_children in (False, True)
-}
-
-
 def conversation_for_user(
-    *, user, conversation_id: int, lock: bool = False, flag_children: bool = False
+    *, user, conversation_id, lock: bool = False, flag_children: bool = False
 ) -> Conversation:
     """The conversation if `user` may act on it; otherwise ConversationNotFound (never 403).
     A sub-agent's conversation is never found here: it is read only through its parent
     (`subagents_of`), and nobody posts to it, stops it or deletes it on its own.
 
-    With lock=True the row is locked (SELECT ... FOR UPDATE); the caller must be in a
-    transaction. With flag_children=True, `has_children` says whether it has sub-agents, in
-    the same query.
+    With lock=True the row is locked (SELECT ... FOR UPDATE) for the caller's transaction.
+    With flag_children=True, `has_children` says whether it has sub-agents, in the same query.
     """
     if user is None or not user.is_authenticated:
         raise ConversationNotFound
@@ -102,24 +76,29 @@ def conversation_for_user(
         raise ConversationNotFound from None
     if not 0 < conversation_id <= MAX_ID:  # no such id (the database refuses larger ones)
         raise ConversationNotFound
-    query = _CONVERSATION_QUERIES[lock, flag_children]
-    conversation = query.first(owner_id=user.pk, pk=conversation_id)
+    conversations = Conversation.objects.filter(owner=user, parent__isnull=True)
+    if flag_children:
+        conversations = conversations.annotate(
+            has_children=Exists(Conversation.objects.filter(parent=OuterRef("pk")))
+        )
+    if lock:
+        conversations = conversations.select_for_update(of=("self",))
+    conversation = conversations.filter(pk=conversation_id).first()
     if conversation is None:
         raise ConversationNotFound
     return conversation
 
 
-_MESSAGES_CHANGED_SINCE = CompiledQuery(
-    lambda conversation_id, after: Message.objects.filter(
-        conversation_id=conversation_id, seq__gt=after
-    ).order_by("order")
-)
+# --- What changed after a cursor --------------------------------------------------------------
 
 
 def messages_changed_since(*, conversation_id: int, after: int) -> list[Message]:
     """Messages created or changed after the change cursor `after`, in transcript order."""
-    # A cursor past any the database can hold (a client's) has nothing after it.
-    return _MESSAGES_CHANGED_SINCE.all(conversation_id=conversation_id, after=min(after, MAX_ID))
+    return list(
+        Message.objects.filter(
+            conversation_id=conversation_id, seq__gt=min(after, MAX_ID)
+        ).order_by("order")
+    )
 
 
 @dataclass(frozen=True)
@@ -134,13 +113,14 @@ class TranscriptChanges:
 def transcript_changes(
     *, user, conversation_id: int, after: int, first: Conversation | None = None
 ) -> TranscriptChanges:
-    """Messages changed after `after`, with a cursor such that every change <= cursor is in them.
+    """Messages changed after `after`, with a cursor such that every change <= cursor is in
+    them.
 
     Change numbers are handed out under the conversation's row lock, so they commit in order:
-    everything up to the conversation's seq read first is committed before the messages are
-    read. The conversation is read again at the end so the state shown is never older than the
-    messages. `first`: the conversation as the caller just read it through
-    conversation_for_user, to stand for that first read.
+    everything up to the seq of the conversation read first is committed before the messages
+    are read. The conversation is read again at the end, unless nothing newer came, so the
+    state shown is never older than the messages. `first`: the conversation as the caller just
+    read it through conversation_for_user.
     """
     if first is None:
         first = conversation_for_user(user=user, conversation_id=conversation_id)
@@ -148,10 +128,54 @@ def transcript_changes(
     ToolResults.share(messages)
     cursor = max([after, first.seq, *(m.seq for m in messages)])
     if cursor == first.seq:
-        # Nothing committed after the first read is among the messages: it is as new as they.
         return TranscriptChanges(conversation=first, messages=messages, cursor=cursor)
     latest = conversation_for_user(user=user, conversation_id=conversation_id)
     return TranscriptChanges(conversation=latest, messages=messages, cursor=cursor)
+
+
+# --- Reading a transcript from its end --------------------------------------------------------
+
+# Transcripts are read backwards this many messages at a time.
+NEWEST_FIRST_BATCH = 50
+
+
+def _newest_first(messages: QuerySet[Message]) -> Iterator[Message]:
+    """`messages` newest first, a page at a time: a search that usually ends near the end of
+    the transcript costs what the end does, not the whole."""
+    below: int | None = None
+    while True:
+        page = messages if below is None else messages.filter(order__lt=below)
+        found = list(page.order_by("-order")[:NEWEST_FIRST_BATCH])
+        yield from found
+        if len(found) < NEWEST_FIRST_BATCH:
+            return
+        below = found[-1].order
+
+
+def assistant_newest_first(conversation_id: int) -> Iterator[Message]:
+    """The agent's messages, superseded ones too, newest first: what looks for a tool call's
+    message usually finds it in the first page."""
+    return _newest_first(Message.objects.filter(conversation_id=conversation_id, role=Role.ASSISTANT))
+
+
+def last_turn_newest_first(conversation_id: int) -> Iterator[tuple[Message, bool]]:
+    """The last turn's messages in the transcript shown, newest first, each with whether it is
+    the user message that started the turn (the last one given, if there is one). A user
+    message that answered a question is part of its turn, not the start of one: the result
+    naming a reply is stored after the reply, so every reply is known as such when reached."""
+    replies: set[int] = set()
+    shown = Message.objects.filter(conversation_id=conversation_id, superseded=False)
+    for message in _newest_first(shown):
+        if message.role == Role.USER and message.pk not in replies:
+            yield message, True
+            return
+        if message.role == Role.TOOL:
+            replies.update(
+                block.reply_message_id
+                for block in parse_blocks(message.blocks)
+                if isinstance(block, ToolResultBlock) and block.reply_message_id is not None
+            )
+        yield message, False
 
 
 @dataclass(frozen=True)
@@ -166,81 +190,8 @@ class LastTurn:
         return "\n\n".join(b.text for b in self.prompt.parsed_blocks if isinstance(b, TextBlock))
 
 
-# Transcripts are read backwards (pages_newest_first) this many messages at a time.
-NEWEST_FIRST_BATCH = 50
-
-
-def pages_newest_first(page: Callable[[int | None], list[Message]]) -> Iterator[Message]:
-    """Messages newest first, `page(below)` reading the NEWEST_FIRST_BATCH newest whose order
-    is below `below` (None: of all), through a CompiledQuery: for a search that usually ends
-    near the end of the transcript, which then costs what the end does, not the whole."""
-    below: int | None = None
-    while True:
-        found = page(below)
-        yield from found
-        if len(found) < NEWEST_FIRST_BATCH:
-            return
-        below = found[-1].order
-
-
-# The highest `order` a message can have (a PositiveIntegerField's range).
-ORDER_MAX = 2_147_483_647
-
-# The agent's messages (superseded ones too), newest first, a page at a time.
-_ASSISTANT_BELOW = CompiledQuery(
-    lambda conversation_id, below: Message.objects.filter(
-        conversation_id=conversation_id, role=Role.ASSISTANT, order__lt=below
-    ).order_by("-order")[:NEWEST_FIRST_BATCH]
-)
-
-
-def assistant_newest_first(conversation_id: int) -> Iterator[Message]:
-    """The agent's messages, superseded ones too, newest first (pages_newest_first): what
-    looks for a question or a tool call's message usually finds it in the first page."""
-    return pages_newest_first(
-        lambda below: _ASSISTANT_BELOW.all(
-            conversation_id=conversation_id, below=ORDER_MAX if below is None else below
-        )
-    )
-
-
-# The messages shown (superseded ones left out), newest first, a page at a time.
-_SHOWN_BELOW = CompiledQuery(
-    lambda conversation_id, below: Message.objects.filter(
-        conversation_id=conversation_id, superseded=False, order__lt=below
-    ).order_by("-order")[:NEWEST_FIRST_BATCH]
-)
-
-
-def last_turn_newest_first(conversation_id: int) -> Iterator[tuple[Message, bool]]:
-    """The last turn's messages in the transcript shown, newest first, each with whether it is
-    the user message that started the turn (the last one given, if there is one). A user
-    message that answered a question is part of its turn, not the start of one.
-
-    Read from the end (pages_newest_first): the result naming a reply is stored after the
-    reply, so every reply is known as such by the time it is reached; and a turn's reads cost
-    what the turn is, not the transcript."""
-    replies: set[int] = set()
-    for message in pages_newest_first(
-        lambda below: _SHOWN_BELOW.all(
-            conversation_id=conversation_id, below=ORDER_MAX if below is None else below
-        )
-    ):
-        if message.role == Role.USER and message.pk not in replies:
-            yield message, True
-            return
-        if message.role == Role.TOOL:
-            replies.update(
-                block.reply_message_id
-                for block in parse_blocks(message.blocks)
-                if isinstance(block, ToolResultBlock) and block.reply_message_id is not None
-            )
-        yield message, False
-
-
 def last_turn(*, conversation_id: int) -> LastTurn | None:
-    """The last turn in the transcript shown (superseded messages left out), or None before
-    the first message (last_turn_newest_first)."""
+    """The last turn in the transcript shown, or None before the first message."""
     after: list[Message] = []  # newest first
     for message, starts in last_turn_newest_first(conversation_id):
         if starts:
@@ -249,10 +200,13 @@ def last_turn(*, conversation_id: int) -> LastTurn | None:
     return None
 
 
+# --- Tool results, shown on their call's card ---------------------------------------------------
+
+
 def tool_result(*, message: Message, call_id: str) -> ToolResultBlock | None:
     """The result of the tool call `call_id` made in `message`, once there is one: the first
-    with that id in a later tool message shown. Messages read by transcript_changes share
-    one reading of the results for all their cards (ToolResults)."""
+    with that id in a later tool message shown. Messages read together share one reading of
+    the results for all their cards (ToolResults.share)."""
     results = getattr(message, ToolResults.ATTRIBUTE, None)
     if results is None:
         results = ToolResults(message.conversation_id, after=message.order)
@@ -260,9 +214,8 @@ def tool_result(*, message: Message, call_id: str) -> ToolResultBlock | None:
 
 
 class ToolResults:
-    """The tool results of a conversation shown after one place in its transcript, read
-    when the first card asks, in one query: a page of many tool calls costs one reading of
-    their results instead of one per card."""
+    """The tool results of a conversation after one place in its transcript, read in one
+    query when the first card asks."""
 
     ATTRIBUTE = "parley_tool_results"
 
@@ -299,3 +252,96 @@ class ToolResults:
                 if isinstance(block, ToolResultBlock):
                     by_call.setdefault(block.tool_call_id, []).append((result_message.order, block))
         return by_call
+
+
+# --- Sub-agents, as their parent shows them -----------------------------------------------------
+
+# The error a sub-agent's transcript ends with when it was stopped with its parent (stored as
+# this English msgid, translated when shown).
+SUBAGENT_STOPPED = gettext_noop("Stopped together with the agent that started it.")
+
+SUBAGENT_STATUS_LABELS = {
+    "running": _("Working…"),
+    "done": _("Done"),
+    "failed": _("Failed"),
+    "stopped": _("Stopped"),
+}
+
+
+@dataclass(frozen=True)
+class Subagent:
+    """A child conversation as its parent shows it."""
+
+    conversation: Conversation
+    status: str  # running, done, failed or stopped
+    messages: list[Message]
+
+    @property
+    def pk(self) -> int:
+        return self.conversation.pk
+
+    @property
+    def number(self) -> int:
+        return self.conversation.subagent_index + 1
+
+    @property
+    def status_label(self) -> str:
+        return str(SUBAGENT_STATUS_LABELS[self.status])
+
+    @property
+    def answer(self) -> str:
+        """The last thing the sub-agent said (its final answer, once done)."""
+        for message in reversed(self.messages):
+            if message.role == Role.ASSISTANT and not message.is_draft:
+                text = "\n".join(
+                    b.text for b in parse_blocks(message.blocks) if isinstance(b, TextBlock)
+                ).strip()
+                if text:
+                    return text
+        return ""
+
+    @property
+    def error(self) -> str:
+        for message in reversed(self.messages):
+            for block in parse_blocks(message.blocks):
+                if isinstance(block, ErrorBlock):
+                    return block.message
+        return ""
+
+
+def _subagent_status(child: Conversation, messages: list[Message]) -> str:
+    if child.is_running:
+        return "running"
+    if child.agent_state == AgentState.IDLE:
+        return "done"
+    last = messages[-1] if messages else None
+    if last is not None and any(
+        isinstance(b, ErrorBlock) and b.message == SUBAGENT_STOPPED
+        for b in parse_blocks(last.blocks)
+    ):
+        return "stopped"
+    return "failed"
+
+
+def subagent_view(child: Conversation) -> Subagent:
+    messages = list(child.messages.order_by("order"))
+    return Subagent(child, _subagent_status(child, messages), messages)
+
+
+def subagents_of(parent: Conversation, call_id: str | None = None) -> list[Subagent]:
+    """The children of `parent` (those of one call, with `call_id`), in spawn order. The
+    caller has checked the user may read `parent`."""
+    children = parent.children.order_by("pk")
+    if call_id is not None:
+        children = children.filter(parent_tool_call_id=call_id).order_by("subagent_index")
+    return [subagent_view(child) for child in children]
+
+
+def changed_subagents(parent: Conversation, known: dict[int, int]) -> list[Subagent]:
+    """Children changed since the change cursors in `known` (child id -> seq; an unknown
+    child counts as changed)."""
+    return [
+        subagent_view(child)
+        for child in parent.children.order_by("pk")
+        if child.seq > known.get(child.pk, -1)
+    ]

@@ -1,14 +1,18 @@
 """Writes people make: conversations and messages. Views, consumers and the API call these.
 
-Agent state changes go through chat.turns, the turn state machine; transcript writes advance
-the conversation's change cursor under its row lock and push `chat.changed` after commit.
+Each service fetches the conversation through `conversation_for_user(lock=True)` first (it
+checks the user may act on it and locks the row), changes the transcript through one
+`Transcript`, moves the turn through the state machine (chat.engine.turns), and hands what
+the change asks for (a runner for the turn) to dispatch, which acts after commit: after the
+change's own event, so open pages hear of the change before of what follows it.
 """
 
 from django.conf import settings
 from django.db import transaction
 
-from chat import events, limits, pausing, transcript, turns
+from chat import limits
 from chat.blocks import TextBlock
+from chat.engine import dispatch, tools, turns
 from chat.errors import (
     AgentBusy,
     EmptyMessage,
@@ -19,9 +23,11 @@ from chat.errors import (
     NotLastMessage,
     QuestionPending,
 )
+from chat import events
 from chat.models import AgentState, Conversation, Message, Role
 from chat.selectors import conversation_for_user, last_turn
 from chat.text import clean_message, clean_text
+from chat.transcript import Transcript
 
 TITLE_MAX_CHARS = Conversation._meta.get_field("title").max_length
 AUTO_TITLE_CHARS = 60
@@ -36,8 +42,9 @@ def create_conversation(*, owner, title: str = "") -> Conversation:
 @transaction.atomic
 def rename_conversation(*, user, conversation_id: int, title: str) -> Conversation:
     conversation = conversation_for_user(user=user, conversation_id=conversation_id, lock=True)
-    conversation.title = _clean_title(title)
-    transcript.save_conversation(conversation)
+    with Transcript(conversation) as transcript:
+        conversation.title = _clean_title(title)
+        transcript.touch()
     return conversation
 
 
@@ -48,18 +55,20 @@ def delete_conversation(*, user, conversation_id: int) -> None:
     waiting = conversation.agent_state == AgentState.AWAITING_USER
     conversation.delete()
     # Open tabs re-read, find nothing, and close their socket.
-    events.send_conversation_event_on_commit(
-        conversation_id, events.conversation_changed(conversation_id, seq)
+    events.send_on_commit(
+        events.conversation_group(conversation_id),
+        events.conversation_changed(conversation_id, seq),
     )
     if waiting:  # its question no longer waits: the user's pages recount
-        events.send_attention_event_on_commit(
-            user.pk, events.attention_changed(user.pk, conversation_id)
+        events.send_on_commit(
+            events.attention_group(user.pk), events.attention_changed(user.pk, conversation_id)
         )
 
 
 def post_user_message(*, user, conversation_id: int, text: str) -> Message:
     """Append the user's message and start the agent's turn; while the turn is paused (a
-    question is pending), the message resolves the pause instead (chat.pausing).
+    question is pending), the message resolves the pause instead (the pausing tool decides
+    how: chat.engine.tools.Tool.resolve_by_message).
 
     Raises EmptyMessage, MessageTooLong, AgentBusy (a turn is running), ConversationNotFound,
     TooManyMessages or TooManyRunningTurns (chat.limits).
@@ -85,19 +94,31 @@ def _append_user_message(*, user, conversation_id: int, text: str) -> Message:
     conversation = conversation_for_user(user=user, conversation_id=conversation_id, lock=True)
     if conversation.is_running:
         raise AgentBusy
-    if conversation.agent_state != AgentState.AWAITING_USER:
+    paused = conversation.agent_state == AgentState.AWAITING_USER
+    if not paused:
         limits.check_turn_slot(user=user, conversation=conversation)
     if not conversation.title:
         conversation.title = _auto_title(text)
-    with transcript.one_write(conversation):
-        message = transcript.append_message(
-            conversation, role=Role.USER, blocks=[TextBlock(text=text)]
-        )
-        if conversation.agent_state == AgentState.AWAITING_USER:
-            pausing.resolve_by_message(conversation, message)
+    # The pausing call is the turn's first open one (read before the message joins the turn).
+    open_calls = turns.open_tool_calls(conversation) if paused else []
+    with Transcript(conversation) as transcript:
+        message = transcript.append(role=Role.USER, blocks=[TextBlock(text=text)])
+        if paused:
+            next = _resolve_pause_by_message(transcript, open_calls, message, user)
         else:
-            turns.begin_turn(conversation)
+            next = turns.begin_turn(transcript)
+    dispatch.on_commit(next)
     return message
+
+
+def _resolve_pause_by_message(
+    transcript: Transcript, open_calls: list, message: Message, user
+) -> dispatch.Next:
+    """The pausing call's tool takes the message as the resolution (a question: as the
+    answer)."""
+    tool = tools.registered(open_calls[0].name) if open_calls else None
+    next = tool.resolve_by_message(transcript, open_calls[0], message, user) if tool else None
+    return next or dispatch.NOTHING
 
 
 @transaction.atomic
@@ -107,7 +128,9 @@ def retry_turn(*, user, conversation_id: int) -> None:
     if conversation.agent_state != AgentState.ERROR:
         raise NothingToRetry
     limits.check_turn_slot(user=user, conversation=conversation)
-    turns.begin_turn(conversation, retrying=True)
+    with Transcript(conversation) as transcript:
+        next = turns.begin_turn(transcript, retrying=True)
+    dispatch.on_commit(next)
 
 
 @transaction.atomic
@@ -123,8 +146,10 @@ def regenerate_reply(*, user, conversation_id: int) -> None:
     if turn is None or not turn.after:
         raise NothingToRegenerate
     limits.check_turn_slot(user=user, conversation=conversation)
-    transcript.supersede(conversation, turn.after)
-    turns.begin_turn(conversation)
+    with Transcript(conversation) as transcript:
+        transcript.supersede(turn.after)
+        next = turns.begin_turn(transcript)
+    dispatch.on_commit(next)
 
 
 def edit_last_message(*, user, conversation_id: int, message_id: int, text: str) -> Message:
@@ -147,9 +172,11 @@ def _replace_last_message(*, user, conversation_id: int, message_id: int, text: 
     if turn is None or turn.prompt.pk != message_id:
         raise NotLastMessage
     limits.check_turn_slot(user=user, conversation=conversation)
-    transcript.supersede(conversation, [turn.prompt, *turn.after])
-    message = transcript.append_message(conversation, role=Role.USER, blocks=[TextBlock(text=text)])
-    turns.begin_turn(conversation)
+    with Transcript(conversation) as transcript:
+        transcript.supersede([turn.prompt, *turn.after])
+        message = transcript.append(role=Role.USER, blocks=[TextBlock(text=text)])
+        next = turns.begin_turn(transcript)
+    dispatch.on_commit(next)
     return message
 
 
@@ -169,7 +196,9 @@ def stop_turn(*, user, conversation_id: int) -> None:
     conversation = conversation_for_user(user=user, conversation_id=conversation_id, lock=True)
     if not conversation.is_running:
         raise NothingToStop
-    turns.stop_turn(conversation)
+    with Transcript(conversation) as transcript:
+        next = turns.stop_turn(transcript)
+    dispatch.on_commit(next)
 
 
 def _clean_title(title: str) -> str:

@@ -1,19 +1,17 @@
-"""Low-level transcript writes shared by the services and the turn state machine.
+"""Writes to a conversation's transcript: the one place messages are added, changed or
+superseded, shared by the people's services and the turn state machine.
 
-Every function here expects the caller to hold the conversation's row lock (see `lock`), and
-each change advances the conversation's change cursor and pushes `chat.changed` after commit.
-
-The locked instance is read in the transaction that writes through it, so it also remembers
-what that transaction did: the change cursor before its first write (messages with a later
-`seq` were changed by it) and the `order` of the last message it appended.
+A `Transcript` edits one conversation inside the caller's transaction, with the conversation's
+row locked (`lock`, or `chat.selectors.conversation_for_user(lock=True)`). Each change takes
+the next value of the conversation's change cursor (`seq`), which the messages it writes
+carry; when the edit ends, the conversation's row is saved once (its cursor, its activity
+time and whatever else the caller changed on it, such as the agent's state) and one
+`chat.changed` event for the newest change leaves after commit. A tab that has seen every
+change up to N asks for what changed after N (chat.selectors.transcript_changes).
 """
-
-from collections.abc import Iterator
-from contextlib import contextmanager
 
 from django.utils import timezone
 
-from chat import events
 from chat.blocks import (
     Block,
     TextBlock,
@@ -23,117 +21,21 @@ from chat.blocks import (
     parse_blocks,
     searchable_text,
 )
-from chat.compiled import CompiledQuery, insert, save_fields
 from chat.errors import ConversationNotFound
+from chat import events
 from chat.models import Conversation, Message, Role
 from chat.selectors import assistant_newest_first
 
-# Every step of a turn starts with it (chat.compiled).
-_LOCK = CompiledQuery(
-    lambda pk: Conversation.objects.filter(pk=pk).select_for_update(of=("self",)).order_by()
-)
-
-
-# The newest message (its order), which the first message a transaction appends follows.
-_NEWEST = CompiledQuery(
-    lambda conversation_id: (
-        Message.objects.filter(conversation_id=conversation_id)
-        .order_by("-order")
-        .only("pk", "order")[:1]
-    )
-)
-
 
 def lock(conversation_id: int) -> Conversation:
-    """The conversation, locked for the rest of the transaction (no access check)."""
-    conversation = _LOCK.first(pk=conversation_id)
+    """The conversation, its row locked for the rest of the transaction (no access check:
+    the turn's runner and the background jobs, which act for the owner)."""
+    conversation = (
+        Conversation.objects.select_for_update(of=("self",)).filter(pk=conversation_id).first()
+    )
     if conversation is None:
         raise ConversationNotFound
     return conversation
-
-
-def save_conversation(conversation: Conversation, *, appended: dict | None = None) -> int:
-    """Save the conversation as a change: advance its change cursor, save it, and push the
-    change after commit. Returns the new cursor. `appended`: the change is only text added to
-    a streaming draft (events.conversation_changed)."""
-    conversation.__dict__.setdefault(_SEQ_BEFORE_WRITES, conversation.seq)
-    conversation.seq += 1
-    conversation.updated_at = timezone.now()
-    if _WRITE_LATER in conversation.__dict__:
-        conversation.__dict__[_WRITE_LATER] = True
-    else:
-        save_fields(conversation)
-    events.send_conversation_event_on_commit(
-        conversation.pk,
-        events.conversation_changed(conversation.pk, conversation.seq, appended=appended),
-    )
-    if conversation.parent_id is not None:
-        # A sub-agent is watched through its parent's page and streams: tell them too. The
-        # parent's row is not touched, so a child's writes never wait on its parent's lock.
-        events.send_conversation_event_on_commit(
-            conversation.parent_id,
-            events.subagent_changed(conversation.parent_id, conversation.pk, conversation.seq),
-        )
-    return conversation.seq
-
-
-_SEQ_BEFORE_WRITES = "parley_seq_before_writes"
-_LAST_ORDER = "parley_last_order"
-_WRITE_LATER = "parley_write_later"
-
-
-@contextmanager
-def one_write(conversation: Conversation) -> Iterator[None]:
-    """The changes made through `conversation` inside write its row once, as they end: an
-    answer's changes (the reply, the question's card, the tool result, the running state with
-    its draft) wrote it four times, each statement with every column. Each change keeps its
-    own cursor and event. Nothing inside may read the row again (the transcript's reads and
-    writes here do not); an exception leaves it unwritten, for the transaction to roll back."""
-    if _WRITE_LATER in conversation.__dict__:  # already inside one: that one writes it
-        yield
-        return
-    conversation.__dict__[_WRITE_LATER] = False
-    try:
-        yield
-    except BaseException:
-        del conversation.__dict__[_WRITE_LATER]
-        raise
-    if conversation.__dict__.pop(_WRITE_LATER):
-        save_fields(conversation)
-
-
-def changed_by_this_transaction(conversation: Conversation, message: Message) -> bool:
-    """Whether `message` was written through `conversation` in this transaction (so open
-    pages read it after commit, as it is then)."""
-    before = conversation.__dict__.get(_SEQ_BEFORE_WRITES)
-    return before is not None and message.seq > before
-
-
-def append_message(
-    conversation: Conversation, *, role: Role, blocks: list[Block], is_draft: bool = False
-) -> Message:
-    last = conversation.__dict__.get(_LAST_ORDER)
-    if last is None:
-        newest = _NEWEST.first(conversation_id=conversation.pk)
-        last = None if newest is None else newest.order
-    seq = save_conversation(conversation)
-    order = 0 if last is None else last + 1
-    message = Message(
-        conversation=conversation,
-        role=role,
-        order=order,
-        blocks=dump_blocks(blocks),
-        search_text=searchable_text(blocks),
-        is_draft=is_draft,
-        created_seq=seq,
-        seq=seq,
-        created_at=conversation.updated_at,
-        updated_at=conversation.updated_at,
-    )
-    insert(message)
-    conversation.__dict__[_LAST_ORDER] = order
-    _refresh_calls_answered(conversation, blocks)
-    return message
 
 
 def draft_text(message: Message) -> str | None:
@@ -145,68 +47,141 @@ def draft_text(message: Message) -> str | None:
     return None
 
 
-def stream_into_draft(conversation: Conversation, draft: Message, text: str) -> Message:
-    """The streaming draft's text is now `text`. When it only grew, the change's event carries
-    the new part, so open pages append it without reading the transcript again."""
-    before = draft_text(draft)
-    appended = None
-    if before is not None and len(text) > len(before) and text.startswith(before):
-        appended = {"message": draft.pk, "at": len(before), "text": text[len(before) :]}
-    return update_message(
-        conversation, draft, blocks=[TextBlock(text=text)], is_draft=True, appended=appended
-    )
+class Transcript:
+    """`with Transcript(conversation) as transcript:` the changes to one locked conversation
+    in this transaction. The row is saved, and the event sent after commit, as the block ends
+    without an exception (an exception leaves both to the transaction's rollback)."""
 
+    def __init__(self, conversation: Conversation) -> None:
+        self.conversation = conversation
+        self.seq_before = conversation.seq
+        self._last_order: int | None = None
+        self._appended: dict | None = None  # the edit's one change, if it was a streamed append
 
-def update_message(
-    conversation: Conversation,
-    message: Message,
-    *,
-    blocks: list[Block],
-    is_draft: bool,
-    appended: dict | None = None,
-) -> Message:
-    message.blocks = dump_blocks(blocks)
-    message.search_text = searchable_text(blocks)
-    message.is_draft = is_draft
-    message.version += 1
-    message.seq = save_conversation(conversation, appended=appended)
-    message.updated_at = conversation.updated_at
-    save_fields(message, ["blocks", "search_text", "is_draft", "version", "seq", "updated_at"])
-    return message
+    def __enter__(self) -> "Transcript":
+        return self
 
+    def __exit__(self, error_type, error, traceback) -> None:
+        if error_type is None:
+            self.save()
 
-def supersede(conversation: Conversation, messages: list[Message]) -> None:
-    """Take `messages` out of the transcript and the model's view, keeping them stored; open
-    pages replace each with nothing."""
-    for message in messages:
-        message.superseded = True
+    @property
+    def changes(self) -> int:
+        return self.conversation.seq - self.seq_before
+
+    def save(self) -> None:
+        """Save the conversation's row and announce the newest change (after commit)."""
+        conversation = self.conversation
+        conversation.save(force_update=True)
+        if not self.changes:
+            return
+        appended = self._appended if self.changes == 1 else None
+        events.send_on_commit(
+            events.conversation_group(conversation.pk),
+            events.conversation_changed(conversation.pk, conversation.seq, appended=appended),
+        )
+        if conversation.parent_id is not None:
+            # A sub-agent is watched through its parent's page and streams; the parent's row
+            # is not touched, so a child's writes never wait on its parent's lock.
+            events.send_on_commit(
+                events.conversation_group(conversation.parent_id),
+                events.subagent_changed(conversation.parent_id, conversation.pk, conversation.seq),
+            )
+
+    def touch(self) -> int:
+        """A change of the conversation itself (its title, the agent's state): the next
+        cursor, which open pages read the conversation again at."""
+        self.conversation.seq += 1
+        self.conversation.updated_at = timezone.now()
+        return self.conversation.seq
+
+    def wrote(self, message: Message) -> bool:
+        """Whether `message` was written by this edit (open pages read it after commit)."""
+        return message.seq > self.seq_before
+
+    def append(self, *, role: Role, blocks: list[Block], is_draft: bool = False) -> Message:
+        if self._last_order is None:
+            newest = (
+                Message.objects.filter(conversation=self.conversation)
+                .order_by("-order")
+                .values_list("order", flat=True)
+                .first()
+            )
+            self._last_order = -1 if newest is None else newest
+        seq = self.touch()
+        self._last_order += 1
+        message = Message.objects.create(
+            conversation=self.conversation,
+            role=role,
+            order=self._last_order,
+            blocks=dump_blocks(blocks),
+            search_text=searchable_text(blocks),
+            is_draft=is_draft,
+            created_seq=seq,
+            seq=seq,
+            created_at=self.conversation.updated_at,
+            updated_at=self.conversation.updated_at,
+        )
+        self._show_results(blocks)
+        return message
+
+    def update(
+        self,
+        message: Message,
+        *,
+        blocks: list[Block],
+        is_draft: bool = False,
+        appended: dict | None = None,
+    ) -> Message:
+        """Replace the message's blocks. `appended`: the change only adds text to a streaming
+        draft (stream_into_draft)."""
+        message.blocks = dump_blocks(blocks)
+        message.search_text = searchable_text(blocks)
+        message.is_draft = is_draft
+        self._changed(message, "blocks", "search_text", "is_draft")
+        if appended is not None and self.changes == 1:
+            self._appended = appended
+        return message
+
+    def stream_into_draft(self, draft: Message, text: str) -> Message:
+        """The streaming draft's text is now `text`. When it only grew, the change's event
+        carries the new part, so open pages append it without reading the transcript."""
+        before = draft_text(draft)
+        appended = None
+        if before is not None and len(text) > len(before) and text.startswith(before):
+            appended = {"message": draft.pk, "at": len(before), "text": text[len(before) :]}
+        return self.update(draft, blocks=[TextBlock(text=text)], is_draft=True, appended=appended)
+
+    def supersede(self, messages: list[Message]) -> None:
+        """Take `messages` out of the transcript shown and the model's view, keeping them
+        stored; open pages replace each with nothing."""
+        for message in messages:
+            message.superseded = True
+            self._changed(message, "superseded")
+
+    def _changed(self, message: Message, *fields: str) -> None:
         message.version += 1
-        message.seq = save_conversation(conversation)
-        message.updated_at = conversation.updated_at
-        save_fields(message, ["superseded", "version", "seq", "updated_at"])
+        message.seq = self.touch()
+        message.updated_at = self.conversation.updated_at
+        message.save(update_fields=[*fields, "version", "seq", "updated_at"])
 
-
-def _refresh_calls_answered(conversation: Conversation, blocks: list[Block]) -> None:
-    """A tool result is shown on its call's card: mark the message holding the call changed,
-    so open pages render the card again, now with the result (unless this transaction changed
-    it already, as answering a question does)."""
-    call_ids = {b.tool_call_id for b in blocks if isinstance(b, ToolResultBlock)}
-    if not call_ids:
-        return
-    # Newest first, a page at a time: the call is usually in the last few messages.
-    for message in assistant_newest_first(conversation.pk):
-        if message.superseded:
-            continue
-        found = {
-            b.id
-            for b in parse_blocks(message.blocks)
-            if isinstance(b, ToolCallBlock) and b.id in call_ids
-        }
-        if found and not changed_by_this_transaction(conversation, message):
-            message.version += 1
-            message.seq = save_conversation(conversation)
-            message.updated_at = conversation.updated_at
-            save_fields(message, ["version", "seq", "updated_at"])
-        call_ids -= found
+    def _show_results(self, blocks: list[Block]) -> None:
+        """A tool result is shown on its call's card: the message holding the call changes
+        too, so open pages render the card again with the result (unless this edit wrote it
+        already, as answering a question does)."""
+        call_ids = {b.tool_call_id for b in blocks if isinstance(b, ToolResultBlock)}
         if not call_ids:
             return
+        for message in assistant_newest_first(self.conversation.pk):
+            if message.superseded:
+                continue
+            found = {
+                b.id
+                for b in parse_blocks(message.blocks)
+                if isinstance(b, ToolCallBlock) and b.id in call_ids
+            }
+            if found and not self.wrote(message):
+                self._changed(message)
+            call_ids -= found
+            if not call_ids:
+                return

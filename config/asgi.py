@@ -4,21 +4,17 @@ and auth, and `parley-runs` channel messages to the turn runner (with REDIS_URL,
 
 import os
 
-import django
+from django.core.asgi import get_asgi_application
 
 os.environ.setdefault("DJANGO_SETTINGS_MODULE", "config.settings")
-django.setup(set_prefix=False)  # what django.core.asgi.get_asgi_application does first
-
-from config.handlers import SyncStackASGIHandler  # noqa: E402
-
-django_asgi_app = SyncStackASGIHandler()
+django_asgi_app = get_asgi_application()
 
 from channels.auth import AuthMiddlewareStack  # noqa: E402
 from channels.routing import ChannelNameRouter, ProtocolTypeRouter, URLRouter  # noqa: E402
 from django.conf import settings  # noqa: E402
 
+from chat.engine.runner import RunnerLifecycle, RunWorker  # noqa: E402
 from chat.routing import websocket_urlpatterns  # noqa: E402
-from chat.runner import RunnerLifecycle, RunWorker  # noqa: E402
 from config.origins import ExactOriginValidator  # noqa: E402
 from questions.routing import websocket_urlpatterns as question_websockets  # noqa: E402
 

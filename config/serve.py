@@ -3,31 +3,34 @@ and a clean handover on shutdown.
 
 daphne implements no ASGI lifespan, so a plain `daphne config.asgi:application` only starts
 the runner's sweep at its first request, and on SIGTERM it cancels open connections but knows
-nothing of turns running on its loop. This subclass starts the sweep as soon as the reactor
-runs, and before the reactor shuts down it hands this process's turns back (chat.runner
-.shutdown) and closes server-sent event streams and `wait` calls (daphne cancels them).
-Every daphne option works as usual; the application defaults to config.asgi:application.
+nothing of turns running on its loop. daphne's CLI takes its server class as an attribute
+(`CommandLineInterface.server_class`, as Channels' runserver does); this one starts the sweep
+as soon as the reactor runs, and before the reactor shuts down it hands this process's turns
+back (chat.engine.runner.shutdown) and lets server-sent event streams and `wait` calls answer
+(daphne cancels them). Every daphne option works as usual; the application defaults to
+config.asgi:application.
 
-Websockets speak permessage-deflate (RFC 7692) with a client that offers it, as browsers do.
-A streamed reply is many small pushes whose wrapper repeats, so with the compression context
-kept from one message to the next the bytes on the wire fall well below the text's own
-length (issue 11: at most 2x for a 50,000-character reply; bench/streaming.py). The cost is
-memory for as long as a socket is open: its compressor, from its first message on (the
-client's messages are inflated each alone, and nothing of that is kept between them). zlib's
-defaults take ~300 KB a socket; the small window below takes ~12 KB by zlib's reckoning
-(bench/idle.py measures an idle socket's whole cost, whose goal is 50 KB). A client's
-compressed message may inflate to CLIENT_MESSAGE_BYTES at most: past that, the socket is
-dropped before more is inflated.
+Websockets speak permessage-deflate (RFC 7692) with a client that offers it, as browsers do,
+through autobahn's `perMessageCompressionAccept` option. A streamed reply is many small pushes
+whose wrapper repeats, so with the compression context kept from one message to the next the
+bytes on the wire fall well below the text's own length (bench/streaming.py). The cost is
+memory for as long as a socket is open: its compressor. zlib's defaults take ~300 KB a socket;
+the small window below ~12 KB by zlib's reckoning (bench/idle.py measures an idle socket's
+whole cost). A client's compressed message may inflate to CLIENT_MESSAGE_BYTES at most: past
+that, the socket is dropped before more is inflated.
 """
 
 import asyncio
 import os
 import sys
 
-from config.eventloop import install_reactor
+from twisted.internet import asyncioreactor
 
-# Before daphne's import, which would install Twisted's reactor on asyncio's own loop.
-install_reactor()
+from chat.engine.eventloop import new_event_loop
+
+# Twisted's asyncio reactor, as daphne installs it, but on Parley's event loop: before
+# daphne's import, which would otherwise install it on asyncio's own.
+asyncioreactor.install(new_event_loop())
 
 from autobahn.websocket.compress import (  # noqa: E402
     PerMessageDeflateOffer,
@@ -35,7 +38,6 @@ from autobahn.websocket.compress import (  # noqa: E402
 )
 from daphne.cli import CommandLineInterface  # noqa: E402
 from daphne.server import Server  # noqa: E402
-from daphne.ws_protocol import WebSocketProtocol  # noqa: E402
 
 APPLICATION = "config.asgi:application"
 # How long a shutdown may take to hand turns back before the process exits anyway.
@@ -46,11 +48,9 @@ DRAIN_SECONDS = 1.0
 # permessage-deflate: the server's window (2**WINDOW_BITS bytes of history; zlib's default
 # 15) and memory level (default 8), and the window the client is asked for (it only sends
 # syncs). Compressing takes 2**(WINDOW_BITS + 2) + 2**(MEM_LEVEL + 9) bytes plus ~6 KB, kept
-# for the socket's life; decompressing 2**CLIENT_WINDOW_BITS plus ~7 KB, only while a client
-# message is read (ParleyWebSocketProtocol). 1 KB of history holds the last pushes of a
-# streaming reply, which is what repeats. Measured (make bench): an idle socket ~47 KB against
-# ~36 KB uncompressed and a goal of 50 KB; a 50,000-character prose reply 1.0x its length on
-# the wire against 2.9x uncompressed (a 512-byte window: 1.5x for 2 KB less a socket).
+# for the socket's life; decompressing 2**CLIENT_WINDOW_BITS plus ~7 KB. 1 KB of history
+# holds the last pushes of a streaming reply, which is what repeats: a 50,000-character prose
+# reply is about its own length on the wire, against ~3x uncompressed (make bench).
 WINDOW_BITS = 10
 MEM_LEVEL = 1
 CLIENT_WINDOW_BITS = 9
@@ -66,8 +66,7 @@ def accept_deflate(offers: list) -> PerMessageDeflateOfferAccept | None:
         if isinstance(offer, PerMessageDeflateOffer):
             return PerMessageDeflateOfferAccept(
                 offer,
-                # Every client message is inflated alone, so none keeps an inflater between
-                # its rare messages (ParleyWebSocketProtocol).
+                # Every client message is inflated alone: a client sends one sync per socket.
                 request_no_context_takeover=offer.accept_no_context_takeover,
                 request_max_window_bits=CLIENT_WINDOW_BITS if offer.accept_max_window_bits else 0,
                 window_bits=min(WINDOW_BITS, offer.request_max_window_bits or WINDOW_BITS),
@@ -77,22 +76,11 @@ def accept_deflate(offers: list) -> PerMessageDeflateOfferAccept | None:
     return None
 
 
-class ParleyWebSocketProtocol(WebSocketProtocol):
-    def onMessage(self, payload, isBinary):
-        super().onMessage(payload, isBinary)
-        # With the client's context not taken over, autobahn makes a new inflater for each
-        # message but keeps the last one (~8 KB) for the socket's life: an idle socket, which
-        # sent one sync, needs none.
-        deflate = self._perMessageCompress
-        if deflate is not None and deflate.client_no_context_takeover:
-            deflate._decompressor = None
-
-
 class ParleyServer(Server):
     def run(self):
         from twisted.internet import defer, reactor
 
-        from chat import runner
+        from chat.engine import runner
 
         def start():
             runner.start_in_this_loop()
@@ -102,7 +90,6 @@ class ParleyServer(Server):
             # resets allowNullOrigin on every call that does not name it: keep daphne's (the
             # application checks origins, and answers a refused one with a 403).
             factory = self.ws_factory
-            factory.protocol = ParleyWebSocketProtocol
             factory.setProtocolOptions(
                 perMessageCompressionAccept=accept_deflate,
                 allowNullOrigin=factory.allowNullOrigin,

@@ -9,8 +9,9 @@ from django.core.exceptions import ImproperlyConfigured
 from django.utils.csp import CSP
 from django.utils.translation import gettext_lazy as _
 
+from redis.connection import parse_url
+
 from config import database
-from config.channel_layers import events_prefix
 
 BASE_DIR = Path(__file__).resolve().parent.parent
 
@@ -182,28 +183,23 @@ if REDIS_URL:
             },
         }
     CHANNEL_LAYERS = {
-        # The turns sent to the workers (chat.runner): a queue in Redis, each taken by one
-        # worker, kept for a worker that is restarting. channels-redis's layer with a bounded
-        # pool (config/channel_layers.py).
+        # The turns sent to the workers (chat.engine.dispatch): a queue in Redis, each taken
+        # by one worker, kept for a worker that is restarting.
         "default": {
-            "BACKEND": "config.channel_layers.BoundedRedisChannelLayer",
-            "CONFIG": {
-                "hosts": [redis_host],
-                "capacity": 1000,
-                "max_connections": int(os.environ.get("REDIS_POOL_SIZE", "20")),
-            },
+            "BACKEND": "channels_redis.core.RedisChannelLayer",
+            "CONFIG": {"hosts": [redis_host], "capacity": 1000},
         },
-        # The events of open pages and streams (chat.events.EVENTS_LAYER): hints that say
-        # "changed up to N", which a page or stream that misses one catches up on by itself.
-        # Redis pub/sub sends each in one PUBLISH, and a process gets its sockets' events over
-        # one subscribed connection; the queue layer above took four round trips a send and
-        # four a receipt, a quarter of a busy process's CPU (bench/load.py).
+        # The events of open pages and streams (chat.events): hints that say "changed up
+        # to N", which a page or stream that misses one catches up on by itself. Redis pub/sub
+        # sends each in one PUBLISH, and a process gets its sockets' events over one
+        # subscribed connection. Pub/sub channels are the whole Redis server's, whatever the
+        # database selected: the prefix names REDIS_URL's database, which keeps sites that
+        # share a Redis apart, as the queues above are.
         "events": {
-            "BACKEND": "config.channel_layers.EventsChannelLayer",
+            "BACKEND": "channels_redis.pubsub.RedisPubSubChannelLayer",
             "CONFIG": {
                 "hosts": [redis_host],
-                "prefix": events_prefix(REDIS_URL),
-                "capacity": 1000,
+                "prefix": f"asgi.db{parse_url(REDIS_URL).get('db', 0)}.",
             },
         },
     }
@@ -220,10 +216,9 @@ AUTH_PASSWORD_VALIDATORS = [
     {"NAME": "django.contrib.auth.password_validation.NumericPasswordValidator"},
 ]
 AUTHENTICATION_BACKENDS = [
-    "accounts.backends.CompiledModelBackend",
-    # The sessions signed in by an earlier release name Django's own backend, which still
-    # reads their user: nobody is signed out by the upgrade.
     "django.contrib.auth.backends.ModelBackend",
+    # Reads the user of sessions signed in by the previous release (accounts/backends.py).
+    "accounts.backends.CompiledModelBackend",
 ]
 LOGIN_URL = "login"
 LOGIN_REDIRECT_URL = "chat:conversation_list"
@@ -257,8 +252,9 @@ else:
     WHITENOISE_USE_FINDERS = True
 WHITENOISE_AUTOREFRESH = DEBUG
 
-# Django's database sessions, their read compiled once (accounts/sessions.py).
-SESSION_ENGINE = "accounts.sessions"
+# Sessions in the database, read through the cache (Redis when REDIS_URL is set): every
+# request and every open socket's re-check reads one.
+SESSION_ENGINE = "django.contrib.sessions.backends.cached_db"
 SESSION_COOKIE_HTTPONLY = True
 SESSION_COOKIE_SAMESITE = "Lax"
 CSRF_COOKIE_SAMESITE = "Lax"

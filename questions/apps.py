@@ -9,9 +9,10 @@ class QuestionsConfig(AppConfig):
     verbose_name = _("Questions")
 
     def ready(self) -> None:
-        from chat import pausing, runner
+        from chat.engine import runner, tools
         from questions import deadlines
-        from questions.asking import handler
+        from questions.tools import TOOLS
 
-        pausing.register(handler)
+        for tool in TOOLS:
+            tools.register(tool)
         runner.every_sweep(deadlines.sweep)

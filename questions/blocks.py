@@ -17,13 +17,14 @@ from questions.schemas import Option, Question, QuestionRequest, ToolName
 
 ACTION_TYPE = "question_request"
 
-# Block status, and the resolution it shows (seed 000's mapping).
+# Block status, and the resolution it shows (seed 000's mapping; `cancelled`: its turn ended
+# some other way while it waited).
 PENDING, SUCCESS, DENIED = "pending", "success", "denied"
-ASKED, REPLIED, REJECTED, EXPIRED = "asked", "replied", "rejected", "expired"
-STATUS = {ASKED: PENDING, REPLIED: SUCCESS, REJECTED: DENIED, EXPIRED: DENIED}
+ASKED, REPLIED, REJECTED, EXPIRED, CANCELLED = "asked", "replied", "rejected", "expired", "cancelled"
+STATUS = {ASKED: PENDING, REPLIED: SUCCESS, REJECTED: DENIED, EXPIRED: DENIED, CANCELLED: DENIED}
 
-Resolution = Literal["asked", "replied", "rejected", "expired"]
-# Through which channel a question was resolved (spec 6.1, "Audit").
+Resolution = Literal["asked", "replied", "rejected", "expired", "cancelled"]
+# Through which channel a question was resolved (spec 6.1, "Audit"; questions.models.AnsweredVia).
 Via = Literal["browser", "api", "terminal", "auto-resolve", "expiry"]
 BROWSER, API, TERMINAL, AUTO_RESOLVE, EXPIRY = (
     "browser",
@@ -153,54 +154,6 @@ def question_block(payload: QuestionPayload) -> ActionBlock:
         status=payload.status,
         extra=payload.model_dump(mode="json", exclude_none=True),
     )
-
-
-def asked(
-    *, tool_call_id: str, request: QuestionRequest, expires_at: datetime | None = None
-) -> QuestionPayload:
-    return QuestionPayload(
-        tool_call_id=tool_call_id,
-        tool_name=request.tool,
-        questions=request.questions,
-        expires_at=expires_at,
-    )
-
-
-class Resolver(BaseModel):
-    """Who resolves a question, when and how (the audit fields)."""
-
-    model_config = ConfigDict(frozen=True)
-
-    answered_by: str | None
-    answered_at: datetime
-    answered_via: Via
-
-
-def replied(
-    payload: QuestionPayload,
-    *,
-    answer_text: str,
-    answer_message_id: int,
-    answers: list[Answer] | None,
-    by: Resolver,
-) -> QuestionPayload:
-    return payload.model_copy(
-        update={
-            "question_resolution": REPLIED,
-            "answer_text": answer_text,
-            "answer_message_id": str(answer_message_id),
-            "answers": answers,
-            **by.model_dump(),
-        }
-    )
-
-
-def rejected(payload: QuestionPayload, *, by: Resolver) -> QuestionPayload:
-    return payload.model_copy(update={"question_resolution": REJECTED, **by.model_dump()})
-
-
-def expired(payload: QuestionPayload, *, by: Resolver) -> QuestionPayload:
-    return payload.model_copy(update={"question_resolution": EXPIRED, **by.model_dump()})
 
 
 def payload_of(block: Any) -> QuestionPayload | None:

@@ -5,7 +5,7 @@ When it opens, and whenever a conversation of the user's starts or stops waiting
 pushes the same partials the page renders (templates/questions/live.html): the header's
 "Questions" link with its count, and the state the page's script keeps the tab's title, icon,
 notifications and sidebar markers in step with; on the inbox page (`?inbox=1`), every pending
-question's item too. Each push is the whole state, so a lost event costs only until the next one.
+question's item too. Each push is the whole state, so a lost event costs only until the next.
 """
 
 import asyncio
@@ -15,16 +15,14 @@ from channels.db import database_sync_to_async
 from django.template.loader import render_to_string
 from django.utils import translation
 
-from chat.consumers import CLOSE_SIGNED_OUT, SignedInConsumer, SignedOut
+from chat.live.consumers import CLOSE_SIGNED_OUT, SignedInConsumer, SignedOut
 from chat.events import attention_group, user_group
 from questions.selectors import pending_questions_for_user
 from questions.templatetags.attention import live_context
 
 # A wait that ended is pushed this long after it, together with any change that comes
-# meanwhile (each push is the whole state). The answer that ends a wait also resumes the
-# agent: its conversation's tabs are being sent the answer and the reply's first words at that
-# very moment, and rendering the count and title then shared the CPU with them (2-core
-# machine: ~1.5 ms of it, in the 15 ms an answer takes to the reply's first words). A new
+# meanwhile (each push is the whole state): the answer that ends a wait also resumes the
+# agent, whose first words the conversation's tabs are being sent at that very moment. A new
 # question is pushed at once: nobody waits to hear of it.
 ATTENTION_DELAY_SECONDS = 0.1
 
@@ -32,8 +30,6 @@ ATTENTION_DELAY_SECONDS = 0.1
 class AttentionConsumer(SignedInConsumer):
     async def connect(self) -> None:
         self.user = self.scope.get("user")
-        self.pushing = asyncio.Lock()  # one push at a time, each with the latest state
-        self.watch: asyncio.TimerHandle | asyncio.Task | None = None
         self.push_timer: asyncio.TimerHandle | None = None  # a push due (attention_changed)
         self.push_task: asyncio.Task | None = None
         if self.user is None or not self.user.is_authenticated:
@@ -45,7 +41,6 @@ class AttentionConsumer(SignedInConsumer):
         # and the inbox's fragments.
         await self.join(attention_group(self.user.pk), user_group(self.user.pk))
         await self.accept()
-        self.watch_session()
         # The page was rendered before the socket opened: catch up on anything in between.
         await self.push()
 
@@ -74,29 +69,13 @@ class AttentionConsumer(SignedInConsumer):
 
     async def questions_reminder(self, event: dict) -> None:
         """One of the user's questions expires soon: the page notifies as for a new one."""
-        async with self.pushing:
-            if getattr(self, "signed_out", False):
-                return
-            try:
-                html = await database_sync_to_async(self.render_reminder)(event)
-            except SignedOut:
-                self.signed_out = True
-                await self.close(code=CLOSE_SIGNED_OUT)
-                return
-            if html:
-                await self.send(text_data=html)
+        await self.push(self.render_reminder, event)
 
     def render_reminder(self, event: dict) -> str:
         self.check_session()
-        question = next(
-            (
-                q
-                for q in pending_questions_for_user(user=self.user)
-                if (q.conversation_id, q.tool_call_id)
-                == (event["conversation_id"], event["tool_call_id"])
-            ),
-            None,
-        )
+        key = (event["conversation_id"], event["tool_call_id"])
+        questions = pending_questions_for_user(user=self.user)
+        question = next((q for q in questions if (q.conversation_id, q.tool_call_id) == key), None)
         if question is None:  # answered since: nothing to remind of
             return ""
         with translation.override(self.language):
@@ -109,17 +88,18 @@ class AttentionConsumer(SignedInConsumer):
         # The inbox shows every pending question's block; other pages have their own socket.
         return self.inbox
 
-    async def push(self) -> None:
+    async def push(self, render=None, *args) -> None:
+        """Push what `render` (default: the whole state) makes of the database now."""
         async with self.pushing:
-            if getattr(self, "signed_out", False):
+            if self.signed_out:
                 return
             try:
-                html = await database_sync_to_async(self.render)()
+                html = await database_sync_to_async(render or self.render)(*args)
             except SignedOut:
                 self.signed_out = True
                 await self.close(code=CLOSE_SIGNED_OUT)
                 return
-            await self.send(text_data=html)
+            await self.send_pushed(html)
 
     def render(self) -> str:
         self.check_session()

@@ -1,67 +1,226 @@
+"""A question the agent asked, one row each: what was asked, and how it was resolved.
+
+The row is what the inbox, deadlines, drafts, the API's listings and the webhooks read, and
+its `status` is the first-wins switch: a question is resolved by a conditional update of a
+pending row (questions.services). The transcript renders the question_request block stored in
+the asking message's JSON (seed 000's contract), which every resolution rewrites in the same
+transaction, so the two never disagree.
+"""
+
 from django.conf import settings
 from django.db import models
 from django.db.models import Q
 from django.utils import timezone
 from django.utils.translation import gettext_lazy as _
 
+from chat.blocks import ActionBlock
+from questions.blocks import (
+    ASKED,
+    CANCELLED,
+    EXPIRED,
+    REJECTED,
+    REPLIED,
+    Answer,
+    QuestionPayload,
+    Resolution,
+    question_block,
+)
+from questions.schemas import QuestionRequest
 
-class Deadline(models.Model):
-    """When a pending question expires (and when its reminder is due), fixed when it was
-    asked; the background sweep (questions.expiry) finds the due ones by these indexed columns.
-    The question block's `expiresAt` shows the same time; the block stays the source of truth
-    for whether the question is still pending."""
 
+class QuestionKind(models.TextChoices):
+    """The tool that asked (the three question tools the model is offered)."""
+
+    # One question, up to 10 options, typed answers unless turned off (seed 000).
+    QUESTION = "question", _("Question")
+    # 1-4 related questions with 2-4 options each (seeds 001, 002, 004).
+    ASK_USER_QUESTION = "ask_user_question", _("Questions")
+    # Yes or No before the agent acts (seed 004).
+    CONFIRM_ACTION = "confirm_action", _("Confirmation")
+
+
+class QuestionStatus(models.TextChoices):
+    # Asked: the conversation is paused until the question is resolved.
+    PENDING = "pending", _("Pending")
+    # The person chose or typed an answer (browser, API or terminal); the agent resumed.
+    ANSWERED = "answered", _("Answered")
+    # The person sent an ordinary message instead, which became the answer.
+    AUTO_RESOLVED = "auto_resolved", _("Answered by a message")
+    # The person declined to answer; the agent stopped.
+    REJECTED = "rejected", _("Rejected")
+    # Its deadline passed unanswered; the agent resumed, told the person did not answer.
+    EXPIRED = "expired", _("Expired")
+    # Its turn ended some other way while it waited (it can no longer be answered).
+    CANCELLED = "cancelled", _("Cancelled")
+
+
+class AnsweredVia(models.TextChoices):
+    """Through which channel a question was resolved (the audit's `answeredVia`)."""
+
+    BROWSER = "browser", _("browser")
+    API = "api", _("API")
+    TERMINAL = "terminal", _("terminal")
+    AUTO_RESOLVE = "auto-resolve", _("a message")
+    EXPIRY = "expiry", _("expiry")
+
+
+class Question(models.Model):
     conversation = models.ForeignKey(
         "chat.Conversation",
         on_delete=models.CASCADE,
-        related_name="question_deadlines",
+        related_name="questions",
         verbose_name=_("conversation"),
     )
+    # The agent's message that made the call, whose blocks hold the question_request block.
+    message = models.ForeignKey(
+        "chat.Message",
+        on_delete=models.CASCADE,
+        related_name="questions",
+        verbose_name=_("message"),
+    )
     tool_call_id = models.CharField(_("tool call"), max_length=64)
-    expires_at = models.DateTimeField(_("expires"))
-    # None: no reminder for this question.
+    kind = models.CharField(_("kind"), max_length=20, choices=QuestionKind.choices)
+    # The normalised questions (questions.schemas.Question, under their wire names).
+    questions = models.JSONField(_("questions"))
+    status = models.CharField(
+        _("status"), max_length=16, choices=QuestionStatus.choices, default=QuestionStatus.PENDING
+    )
+    # When answered with choices: one {"labels", "custom"} per question (questions.blocks.
+    # Answer); when answered by a message, null. The text the answer inserted or was.
+    answers = models.JSONField(_("answers"), null=True, blank=True)
+    answer_text = models.TextField(_("answer text"), blank=True)
+    # The user message that answered (inserted by the answer, or the person's own message).
+    reply = models.ForeignKey(
+        "chat.Message",
+        on_delete=models.SET_NULL,
+        null=True,
+        blank=True,
+        related_name="+",
+        verbose_name=_("reply"),
+    )
+    # Who resolved it (nobody when it expired), when, and through which channel.
+    answered_by = models.ForeignKey(
+        settings.AUTH_USER_MODEL,
+        on_delete=models.SET_NULL,
+        null=True,
+        blank=True,
+        related_name="+",
+        verbose_name=_("answered by"),
+    )
+    answered_at = models.DateTimeField(_("answered at"), null=True, blank=True)
+    answered_via = models.CharField(
+        _("answered via"), max_length=16, choices=AnsweredVia.choices, blank=True
+    )
+    # When the server resolves it as expired (null: never), and when its reminder is due.
+    expires_at = models.DateTimeField(_("expires"), null=True, blank=True)
     remind_at = models.DateTimeField(_("reminder due"), null=True, blank=True)
     reminded_at = models.DateTimeField(_("reminded"), null=True, blank=True)
-    # Set once the question is resolved, whichever way; `expired` when the deadline won.
-    resolved_at = models.DateTimeField(_("resolved"), null=True, blank=True)
-    expired = models.BooleanField(_("expired"), default=False)
+    created_at = models.DateTimeField(_("asked"), default=timezone.now)
+    updated_at = models.DateTimeField(_("updated"), default=timezone.now)
 
     class Meta:
-        verbose_name = _("question deadline")
-        verbose_name_plural = _("question deadlines")
+        verbose_name = _("question")
+        verbose_name_plural = _("questions")
+        ordering = ["-created_at", "-id"]
         constraints = [
             models.UniqueConstraint(
-                fields=["conversation", "tool_call_id"], name="question_deadline_unique"
-            )
+                fields=["conversation", "tool_call_id"], name="question_tool_call_unique"
+            ),
+            models.CheckConstraint(
+                condition=Q(status__in=QuestionStatus.values), name="question_status"
+            ),
+            models.CheckConstraint(
+                condition=Q(answered_via="") | Q(answered_via__in=AnsweredVia.values),
+                name="question_answered_via",
+            ),
         ]
         indexes = [
+            # The inbox and the title count: a user's pending questions.
+            models.Index(
+                fields=["conversation"],
+                condition=Q(status="pending"),
+                name="question_pending",
+            ),
+            # The deadline sweep.
             models.Index(
                 fields=["expires_at"],
-                condition=Q(resolved_at__isnull=True),
-                name="question_deadline_due",
+                condition=Q(status="pending", expires_at__isnull=False),
+                name="question_expiry_due",
             ),
             models.Index(
                 fields=["remind_at"],
-                condition=Q(resolved_at__isnull=True, reminded_at__isnull=True),
+                condition=Q(status="pending", reminded_at__isnull=True, remind_at__isnull=False),
                 name="question_reminder_due",
             ),
+            # The API's listing of a user's questions by status, newest first.
+            models.Index(fields=["status", "-updated_at"], name="question_status_recent"),
         ]
 
     def __str__(self) -> str:
-        return f"{self.tool_call_id} @ {self.expires_at:%Y-%m-%d %H:%M:%S}"
+        return f"{self.get_kind_display()} {self.tool_call_id} ({self.get_status_display()})"
+
+    @property
+    def is_pending(self) -> bool:
+        return self.status == QuestionStatus.PENDING
+
+    @property
+    def key(self) -> str:
+        """Unique among the user's questions (tool-call ids are unique per conversation)."""
+        return f"{self.conversation_id}-{self.tool_call_id}"
+
+    @property
+    def request(self) -> QuestionRequest:
+        return QuestionRequest.model_validate({"tool": self.kind, "questions": self.questions})
+
+    @property
+    def resolution(self) -> Resolution:
+        """The question_request block's `questionResolution` for this status."""
+        return RESOLUTIONS[self.status]
+
+    @property
+    def payload(self) -> QuestionPayload:
+        """The question_request block's payload (questions.blocks), made from this row: what
+        every write of the block stores, and what pages and the API show of the row. Reads
+        `answered_by` (select_related it for many)."""
+        request = self.request
+        pending = self.is_pending
+        return QuestionPayload(
+            tool_call_id=self.tool_call_id,
+            tool_name=request.tool,
+            questions=request.questions,
+            question_resolution=self.resolution,
+            answer_text=None if pending or self.reply_id is None else self.answer_text,
+            answer_message_id=None if self.reply_id is None else str(self.reply_id),
+            answers=None if self.answers is None else [Answer(**a) for a in self.answers],
+            expires_at=self.expires_at,
+            answered_by=self.answered_by.get_username() if self.answered_by_id else None,
+            answered_at=self.answered_at,
+            answered_via=self.answered_via or None,
+        )
+
+    @property
+    def block(self) -> ActionBlock:
+        """The question_request block, as the transcript shows it."""
+        return question_block(self.payload)
+
+
+RESOLUTIONS: dict[str, Resolution] = {
+    QuestionStatus.PENDING: ASKED,
+    QuestionStatus.ANSWERED: REPLIED,
+    QuestionStatus.AUTO_RESOLVED: REPLIED,
+    QuestionStatus.REJECTED: REJECTED,
+    QuestionStatus.EXPIRED: EXPIRED,
+    QuestionStatus.CANCELLED: CANCELLED,
+}
 
 
 class QuestionDraft(models.Model):
     """What the user has chosen or typed in a pending question, not yet sent: restored in
     every tab and device, never an answer by itself, deleted when the question resolves."""
 
-    conversation = models.ForeignKey(
-        "chat.Conversation",
-        on_delete=models.CASCADE,
-        related_name="question_drafts",
-        verbose_name=_("conversation"),
+    question = models.OneToOneField(
+        Question, on_delete=models.CASCADE, related_name="draft", verbose_name=_("question")
     )
-    tool_call_id = models.CharField(_("tool call"), max_length=64)
     user = models.ForeignKey(
         settings.AUTH_USER_MODEL,
         on_delete=models.CASCADE,
@@ -77,11 +236,6 @@ class QuestionDraft(models.Model):
     class Meta:
         verbose_name = _("question draft")
         verbose_name_plural = _("question drafts")
-        constraints = [
-            models.UniqueConstraint(
-                fields=["conversation", "tool_call_id"], name="question_draft_unique"
-            )
-        ]
 
     def __str__(self) -> str:
-        return f"{self.conversation_id}/{self.tool_call_id}"
+        return f"{self.question_id}"

@@ -10,25 +10,30 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import datetime
 
-from questions.blocks import EXPIRED, REJECTED, REPLIED, QuestionPayload
+from questions.models import Question, QuestionStatus
 
 ASKED = "question.asked"
 ANSWERED = "question.answered"
-REJECTED_EVENT = "question.rejected"
-EXPIRED_EVENT = "question.expired"
+REJECTED = "question.rejected"
+EXPIRED = "question.expired"
 REMINDER = "question.reminder"
-EVENT_TYPES = (ASKED, ANSWERED, REJECTED_EVENT, EXPIRED_EVENT, REMINDER)
+EVENT_TYPES = (ASKED, ANSWERED, REJECTED, EXPIRED, REMINDER)
 
-# The event a resolution makes.
-RESOLVED = {REPLIED: ANSWERED, REJECTED: REJECTED_EVENT, EXPIRED: EXPIRED_EVENT}
+# The event each resolution makes (a cancelled question tells nobody: nobody answered it,
+# and its conversation had moved on).
+RESOLVED = {
+    QuestionStatus.ANSWERED: ANSWERED,
+    QuestionStatus.AUTO_RESOLVED: ANSWERED,
+    QuestionStatus.REJECTED: REJECTED,
+    QuestionStatus.EXPIRED: EXPIRED,
+}
 
 
 @dataclass(frozen=True)
 class QuestionEvent:
     type: str
-    conversation_id: int
+    question: Question
     owner_id: int
-    payload: QuestionPayload
     at: datetime
 
 

@@ -1,10 +1,14 @@
-"""Resolving a question, exactly once: answer, reject, or auto-resolve by an ordinary message.
+"""Asking and resolving questions, exactly once: answer, reject, auto-resolve by an ordinary
+message, expire; and the drafts saved while a question waits.
 
-Each service locks the conversation (after checking the user may act on it) and finds the
-question by its tool-call id; only a question still pending can be resolved, so a second
-answer, a double click, a stale id or the loser of a race between tabs or processes changes
-nothing and gets QuestionAlreadyResolved. The web views, the API and (through the API) the
-terminal client all resolve questions here.
+Every resolution locks the conversation (after checking the user may act on it), then
+resolves the question's row by a conditional update of a pending row: only one resolution of
+a question can win, so a second answer, a double click, a stale id or the loser of a race
+between tabs or processes changes nothing and gets QuestionAlreadyResolved. In that same
+transaction it rewrites the question_request block the transcript shows, deletes the draft,
+tells the listeners (webhooks), and moves the turn on (chat.engine.turns), whose next step
+dispatch starts after commit. The web views, the API and the terminal client all resolve
+questions here.
 """
 
 import json
@@ -17,18 +21,18 @@ from django.utils import timezone
 from django.utils.translation import gettext_lazy as _
 from django.utils.translation import gettext_noop
 
-from accounts.selectors import preferences_for
-from chat import events, transcript, turns
 from chat.blocks import TextBlock, ToolCallBlock, ToolResultBlock, parse_blocks
-from chat.compiled import CompiledDelete
+from chat.engine import dispatch, turns
 from chat.errors import ConversationNotFound, NothingToStop
-from chat.models import Conversation, Message, Role
+from chat import events
+from chat.models import AgentState, Conversation, Message, Role
 from chat.selectors import conversation_for_user
 from chat.text import clean_text
-from questions import blocks, notifications
-from questions.blocks import API, AUTO_RESOLVE, BROWSER, EXPIRY, Answer, Resolver, Via
+from chat.transcript import Transcript, lock
+from questions import notifications
+from questions.blocks import API, AUTO_RESOLVE, BROWSER, EXPIRY, Answer, Via, payload_of
 from questions.errors import DraftTooLong, InvalidAnswer, QuestionAlreadyResolved
-from questions.models import Deadline, QuestionDraft
+from questions.models import Question, QuestionDraft, QuestionStatus
 from questions.schemas import (
     TOOL_ASK_USER_QUESTION,
     TOOL_CONFIRM_ACTION,
@@ -36,7 +40,7 @@ from questions.schemas import (
     YES,
     QuestionRequest,
 )
-from questions.selectors import PendingQuestion, pending_question
+from questions.selectors import pending_question, question_for_user
 
 # What the model reads when the user rejects its question, and for calls it made after it.
 DECLINED = "The user declined to answer this question."
@@ -45,7 +49,7 @@ EXPIRED_RESULT = (
     "The user did not answer this question in time: it expired. Proceed with your best "
     "judgement, and state the assumptions you make."
 )
-# The websocket event a reminder sends to the user's open pages (chat.events' user group).
+# The websocket event a reminder sends to the user's open pages (their attention group).
 REMINDER_EVENT = "questions.reminder"
 STOPPED_AFTER_REJECT = gettext_noop(
     "You rejected the question, so the agent stopped. Send a message when you want it to go on."
@@ -61,13 +65,65 @@ TOO_MANY_ANSWERS = _("There are more answers than questions.")
 NO_SUCH_QUESTION = _("No such question: %(text)s")
 MISSING_ANSWER = _("Missing an answer to: %(text)s")
 
-# Deleted with each answer (_store): what was typed but not sent is gone with the question
-# (no signal receiver watches it: tests/chat/test_compiled.py).
-_DELETE_DRAFT = CompiledDelete(
-    lambda conversation_id, tool_call_id: QuestionDraft.objects.filter(
-        conversation_id=conversation_id, tool_call_id=tool_call_id
+
+# --- Asking -----------------------------------------------------------------------------------
+
+
+@transaction.atomic
+def ask(lease: turns.Lease, call: ToolCallBlock, request: QuestionRequest, *, limit: int) -> bool:
+    """Show the question under `call` and pause the turn (chat.engine.turns.pause), with its
+    deadline fixed now if the owner's questions expire (their own setting, else
+    QUESTION_EXPIRE_AFTER). False, and nothing changes, if the turn already asked `limit`
+    questions."""
+    owner_id, own_setting = (
+        Conversation.objects.filter(pk=lease.conversation_id)
+        .values_list("owner_id", "owner__preferences__question_expire_after")
+        .first()
+        or (None, None)
     )
-)
+    if owner_id is None:
+        raise ConversationNotFound
+    now = timezone.now()
+    seconds = expire_after(own_setting)
+    expires_at = now + timedelta(seconds=seconds) if seconds else None
+    question = Question(
+        conversation_id=lease.conversation_id,
+        tool_call_id=call.id,
+        kind=request.tool,
+        questions=[q.model_dump(mode="json") for q in request.questions],
+        expires_at=expires_at,
+        remind_at=remind_at(expires_at, seconds) if expires_at else None,
+        created_at=now,
+        updated_at=now,
+    )
+    paused = turns.pause(lease, call, question.block, limit=limit)
+    if paused is None:
+        return False
+    question.conversation = paused.conversation
+    question.message = paused.message
+    question.save(force_insert=True)
+    _publish(notifications.ASKED, question, at=now)
+    return True
+
+
+def expire_after(own_setting: int | None) -> int | None:
+    """Seconds a question stays open: the owner's own setting, else the server's
+    QUESTION_EXPIRE_AFTER; None (or 0 in either) means never."""
+    seconds = own_setting if own_setting is not None else settings.QUESTION_EXPIRE_AFTER
+    return seconds or None
+
+
+def remind_at(expires_at: datetime, seconds: int) -> datetime | None:
+    """When to remind: QUESTION_REMIND_BEFORE seconds before the deadline (by default a fifth
+    of the time before it, that is at 80%); None for no reminder (0, or not before the ask)."""
+    before = settings.QUESTION_REMIND_BEFORE
+    before = seconds / 5 if before is None else before
+    if not before or before >= seconds:
+        return None
+    return expires_at - timedelta(seconds=before)
+
+
+# --- Resolving --------------------------------------------------------------------------------
 
 
 @transaction.atomic
@@ -85,9 +141,8 @@ def answer_question(
     Inserts the answer as a new user message (chosen labels one per line, typed text last)
     and resumes the agent. Raises InvalidAnswer, QuestionAlreadyResolved, ConversationNotFound.
     """
-    conversation = conversation_for_user(user=user, conversation_id=conversation_id, lock=True)
-    pending = _pending(conversation, tool_call_id)
-    return _answer(conversation, pending, answers, by=_resolver(user, via))
+    question = _pending(user=user, conversation_id=conversation_id, tool_call_id=tool_call_id)
+    return _answer(question, answers, by=user, via=via)
 
 
 @transaction.atomic
@@ -102,23 +157,19 @@ def answer_question_by_text(
     """Answer the pending question with {question text: label, typed text, or a list of
     labels} (seed 001). With `tool_call_id`, refuse if another question is the pending one."""
     conversation = conversation_for_user(user=user, conversation_id=conversation_id, lock=True)
-    pending = pending_question(conversation)
-    if pending is None or tool_call_id not in (None, pending.tool_call_id):
+    question = pending_question(conversation)
+    if question is None or tool_call_id not in (None, question.tool_call_id):
         raise QuestionAlreadyResolved
-    return _answer(
-        conversation,
-        pending,
-        answers_by_question_text(pending.payload.request, answers),
-        by=_resolver(user, via),
-    )
+    given = answers_by_question_text(question.request, answers)
+    return _answer(question, given, by=user, via=via)
 
 
 @transaction.atomic
 def reject_question(*, user, conversation_id: int, tool_call_id: str, via: Via = BROWSER) -> None:
     """Decline a pending question: no message is inserted and the agent stops (idle); the
     model later reads that the user declined."""
-    conversation = conversation_for_user(user=user, conversation_id=conversation_id, lock=True)
-    _reject(conversation, _pending(conversation, tool_call_id), by=_resolver(user, via))
+    question = _pending(user=user, conversation_id=conversation_id, tool_call_id=tool_call_id)
+    _reject(question, by=user, via=via)
 
 
 @transaction.atomic
@@ -126,142 +177,271 @@ def cancel(*, user, conversation_id: int, via: Via = API) -> None:
     """Reject the pending question, or else stop the running turn (the API's `cancel`).
     Raises NothingToStop when there is neither."""
     conversation = conversation_for_user(user=user, conversation_id=conversation_id, lock=True)
-    pending = pending_question(conversation)
-    if pending is not None:
-        _reject(conversation, pending, by=_resolver(user, via))
+    question = pending_question(conversation)
+    if question is not None:
+        _reject(question, by=user, via=via)
     elif conversation.is_running:
-        turns.stop_turn(conversation)
+        with Transcript(conversation) as transcript:
+            next = turns.stop_turn(transcript)
+        dispatch.on_commit(next)
     else:
         raise NothingToStop
 
 
-@transaction.atomic
-def ask(lease: turns.Lease, call: ToolCallBlock, request: QuestionRequest, *, limit: int) -> bool:
-    """Show the question under `call` and pause the turn (chat.turns.pause), fixing its
-    deadline now if the owner's questions expire (QUESTION_EXPIRE_AFTER or their own
-    setting). False, and nothing changes, if the turn already asked `limit` questions."""
-    conversation = Conversation.objects.select_related("owner").filter(pk=lease.conversation_id)
-    conversation = conversation.first()
-    if conversation is None:
-        raise ConversationNotFound
-    now = timezone.now()
-    seconds = expire_after(conversation.owner)
-    expires_at = now + timedelta(seconds=seconds) if seconds else None
-    payload = blocks.asked(tool_call_id=call.id, request=request, expires_at=expires_at)
-    if not turns.pause(lease, call, blocks.question_block(payload), limit=limit):
-        return False
-    if expires_at is not None:
-        Deadline.objects.create(
-            conversation=conversation,
+def auto_resolve_question(
+    transcript: Transcript, *, call: ToolCallBlock, reply: Message, user
+) -> dispatch.Next | None:
+    """The user sent an ordinary message while the question of `call` was pending: that
+    message is the answer (nothing else is inserted) and the agent resumes. In the caller's
+    transaction and Transcript (the row is locked). None if the question is not pending."""
+    question = (
+        Question.objects.select_related("message")
+        .filter(
+            conversation=transcript.conversation,
             tool_call_id=call.id,
-            expires_at=expires_at,
-            remind_at=remind_at(expires_at, seconds),
+            status=QuestionStatus.PENDING,
         )
-    notifications.publish(
-        notifications.QuestionEvent(
-            type=notifications.ASKED,
-            conversation_id=conversation.pk,
-            owner_id=conversation.owner_id,
-            payload=payload,
-            at=now,
-        )
+        .first()
     )
-    return True
-
-
-def expire_after(user) -> int | None:
-    """Seconds a question asked of `user` stays open: their own setting, else the server's
-    QUESTION_EXPIRE_AFTER; None (or 0 in either) means never."""
-    own = preferences_for(user).question_expire_after
-    seconds = own if own is not None else settings.QUESTION_EXPIRE_AFTER
-    return seconds or None
-
-
-def remind_at(expires_at: datetime, seconds: int) -> datetime | None:
-    """When to remind: QUESTION_REMIND_BEFORE seconds before the deadline (by default a fifth
-    of the time before it, that is at 80%); None for no reminder (0, or not before the ask)."""
-    before = settings.QUESTION_REMIND_BEFORE
-    before = seconds / 5 if before is None else before
-    if not before or before >= seconds:
+    if question is None:
         return None
-    return expires_at - timedelta(seconds=before)
+    question.conversation = transcript.conversation
+    text = "\n".join(b.text for b in reply.parsed_blocks if isinstance(b, TextBlock))
+    answers = [Answer(custom=text) for _ in question.request.questions]
+    _resolve(
+        transcript,
+        question,
+        status=QuestionStatus.AUTO_RESOLVED,
+        by=user,
+        via=AUTO_RESOLVE,
+        answer_text=text,
+        reply=reply,
+    )
+    result = ToolResultBlock(
+        tool_call_id=question.tool_call_id,
+        content=result_for_model(question.request, answers),
+        reply_message_id=reply.pk,
+        shown_elsewhere=True,
+    )
+    return turns.resume(transcript, result=result)
 
 
 @transaction.atomic
-def expire_question(*, conversation_id: int, tool_call_id: str) -> bool:
+def expire_question(*, question_id: int) -> bool:
     """The server's deadline passed: resolve the question as expired (never picking an
-    option), tell the model the user did not answer in time, and resume the agent. Like an
-    answer, it locks the conversation and acts only on the question still pending, so of an
-    answer and the expiry exactly one wins. True if this call expired it."""
+    option), tell the model the user did not answer in time, and resume the agent. Of an
+    answer and the expiry exactly one wins. True if this call expired it.
+
+    A pending question whose conversation no longer waits for it (a transcript stored by an
+    earlier version) can never be answered: it is cancelled instead, and nothing resumes."""
+    conversation_id = (
+        Question.objects.filter(pk=question_id).values_list("conversation_id", flat=True).first()
+    )
+    if conversation_id is None:
+        return False
     try:
-        conversation = transcript.lock(conversation_id)
+        conversation = lock(conversation_id)
     except ConversationNotFound:
         return False
+    question = Question.objects.select_related("message").filter(pk=question_id).first()
     now = timezone.now()
-    pending = pending_question(conversation)
     if (
-        pending is None
-        or pending.tool_call_id != tool_call_id
-        or pending.payload.expires_at is None
-        or pending.payload.expires_at > now
+        question is None
+        or not question.is_pending
+        or question.expires_at is None
+        or question.expires_at > now
     ):
-        # Resolved in the meantime (its deadline was closed then) or not due: nothing to do.
-        return False
-    by = Resolver(answered_by=None, answered_at=now, answered_via=EXPIRY)
-    _store(conversation, pending, blocks.expired(pending.payload, by=by))
-    result = ToolResultBlock.error(tool_call_id, EXPIRED_RESULT)
-    turns.resume(conversation, result=result.model_copy(update={"shown_elsewhere": True}))
+        return False  # resolved meanwhile, or not due
+    question.conversation = conversation
+    with Transcript(conversation) as transcript:
+        if conversation.agent_state != AgentState.AWAITING_USER:
+            _resolve(transcript, question, status=QuestionStatus.CANCELLED, by=None, via="")
+            return False
+        _resolve(transcript, question, status=QuestionStatus.EXPIRED, by=None, via=EXPIRY)
+        result = ToolResultBlock.error(question.tool_call_id, EXPIRED_RESULT)
+        next = turns.resume(transcript, result=result.model_copy(update={"shown_elsewhere": True}))
+    dispatch.on_commit(next)
     return True
 
 
 @transaction.atomic
-def send_reminder(*, deadline_id: int) -> bool:
+def send_reminder(*, question_id: int) -> bool:
     """Remind the owner once that a question will expire soon: to the listeners (webhooks)
     and to their open pages. The conditional update makes it once across processes."""
     now = timezone.now()
-    claimed = Deadline.objects.filter(
-        pk=deadline_id, reminded_at__isnull=True, resolved_at__isnull=True
+    claimed = Question.objects.filter(
+        pk=question_id, status=QuestionStatus.PENDING, reminded_at__isnull=True
     ).update(reminded_at=now)
     if not claimed:
         return False
-    deadline = Deadline.objects.select_related("conversation").get(pk=deadline_id)
-    conversation = deadline.conversation
-    pending = pending_question(conversation)
-    if pending is None or pending.tool_call_id != deadline.tool_call_id:
-        return False
-    notifications.publish(
-        notifications.QuestionEvent(
-            type=notifications.REMINDER,
-            conversation_id=conversation.pk,
-            owner_id=conversation.owner_id,
-            payload=pending.payload,
-            at=now,
-        )
-    )
-    events.send_attention_event_on_commit(
-        conversation.owner_id,
+    question = Question.objects.select_related("conversation").get(pk=question_id)
+    _publish(notifications.REMINDER, question, at=now)
+    owner_id = question.conversation.owner_id
+    events.send_on_commit(
+        events.attention_group(owner_id),
         {
             "type": REMINDER_EVENT,
-            "conversation_id": conversation.pk,
-            "tool_call_id": deadline.tool_call_id,
-            "expires_at": deadline.expires_at.isoformat(),
+            "conversation_id": question.conversation_id,
+            "tool_call_id": question.tool_call_id,
+            "expires_at": question.expires_at.isoformat(),
         },
     )
     return True
 
 
-def auto_resolve_question(*, conversation: Conversation, reply: Message) -> bool:
-    """The user sent an ordinary message while a question was pending: that message is the
-    answer (nothing else is inserted) and the agent resumes. The caller holds the row lock.
-    True if a question was resolved."""
-    pending = pending_question(conversation)
-    if pending is None:
-        return False
-    text = "\n".join(b.text for b in parse_blocks(reply.blocks) if isinstance(b, TextBlock))
-    answers = [Answer(custom=text) for _ in pending.payload.questions]
-    by = _resolver(conversation.owner, AUTO_RESOLVE)
-    _replied(conversation, pending, answers, text=text, reply=reply, by=by, by_message=True)
-    return True
+def _pending(*, user, conversation_id: int, tool_call_id: str) -> Question:
+    """The question, its conversation locked, if it is still the pending one."""
+    question = question_for_user(
+        user=user, conversation_id=conversation_id, tool_call_id=tool_call_id, lock=True
+    )
+    if not question.is_pending or question.conversation.agent_state != AgentState.AWAITING_USER:
+        raise QuestionAlreadyResolved
+    return question
+
+
+def _answer(question: Question, answers: list[Answer], *, by, via: Via) -> Message:
+    request = question.request
+    answers = _validate(request, answers)
+    text = answer_text(request, answers)
+    with Transcript(question.conversation) as transcript:
+        # Seed 000's inserted user message: kept in the data and the API, shown by the block.
+        reply = transcript.append(
+            role=Role.USER, blocks=[TextBlock(text=text, shown_elsewhere=True)]
+        )
+        _resolve(
+            transcript,
+            question,
+            status=QuestionStatus.ANSWERED,
+            by=by,
+            via=via,
+            answers=answers,
+            answer_text=text,
+            reply=reply,
+        )
+        result = ToolResultBlock(
+            tool_call_id=question.tool_call_id,
+            content=result_for_model(request, answers),
+            reply_message_id=reply.pk,
+            shown_elsewhere=True,
+        )
+        next = turns.resume(transcript, result=result)
+    dispatch.on_commit(next)
+    return reply
+
+
+def _reject(question: Question, *, by, via: Via) -> None:
+    """No message is inserted and the agent stops (idle); the model later reads that the
+    user declined."""
+    with Transcript(question.conversation) as transcript:
+        _resolve(transcript, question, status=QuestionStatus.REJECTED, by=by, via=via)
+        declined = ToolResultBlock.error(question.tool_call_id, DECLINED)
+        turns.decline(
+            transcript,
+            result=declined.model_copy(update={"shown_elsewhere": True}),
+            unrun_result=NOT_RUN_AFTER_DECLINE,
+            notice=STOPPED_AFTER_REJECT,
+        )
+
+
+def _resolve(
+    transcript: Transcript,
+    question: Question,
+    *,
+    status: QuestionStatus,
+    by,
+    via: str,
+    answers: list[Answer] | None = None,
+    answer_text: str = "",
+    reply: Message | None = None,
+) -> None:
+    """Resolve the pending `question` (first wins: the conditional update), and in the same
+    transaction write its block as the transcript shows it, delete its draft and tell the
+    listeners. Raises QuestionAlreadyResolved if it was no longer pending."""
+    now = timezone.now()
+    resolution = {
+        "status": status,
+        "answers": None if answers is None else [a.model_dump() for a in answers],
+        "answer_text": answer_text,
+        "reply": reply,
+        "answered_by": by,
+        "answered_at": now,
+        "answered_via": via,
+        "updated_at": now,
+    }
+    won = Question.objects.filter(pk=question.pk, status=QuestionStatus.PENDING).update(
+        **resolution
+    )
+    if not won:
+        raise QuestionAlreadyResolved
+    for field, value in resolution.items():
+        setattr(question, field, value)
+    message = question.message
+    blocks = parse_blocks(message.blocks)
+    for index, block in enumerate(blocks):
+        payload = payload_of(block)
+        if payload is not None and payload.tool_call_id == question.tool_call_id:
+            blocks[index] = question.block
+    transcript.update(message, blocks=blocks)
+    QuestionDraft.objects.filter(question=question).delete()
+    if (event := notifications.RESOLVED.get(status)) is not None:
+        _publish(event, question, at=now)
+
+
+def _publish(event: str, question: Question, *, at: datetime) -> None:
+    notifications.publish(
+        notifications.QuestionEvent(
+            type=event, question=question, owner_id=question.conversation.owner_id, at=at
+        )
+    )
+
+
+# --- Drafts: what the user chose or typed, saved while a question waits ----------------------
+
+DRAFT_CLIENT = re.compile(r"[A-Za-z0-9_-]{1,64}")
+
+
+@transaction.atomic
+def save_draft(
+    *, user, conversation_id: int, tool_call_id: str, answers: list[Answer], client: str = ""
+) -> QuestionDraft | None:
+    """Save the user's unsent answer to the pending question, for their other tabs and
+    devices; `client` names the page that typed it. A draft never answers: once the question
+    is resolved it is ignored and None returned. Raises DraftTooLong, ConversationNotFound."""
+    try:
+        question = _pending(user=user, conversation_id=conversation_id, tool_call_id=tool_call_id)
+    except QuestionAlreadyResolved:
+        return None
+    questions = question.request.questions
+    if len(answers) > len(questions) or any(
+        len(answer.custom) > settings.PARLEY_MAX_MESSAGE_CHARS for answer in answers
+    ):
+        raise DraftTooLong
+    # Only the question's own labels are kept; nothing here is validated as an answer yet.
+    data = [
+        Answer(
+            labels=[label for label in answer.labels if label in item.labels],
+            custom=answer.custom,
+        ).model_dump()
+        for item, answer in zip(questions, answers, strict=False)
+    ]
+    client = client if DRAFT_CLIENT.fullmatch(client) else ""
+    draft, _created = QuestionDraft.objects.update_or_create(
+        question=question,
+        defaults={"user": user, "data": data, "client": client, "updated_at": timezone.now()},
+    )
+    # Every tab hears of it; the tab that typed it hides the line (static/parley-drafts.js).
+    events.send_on_commit(
+        events.user_group(user.pk),
+        events.conversation_fragment(
+            question.conversation_id,
+            "questions/question.html#elsewhere",
+            {"q": {"tool_call_id": tool_call_id}, "client": client or "-"},
+        ),
+    )
+    return draft
+
+
+# --- What an answer says ----------------------------------------------------------------------
 
 
 def answers_by_question_text(
@@ -325,70 +505,6 @@ def result_for_model(request: QuestionRequest, answers: list[Answer]) -> str:
     raise ValueError(request.tool)  # pragma: no cover
 
 
-def _answer(
-    conversation: Conversation, pending: PendingQuestion, answers: list[Answer], *, by: Resolver
-) -> Message:
-    answers = _validate(pending.payload.request, answers)
-    text = answer_text(pending.payload.request, answers)
-    # Seed 000's inserted user message: kept in the data and the API, shown by the block.
-    inserted = TextBlock(text=text, shown_elsewhere=True)
-    with transcript.one_write(conversation):
-        reply = transcript.append_message(conversation, role=Role.USER, blocks=[inserted])
-        _replied(conversation, pending, answers, text=text, reply=reply, by=by)
-    return reply
-
-
-def _replied(
-    conversation: Conversation,
-    pending: PendingQuestion,
-    answers: list[Answer],
-    *,
-    text: str,
-    reply: Message,
-    by: Resolver,
-    by_message: bool = False,
-) -> None:
-    """Mark the question replied by `reply`, store its tool result, resume the agent. An
-    ordinary message (`by_message`) shows itself: the block then stores no per-question
-    answers, so the reply appears once."""
-    payload = blocks.replied(
-        pending.payload,
-        answer_text=text,
-        answer_message_id=reply.pk,
-        answers=None if by_message else answers,
-        by=by,
-    )
-    _store(conversation, pending, payload)
-    result = ToolResultBlock(
-        tool_call_id=pending.tool_call_id,
-        content=result_for_model(payload.request, answers),
-        reply_message_id=reply.pk,
-        shown_elsewhere=True,
-    )
-    turns.resume(conversation, result=result)
-
-
-def _reject(conversation: Conversation, pending: PendingQuestion, *, by: Resolver) -> None:
-    """No message is inserted and the agent stops (idle); the model later reads that the
-    user declined."""
-    _store(conversation, pending, blocks.rejected(pending.payload, by=by))
-    turns.decline(
-        conversation,
-        result=ToolResultBlock.error(pending.tool_call_id, DECLINED).model_copy(
-            update={"shown_elsewhere": True}
-        ),
-        unrun_result=NOT_RUN_AFTER_DECLINE,
-        notice=STOPPED_AFTER_REJECT,
-    )
-
-
-def _pending(conversation: Conversation, tool_call_id: str) -> PendingQuestion:
-    pending = pending_question(conversation)
-    if pending is None or pending.tool_call_id != tool_call_id:
-        raise QuestionAlreadyResolved
-    return pending
-
-
 def _validate(request: QuestionRequest, answers: list[Answer]) -> list[Answer]:
     if len(answers) > len(request.questions):
         raise InvalidAnswer(TOO_MANY_ANSWERS)
@@ -413,79 +529,3 @@ def _validate(request: QuestionRequest, answers: list[Answer]) -> list[Answer]:
     return cleaned
 
 
-def _resolver(user, via: Via) -> Resolver:
-    return Resolver(answered_by=user.get_username(), answered_at=timezone.now(), answered_via=via)
-
-
-def _store(
-    conversation: Conversation, pending: PendingQuestion, payload: blocks.QuestionPayload
-) -> None:
-    """Write the resolved question's block, close its deadline and tell the listeners
-    (notifications), all in the caller's transaction."""
-    stored = parse_blocks(pending.message.blocks)
-    stored[pending.block_index] = blocks.question_block(payload)
-    transcript.update_message(conversation, pending.message, blocks=stored, is_draft=False)
-    _DELETE_DRAFT(conversation_id=conversation.pk, tool_call_id=pending.tool_call_id)
-    if pending.payload.expires_at is not None:  # else it has no deadline (ask)
-        Deadline.objects.filter(
-            conversation=conversation, tool_call_id=payload.tool_call_id, resolved_at__isnull=True
-        ).update(
-            resolved_at=payload.answered_at, expired=payload.question_resolution == blocks.EXPIRED
-        )
-    notifications.publish(
-        notifications.QuestionEvent(
-            type=notifications.RESOLVED[payload.question_resolution],
-            conversation_id=conversation.pk,
-            owner_id=conversation.owner_id,
-            payload=payload,
-            at=payload.answered_at,
-        )
-    )
-
-
-# --- Drafts: what the user chose or typed, saved while a question waits ----------------------
-
-DRAFT_CLIENT = re.compile(r"[A-Za-z0-9_-]{1,64}")
-
-
-@transaction.atomic
-def save_draft(
-    *, user, conversation_id: int, tool_call_id: str, answers: list[Answer], client: str = ""
-) -> QuestionDraft | None:
-    """Save the user's unsent answer to the pending question, for their other tabs and
-    devices; `client` names the page that typed it. A draft never answers: once the question
-    is resolved (or for any other tool-call id) it is ignored and None returned. Raises
-    DraftTooLong, ConversationNotFound."""
-    conversation = conversation_for_user(user=user, conversation_id=conversation_id, lock=True)
-    pending = pending_question(conversation)
-    if pending is None or pending.tool_call_id != tool_call_id:
-        return None
-    questions = pending.payload.questions
-    if len(answers) > len(questions) or any(
-        len(answer.custom) > settings.PARLEY_MAX_MESSAGE_CHARS for answer in answers
-    ):
-        raise DraftTooLong
-    # Only the question's own labels are kept; nothing here is validated as an answer yet.
-    data = [
-        Answer(
-            labels=[label for label in answer.labels if label in question.labels],
-            custom=answer.custom,
-        ).model_dump()
-        for question, answer in zip(questions, answers, strict=False)
-    ]
-    client = client if DRAFT_CLIENT.fullmatch(client) else ""
-    draft, _created = QuestionDraft.objects.update_or_create(
-        conversation=conversation,
-        tool_call_id=tool_call_id,
-        defaults={"user": user, "data": data, "client": client, "updated_at": timezone.now()},
-    )
-    # Every tab hears of it; the tab that typed it hides the line (static/parley-drafts.js).
-    events.send_user_event_on_commit(
-        user.pk,
-        events.conversation_fragment(
-            conversation.pk,
-            "questions/question.html#elsewhere",
-            {"q": {"tool_call_id": tool_call_id}, "client": client or "-"},
-        ),
-    )
-    return draft

@@ -1,8 +1,21 @@
-"""The question tools as the model sees them: names, guidance and JSON schemas."""
+"""The question tools as the engine runs them (chat.engine.tools): their names, guidance and
+JSON schemas for the model; the turn boundary; validating a call, showing the question and
+pausing; and how an ordinary message resolves a pending question.
 
+Messages stored in blocks are English msgids, translated when shown.
+"""
+
+from channels.db import database_sync_to_async
 from django.conf import settings
+from django.utils.translation import gettext_noop
 
-from chat.tools import AgentContext, ToolSpec, json_schema
+from chat.blocks import ToolCallBlock
+from chat.engine.dispatch import Next
+from chat.engine.tools import PAUSED, Outcome, Refusal, Tool, ToolContext
+from chat.models import Message
+from chat.transcript import Transcript
+from questions import services
+from questions.blocks import ACTION_TYPE
 from questions.schemas import (
     QUESTION_TOOL_NAMES,
     TOOL_ASK_USER_QUESTION,
@@ -11,6 +24,7 @@ from questions.schemas import (
     AskUserQuestionInput,
     ConfirmActionInput,
     QuestionInput,
+    normalise,
 )
 
 WHEN = (
@@ -51,18 +65,65 @@ INPUTS = {
     TOOL_CONFIRM_ACTION: ConfirmActionInput,
 }
 
+NOT_STANDALONE = Refusal(
+    result="Not run: a question tool call must be the only tool call of its message. "
+    "Make the other calls first, or ask the question alone.",
+    error=gettext_noop(
+        "The agent asked a question together with other tool calls, which is not allowed; "
+        "nothing was run and the agent was told to ask on its own."
+    ),
+)
+INVALID_QUESTION = gettext_noop(
+    "The agent asked a question that could not be shown; it was told what to fix."
+)
+LIMIT = Refusal(
+    result="Not asked: the limit of questions for this turn is reached. Proceed with your best "
+    "judgement and say what you assumed.",
+    error=gettext_noop("The agent tried to ask too many questions in one turn."),
+)
 
-def enabled() -> list[str]:
-    """The question tools offered, per QUESTION_TOOLS (unknown names are ignored)."""
-    return [name for name in settings.QUESTION_TOOLS if name in QUESTION_TOOL_NAMES]
+
+class QuestionTool(Tool):
+    """One of the question tools: a call shows the question and pauses the turn."""
+
+    subagent_refusal = "Sub-agents cannot ask the user questions; decide, or report back instead."
+    action_type = ACTION_TYPE
+    template_name = "questions/question.html"
+
+    def __init__(self, name: str) -> None:
+        self.name = name
+        self.description = DESCRIPTIONS[name]
+        self.input_model = INPUTS[name]
+
+    def enabled(self) -> bool:
+        return self.name in settings.QUESTION_TOOLS
+
+    def refuse_batch(self, calls: list[ToolCallBlock]) -> Refusal | None:
+        """Under the standalone policy (seed 000) a question call must be its message's only
+        tool call; under `sequential` (seed 001) the calls before it run first."""
+        if settings.QUESTION_CALL_POLICY != "standalone" or len(calls) < 2:
+            return None
+        return NOT_STANDALONE
+
+    async def run(self, call: ToolCallBlock, context: ToolContext) -> Outcome:
+        try:
+            request = normalise(call.name, call.arguments)
+        except ValueError as error:
+            return Refusal(
+                result=f"Invalid {call.name} call, not shown to the user: {error}. "
+                "Fix it and ask again.",
+                error=INVALID_QUESTION,
+                detail=str(error),
+            )
+        limit = settings.QUESTION_MAX_PER_TURN
+        if await database_sync_to_async(services.ask)(context.lease, call, request, limit=limit):
+            return PAUSED
+        return LIMIT
+
+    def resolve_by_message(
+        self, transcript: Transcript, call: ToolCallBlock, reply: Message, user
+    ) -> Next | None:
+        return services.auto_resolve_question(transcript, call=call, reply=reply, user=user)
 
 
-def is_question_call(name: str) -> bool:
-    return name in enabled()
-
-
-def specs(context: AgentContext) -> list[ToolSpec]:
-    """Sub-agents are never offered question tools."""
-    if context.is_subagent:
-        return []
-    return [ToolSpec(name, DESCRIPTIONS[name], json_schema(INPUTS[name])) for name in enabled()]
+TOOLS = [QuestionTool(name) for name in QUESTION_TOOL_NAMES]

@@ -1,25 +1,50 @@
 import os
+from functools import partial
 
+import channels.db
 import pytest
 from asgiref.sync import async_to_sync
 from django.core.cache import cache
 
-from chat import runner, runtime, services
+from chat import services
+from chat.engine import dispatch, runner, runtime
 from tests.fakes import AskingModel
 from tests.live_server import postgres_database
 
 
 @pytest.fixture(autouse=True)
 def turns_run_inline(monkeypatch, settings):
-    """In-process tests run each agent turn to its end inside the commit hook that dispatches
-    it, without delays, and start no runner loop or sweep of their own."""
+    """In-process tests run each agent turn to its end where it is dispatched (after
+    commit), on the dispatching thread, without delays; no runner loop or sweep starts."""
     settings.SCRIPTED_AGENT_DELAY = 0
-    monkeypatch.setattr(runner, "dispatch", run_now)
+    monkeypatch.setattr(dispatch, "start", run_now)
     monkeypatch.setattr(runner, "start_in_this_loop", lambda: None)
 
 
 def run_now(conversation_id: int) -> None:
     async_to_sync(runtime.run_turn)(conversation_id)
+
+
+@pytest.fixture(autouse=True)
+def one_transaction(request, monkeypatch):
+    """A test that rolls back runs in one transaction, and a turn it runs works in it too
+    (on the test's thread: run_now). Channels closes the thread's connection around each
+    database call when the connection is inside a transaction it did not open itself, which
+    would end the test's: not within such a test."""
+    marker = request.node.get_closest_marker("django_db")
+    transactional = "transactional_db" in request.fixturenames or (
+        marker is not None and marker.kwargs.get("transaction", False)
+    )
+    if not transactional:
+        monkeypatch.setattr(channels.db, "close_old_connections", lambda: None)
+
+
+@pytest.fixture
+def committed(django_capture_on_commit_callbacks):
+    """`with committed():` what the block's transactions ask for after commit (a turn run,
+    events sent) happens as the block ends, as after a real commit; the test itself still
+    rolls back."""
+    return partial(django_capture_on_commit_callbacks, execute=True)
 
 
 @pytest.fixture(autouse=True)
@@ -47,7 +72,7 @@ def fresh_limits():
 def dispatched(monkeypatch) -> list[int]:
     """Turns are dispatched but not run: the ids of the conversations dispatched, in order."""
     ids: list[int] = []
-    monkeypatch.setattr(runner, "dispatch", ids.append)
+    monkeypatch.setattr(dispatch, "start", ids.append)
     return ids
 
 

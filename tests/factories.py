@@ -1,46 +1,47 @@
-"""Test data written through the same low-level writes the app uses."""
+"""Test data written through the same writes the app uses."""
 
 from datetime import timedelta
 
 from django.db import transaction
 from django.utils import timezone
 
-from chat import transcript, turns
 from chat.blocks import TextBlock
+from chat.engine import turns
 from chat.models import AgentState, Conversation, Message, Role
+from chat.transcript import Transcript, lock
 
 
 def add_message(conversation_id: int, text: str, *, role=Role.ASSISTANT, message_id=None) -> int:
     """Append a message (or replace the text of `message_id`); returns its id."""
-    with transaction.atomic():
-        conversation = transcript.lock(conversation_id)
+    with transaction.atomic(), Transcript(lock(conversation_id)) as transcript:
         if message_id is None:
-            blocks = [TextBlock(text=text)]
-            return transcript.append_message(conversation, role=role, blocks=blocks).pk
-        message = conversation.messages.get(pk=message_id)
-        transcript.update_message(
-            conversation, message, blocks=[TextBlock(text=text)], is_draft=False
-        )
+            return transcript.append(role=role, blocks=[TextBlock(text=text)]).pk
+        message = transcript.conversation.messages.get(pk=message_id)
+        transcript.update(message, blocks=[TextBlock(text=text)])
         return message_id
 
 
 def set_state(conversation_id: int, state: AgentState) -> None:
+    with transaction.atomic(), Transcript(lock(conversation_id)) as transcript:
+        transcript.conversation.agent_state = state
+        transcript.touch()
+
+
+def claim(conversation_id: int) -> turns.Claim:
     with transaction.atomic():
-        conversation = transcript.lock(conversation_id)
-        conversation.agent_state = state
-        transcript.save_conversation(conversation)
+        return turns.claim(conversation_id)
 
 
 def fail_turn(conversation_id: int, message: str = turns.AGENT_FAILED) -> None:
     """Put the conversation through a failed turn: error state and a retryable error block."""
     set_state(conversation_id, AgentState.LLM_REQUESTING)
-    turns.fail(turns.claim(conversation_id).lease, message)
+    turns.fail(claim(conversation_id).lease, message)
 
 
 def started_step(conversation_id: int) -> turns.Lease:
     """A runner claimed the running turn and started its model request; its lease."""
     set_state(conversation_id, AgentState.LLM_REQUESTING)
-    lease = turns.claim(conversation_id).lease
+    lease = claim(conversation_id).lease
     turns.begin_step(lease)
     return lease
 

@@ -1,6 +1,6 @@
 """Fakes shared by the tests: a model that plays canned responses, and a question."""
 
-from chat.providers.base import TextDelta, ToolCallRequest
+from chat.engine.providers.base import TextDelta, ToolCallRequest
 
 
 class FakeProvider:

@@ -10,7 +10,7 @@ class WebhooksConfig(AppConfig):
     verbose_name = _("Webhooks")
 
     def ready(self) -> None:
-        from chat import runner
+        from chat.engine import runner
         from questions import notifications
         from webhooks import delivery, services
 

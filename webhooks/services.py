@@ -12,8 +12,7 @@ from django.http import Http404
 from django.urls import reverse
 from django.utils.translation import gettext_lazy as _
 
-from chat import runner
-from chat.compiled import CompiledQuery
+from chat.engine import runner
 from questions.notifications import QuestionEvent
 from webhooks.addresses import UnsafeUrl, check_url
 from webhooks.models import Delivery, Webhook
@@ -53,17 +52,17 @@ def delete_webhook(*, user, webhook_id: int) -> None:
 def event_body(event: QuestionEvent) -> str:
     """The JSON body (spec 6.1): type, timestamp and data with the conversation, the tool
     call, the questions and an absolute link to the question."""
-    payload = event.payload
-    link = reverse("chat:conversation_detail", args=[event.conversation_id])
+    question = event.question
+    link = reverse("chat:conversation_detail", args=[question.conversation_id])
     return json.dumps(
         {
             "type": event.type,
             "timestamp": event.at.isoformat(),
             "data": {
-                "conversationId": event.conversation_id,
-                "toolCallId": payload.tool_call_id,
-                "questions": [q.model_dump(mode="json") for q in payload.questions],
-                "url": f"{settings.PUBLIC_URL}{link}#question-{payload.tool_call_id}",
+                "conversationId": question.conversation_id,
+                "toolCallId": question.tool_call_id,
+                "questions": question.questions,
+                "url": f"{settings.PUBLIC_URL}{link}#question-{question.tool_call_id}",
             },
         },
         ensure_ascii=False,
@@ -71,17 +70,14 @@ def event_body(event: QuestionEvent) -> str:
     )
 
 
-# The webhooks of an owner, and those of every user: read by every question asked and resolved
-# (chat.compiled), most often to find none.
-_HOOKS = CompiledQuery(
-    lambda owner_id: Webhook.objects.filter(Q(owner_id=owner_id) | Q(owner__isnull=True)).only("pk")
-)
-
-
 def enqueue(event: QuestionEvent) -> None:
     """The outbox: one delivery per webhook that wants the event, in the caller's
     transaction; delivered after commit (chat.runner's sweep jobs)."""
-    hook_ids = [hook.pk for hook in _HOOKS.all(owner_id=event.owner_id)]
+    hook_ids = list(
+        Webhook.objects.filter(Q(owner_id=event.owner_id) | Q(owner__isnull=True)).values_list(
+            "pk", flat=True
+        )
+    )
     if not hook_ids:
         return
     body = event_body(event)

@@ -3,8 +3,10 @@ import json
 from django import template
 from django.utils.translation import gettext
 
-from chat import pausing, providers, selectors, subagents
+from chat import selectors
 from chat.blocks import ToolResultBlock
+from chat.engine import providers, tools
+from chat.engine.subagents import TOOL_NAME as SPAWN_AGENTS
 from chat.markdown import render_markdown
 from chat.models import AgentState, Conversation, Message
 
@@ -19,7 +21,7 @@ def markdown(text: str) -> str:
 
 @register.filter
 def translate_stored(msgid: str) -> str:
-    """Translate a message stored as its English msgid (see chat.turns)."""
+    """Translate a message stored as its English msgid (see chat.engine.turns)."""
     return gettext(msgid)
 
 
@@ -31,25 +33,26 @@ def pretty_json(value) -> str:
 @register.filter
 def is_pausing_tool(name: str) -> bool:
     """A pausing tool's call is shown by its action block, not as a tool call."""
-    return pausing.handler_for(name) is not None
+    tool = tools.registered(name)
+    return tool is not None and tool.pauses
 
 
 @register.filter
 def action_template(action_type: str) -> str:
     """The template that renders an action block of this type ("" if none is registered)."""
-    return pausing.template_for_action(action_type) or ""
+    return tools.template_for_action(action_type) or ""
 
 
 @register.filter
 def is_spawn_call(name: str) -> bool:
-    """A spawn_agents call is shown as its sub-agents (chat.subagents)."""
-    return subagents.handles(name)
+    """A spawn_agents call is shown as its sub-agents (chat.engine.subagents)."""
+    return name == SPAWN_AGENTS
 
 
 @register.simple_tag
-def subagents_of(conversation, call_id: str) -> list[subagents.Subagent]:
+def subagents_of(conversation, call_id: str) -> list[selectors.Subagent]:
     """The sub-agents one call of `conversation` started (the page has checked access)."""
-    return subagents.subagents_of(conversation, call_id)
+    return selectors.subagents_of(conversation, call_id)
 
 
 @register.simple_tag

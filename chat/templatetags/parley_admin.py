@@ -4,7 +4,7 @@ from django import template
 from django.template import TemplateDoesNotExist
 from django.template.loader import select_template
 
-from chat import pausing
+from chat.engine import tools
 
 register = template.Library()
 
@@ -13,7 +13,7 @@ register = template.Library()
 def admin_action_template(action_type: str) -> str:
     """The admin's template for an action block of this type: the registering app's template
     under admin/ (e.g. admin/questions/question.html), or "" when it has none."""
-    name = pausing.template_for_action(action_type)
+    name = tools.template_for_action(action_type)
     if not name:
         return ""
     try:

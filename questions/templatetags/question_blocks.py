@@ -8,6 +8,7 @@ from django.utils.dateparse import parse_datetime
 from django.utils.translation import gettext_lazy as _
 
 from questions.blocks import Answer, QuestionPayload, payload_of
+from questions.models import AnsweredVia
 from questions.schemas import Question
 from questions.selectors import draft_answers
 
@@ -19,6 +20,7 @@ RESOLUTION_LABELS = {
     "replied": _("Answered"),
     "rejected": _("Rejected"),
     "expired": _("Expired"),
+    "cancelled": _("Cancelled"),
 }
 
 
@@ -99,12 +101,7 @@ def _lenient_payload(extra: dict[str, Any]) -> QuestionPayload | None:
 
 
 # How a question was resolved (answeredVia), as the audit line names it.
-VIA_LABELS = {
-    "browser": _("browser"),
-    "api": _("API"),
-    "terminal": _("terminal"),
-    "auto-resolve": _("a message"),
-}
+VIA_LABELS = dict(AnsweredVia.choices)
 
 
 @register.filter

@@ -1,6 +1,6 @@
 """`manage.py worker`: runs the turns sent over the channel layer (REDIS_URL), any number of
 workers on any machine. Sweeps for turns whose runner died from startup, and on SIGTERM or
-SIGINT hands its running turns back at once and exits (chat.runner.shutdown)."""
+SIGINT hands its running turns back at once and exits (chat.engine.runner.shutdown)."""
 
 import asyncio
 import contextlib
@@ -13,8 +13,8 @@ from channels.worker import Worker
 from django.conf import settings
 from django.core.management.base import BaseCommand, CommandError
 
-from chat import runner
-from config.eventloop import new_event_loop
+from chat.engine import runner
+from chat.engine.eventloop import new_event_loop
 
 logger = logging.getLogger("parley.runner")
 

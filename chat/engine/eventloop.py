@@ -1,5 +1,5 @@
-"""The event loop Parley's processes run on: uvloop's, where it is installed (it is, from
-pyproject.toml, everywhere but Windows), else asyncio's own.
+"""The event loop Parley's processes run on (the server's, config.serve; a worker's): uvloop's,
+where it is installed (it is, from pyproject.toml, everywhere but Windows), else asyncio's own.
 
 Every process spends much of its time in the event loop's own machinery: each database call
 of a socket or a turn is a trip to a thread and back, each event a channel-layer round trip.
@@ -19,11 +19,3 @@ except ImportError:  # pragma: no cover - not on Windows
 
 def new_event_loop() -> asyncio.AbstractEventLoop:
     return uvloop.new_event_loop() if uvloop is not None else asyncio.new_event_loop()
-
-
-def install_reactor() -> None:
-    """Install Twisted's asyncio reactor, as daphne does, but on new_event_loop(): to be
-    called before daphne.server is imported (which otherwise installs it on asyncio's loop)."""
-    from twisted.internet import asyncioreactor
-
-    asyncioreactor.install(new_event_loop())

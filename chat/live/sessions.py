@@ -3,16 +3,13 @@ revocation close the user's open websockets and event streams.
 
 Django's own auth decides whether a session is still good (`django.contrib.auth.get_user`:
 the session's user, its session auth hash — which changes with the password — and an active
-account). Streams re-check on every push (websockets reuse a read made in the last
-chat.consumers.SESSION_FRESH_SECONDS), at least every AUTH_RECHECK_SECONDS, and at once
+account). Streams re-check before every push, at least every AUTH_RECHECK_SECONDS, and at once
 when their user's group (`user.<id>`) gets `auth.changed`, which is sent after commit when
 Django's auth reports a logout or the user row's password or activity changes (Django's auth
 emits these as signals, so this boundary listens to them) and when a token is revoked.
 """
 
 import hashlib
-import threading
-import time
 from importlib import import_module
 from types import SimpleNamespace
 
@@ -45,47 +42,6 @@ def session_still_valid(session_key: str | None, user_id: int) -> bool:
     return session_user_id(session_key) == user_id
 
 
-class SessionReads:
-    """The latest read of each session by this process's websockets, for its other sockets.
-
-    A page has two sockets (its conversation's and the live channel), and a user often has
-    several tabs: each re-read the same session every AUTH_RECHECK_SECONDS. A read that another
-    socket of the session made within that time answers as well (the guarantee is that an
-    ended session is noticed within AUTH_RECHECK_SECONDS of its last good read), so a process
-    reads each session about once a beat, whatever its number of sockets. `auth.changed` still
-    makes each socket read afresh. Reads older than that are dropped as new ones come."""
-
-    def __init__(self) -> None:
-        self.reads: dict[str, tuple[float, int | None]] = {}
-        self.lock = threading.Lock()
-        self.prune_at = 64
-
-    def recent(self, session_key: str, *, within: float) -> tuple[float, int | None] | None:
-        """(when it was read, by time.monotonic(); the user id it signed in, or None), if
-        read within the last `within` seconds (at most AUTH_RECHECK_SECONDS)."""
-        with self.lock:
-            read = self.reads.get(session_key)
-        if read is not None and time.monotonic() - read[0] < within:
-            return read
-        return None
-
-    def read(self, session_key: str | None) -> tuple[float, int | None]:
-        """Read the session now (session_user_id) and keep the read."""
-        read = (time.monotonic(), session_user_id(session_key))  # the time before the read
-        if not session_key:
-            return read
-        with self.lock:
-            self.reads[session_key] = read
-            if len(self.reads) >= self.prune_at:
-                stale = read[0] - AUTH_RECHECK_SECONDS
-                self.reads = {k: r for k, r in self.reads.items() if r[0] > stale}
-                self.prune_at = max(64, 2 * len(self.reads))
-        return read
-
-
-session_reads = SessionReads()
-
-
 def ended_here(event: dict, session_key: str | None) -> bool:
     """Whether an `auth.changed` event names this very session as ended (a logout)."""
     return bool(session_key) and event.get("session") == session_digest(session_key)
@@ -96,7 +52,9 @@ def _logged_out(sender, request, user, **kwargs) -> None:
         return
     # Sent before the session is flushed: name it, so its streams end without re-reading.
     session = session_digest(getattr(request.session, "session_key", None))
-    events.send_user_event_on_commit(user.pk, events.auth_changed(user.pk, session=session))
+    events.send_on_commit(
+        events.user_group(user.pk), events.auth_changed(user.pk, session=session)
+    )
 
 
 def _user_saved(sender, instance, created, update_fields=None, **kwargs) -> None:
@@ -104,11 +62,11 @@ def _user_saved(sender, instance, created, update_fields=None, **kwargs) -> None
         return
     if update_fields is not None and not {"password", "is_active"} & set(update_fields):
         return  # e.g. last_login on every sign-in
-    events.send_user_event_on_commit(instance.pk, events.auth_changed(instance.pk))
+    events.send_on_commit(events.user_group(instance.pk), events.auth_changed(instance.pk))
 
 
 def _user_deleted(sender, instance, **kwargs) -> None:
-    events.send_user_event_on_commit(instance.pk, events.auth_changed(instance.pk))
+    events.send_on_commit(events.user_group(instance.pk), events.auth_changed(instance.pk))
 
 
 def connect_signals() -> None:

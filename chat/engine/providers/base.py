@@ -11,7 +11,7 @@ from typing import Any, Protocol
 from django.utils.translation import gettext_noop
 
 from chat.blocks import Block
-from chat.tools import ToolSpec
+from chat.engine.tools import ToolSpec
 
 
 @dataclass(frozen=True)

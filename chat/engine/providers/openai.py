@@ -9,7 +9,7 @@ import openai
 from openai.types.chat import ChatCompletion
 
 from chat.blocks import TextBlock, ToolCallBlock, ToolResultBlock
-from chat.providers.base import (
+from chat.engine.providers.base import (
     HistoryMessage,
     ProviderError,
     ProviderEvent,
@@ -19,7 +19,7 @@ from chat.providers.base import (
     retryable_status,
     status_cause,
 )
-from chat.tools import ToolSpec
+from chat.engine.tools import ToolSpec
 
 
 def to_openai_messages(system: str, history: list[HistoryMessage]) -> list[dict]:

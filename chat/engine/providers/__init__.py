@@ -8,7 +8,7 @@ from pathlib import Path
 from django.conf import settings
 from django.core.exceptions import ImproperlyConfigured
 
-from chat.providers.base import Provider
+from chat.engine.providers.base import Provider
 
 AVAILABLE = ("scripted", "openai", "anthropic")
 
@@ -20,7 +20,7 @@ SYSTEM_PROMPT = (
 
 
 def scripted_agent_script() -> Path:
-    from chat.providers.scripted import DEFAULT_SCRIPT
+    from chat.engine.providers.scripted import DEFAULT_SCRIPT
 
     return Path(settings.SCRIPTED_AGENT_SCRIPT or DEFAULT_SCRIPT)
 
@@ -30,7 +30,7 @@ def suggestions() -> list[str]:
     agents answer anything, so there is no list."""
     if settings.AGENT_PROVIDER != "scripted":
         return []
-    from chat.providers.scripted import load_suggestions
+    from chat.engine.providers.scripted import load_suggestions
 
     return load_suggestions(scripted_agent_script())
 
@@ -62,9 +62,9 @@ def provider_for(loop: asyncio.AbstractEventLoop) -> Provider:
 
 
 MODULES = {
-    "scripted": "chat.providers.scripted",
-    "openai": "chat.providers.openai",
-    "anthropic": "chat.providers.anthropic",
+    "scripted": "chat.engine.providers.scripted",
+    "openai": "chat.engine.providers.openai",
+    "anthropic": "chat.engine.providers.anthropic",
 }
 
 
@@ -106,17 +106,17 @@ def build_provider() -> Provider:
         "timeout": settings.AGENT_REQUEST_TIMEOUT,
     }
     if name == "scripted":
-        from chat.providers.scripted import ScriptedProvider
+        from chat.engine.providers.scripted import ScriptedProvider
 
         return ScriptedProvider(script=scripted_agent_script(), delay=settings.SCRIPTED_AGENT_DELAY)
     if name == "openai":
-        from chat.providers.openai import OpenAIProvider
+        from chat.engine.providers.openai import OpenAIProvider
 
         return OpenAIProvider(
             base_url=settings.OPENAI_BASE_URL, api_key=settings.OPENAI_API_KEY, **common
         )
     if name == "anthropic":
-        from chat.providers.anthropic import AnthropicProvider
+        from chat.engine.providers.anthropic import AnthropicProvider
 
         return AnthropicProvider(
             base_url=settings.ANTHROPIC_BASE_URL, api_key=settings.ANTHROPIC_API_KEY, **common

@@ -14,8 +14,8 @@ from pathlib import Path
 from typing import Any
 
 from chat.blocks import TextBlock, ToolResultBlock
-from chat.providers.base import HistoryMessage, ProviderEvent, TextDelta, ToolCallRequest
-from chat.tools import ToolSpec
+from chat.engine.providers.base import HistoryMessage, ProviderEvent, TextDelta, ToolCallRequest
+from chat.engine.tools import ToolSpec
 
 DEFAULT_SCRIPT = Path(__file__).with_name("demo_script.toml")
 

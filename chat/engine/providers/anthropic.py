@@ -6,7 +6,7 @@ from collections.abc import AsyncIterator
 import anthropic
 
 from chat.blocks import TextBlock, ToolCallBlock, ToolResultBlock
-from chat.providers.base import (
+from chat.engine.providers.base import (
     HistoryMessage,
     ProviderError,
     ProviderEvent,
@@ -16,7 +16,7 @@ from chat.providers.base import (
     retryable_status,
     status_cause,
 )
-from chat.tools import ToolSpec
+from chat.engine.tools import ToolSpec
 
 MAX_TOKENS = 4096
 

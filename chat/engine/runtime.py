@@ -1,14 +1,13 @@
 """The agent runtime: advances one conversation's turn, one persisted step at a time.
 
 It holds no state of its own. Each step reads the conversation's state from the database,
-does the step's work, and commits the next state through chat.turns, presenting its lease.
-So a runner that dies at any point leaves a turn that any process can pick up and finish:
-the model's draft is streamed again, and each tool call gets exactly one stored result.
+does the step's work, and commits the next state through chat.engine.turns, presenting its
+lease. So a runner that dies at any point leaves a turn that any process can pick up and
+finish: the model's draft is streamed again, and each tool call gets exactly one stored result.
 """
 
 import asyncio
 import contextlib
-import dataclasses
 import logging
 import time
 
@@ -16,15 +15,14 @@ from channels.db import database_sync_to_async
 from django.conf import settings
 from django.db import transaction
 
-from chat import events, pausing, subagents, tools, turns
 from chat.blocks import TextBlock, ToolCallBlock, ToolResultBlock, parse_blocks
-from chat.compiled import CompiledQuery
+from chat.engine import dispatch, tools, turns
+from chat.engine.providers import get_provider
+from chat.engine.providers.base import HistoryMessage, ProviderError, TextDelta, ToolCallRequest
+from chat.engine.tools import Paused, Refusal, ToolContext
 from chat.errors import ConversationNotFound
+from chat import events
 from chat.models import AgentState, Message
-from chat.providers import get_provider
-from chat.providers.base import HistoryMessage, ProviderError, TextDelta, ToolCallRequest
-from chat.tools import AgentContext
-from config.threads import sync_threads
 
 logger = logging.getLogger("parley.runtime")
 
@@ -37,52 +35,42 @@ RETRY_BASE_SECONDS = 0.5
 RETRY_MAX_SECONDS = 8.0
 
 
-# What a model request reads of the transcript (chat.compiled): the messages not superseded
-# (by Regenerate or an edit), without their search text, which was a third of the read.
-_HISTORY = CompiledQuery(
-    lambda conversation_id: (
+def build_history(conversation_id: int) -> list[HistoryMessage]:
+    """The model's view of the transcript: text and tool calls only (no drafts, errors or
+    action blocks), every tool call followed by exactly one result (a missing one is filled
+    in, a duplicate dropped), and a user's reply to a pausing call only once, as its result.
+    Superseded messages (Regenerate, an edit) are left out."""
+    stored = (
         Message.objects.filter(conversation_id=conversation_id, superseded=False)
         .order_by("order")
         .only("pk", "role", "blocks", "is_draft")
     )
-)
-
-
-def build_history(conversation_id: int) -> list[HistoryMessage]:
-    """The model's view of the transcript: text and tool calls only (no drafts, errors or
-    action blocks), every tool call followed by exactly one result (a missing one is filled
-    in, a duplicate dropped), and a user's reply to a pausing call only once, as its result."""
-    history: list[HistoryMessage] = []
+    messages = [(m, parse_blocks(m.blocks)) for m in stored]
     results: dict[str, ToolResultBlock] = {}
     replies: set[int] = set()
-    messages = [  # each message's blocks parsed once
-        (m, parse_blocks(m.blocks)) for m in _HISTORY.all(conversation_id=conversation_id)
-    ]
     for _, parsed in messages:
         for block in parsed:
             if isinstance(block, ToolResultBlock):
                 results.setdefault(block.tool_call_id, block)
                 if block.reply_message_id is not None:
                     replies.add(block.reply_message_id)
+    history: list[HistoryMessage] = []
     placed: set[str] = set()
     for message, parsed in messages:
-        if message.is_draft or message.role == "system" or message.pk in replies:
-            continue
+        if message.is_draft or message.role in ("system", "tool") or message.pk in replies:
+            continue  # tool results are placed right after the call that asked for them
         blocks = [
             b
             for b in parsed
-            if isinstance(b, TextBlock | ToolCallBlock) and (not isinstance(b, TextBlock) or b.text)
+            if isinstance(b, ToolCallBlock) or (isinstance(b, TextBlock) and b.text)
         ]
-        if message.role == "tool":
-            continue  # results are placed right after the call that asked for them
         if blocks:
             history.append(HistoryMessage(role=message.role, blocks=blocks))
-        calls = [b for b in blocks if isinstance(b, ToolCallBlock)]
+        calls = [b for b in blocks if isinstance(b, ToolCallBlock) and b.id not in placed]
         if calls:
             answered = [
                 results.get(c.id) or ToolResultBlock.error(c.id, turns.MISSING_RESULT)
                 for c in calls
-                if c.id not in placed
             ]
             placed.update(c.id for c in calls)
             history.append(HistoryMessage(role="tool", blocks=answered))
@@ -90,30 +78,23 @@ def build_history(conversation_id: int) -> list[HistoryMessage]:
 
 
 @transaction.atomic
+def claim_turn(conversation_id: int) -> tuple[turns.Claim, list[HistoryMessage] | None] | None:
+    """Claim the turn and, when its next step is a model request, start that step and read
+    its history in the same transaction: the request goes out after one commit."""
+    claim = turns.claim(conversation_id, step_limit=settings.AGENT_MAX_STEPS)
+    if claim is None:
+        return None
+    return claim, build_history(conversation_id) if claim.draft is not None else None
+
+
+@transaction.atomic
 def start_step(lease: turns.Lease) -> tuple[list[HistoryMessage], turns.Draft] | None:
-    """Count the model request and read the history it is sent with, in one transaction that
-    commits before the request goes out: that history and the draft the reply streams into;
-    None when the turn has made its AGENT_MAX_STEPS."""
+    """Count the model request and read the history it is sent with; None when the turn has
+    made its AGENT_MAX_STEPS."""
     draft = turns.begin_step(lease, limit=settings.AGENT_MAX_STEPS)
     if draft is None:
         return None
     return build_history(lease.conversation_id), draft
-
-
-@transaction.atomic
-def claim_turn(conversation_id: int) -> turns.Claim | None:
-    """Claim the turn and, when its next step is a model request, start that step (count it,
-    read its history) in the same transaction: the request goes out after one commit."""
-    claim = turns.claim(conversation_id, step_limit=settings.AGENT_MAX_STEPS)
-    return None if claim is None else with_history(claim)
-
-
-def with_history(claim: turns.Claim) -> turns.Claim:
-    """The claim with the history of the model request it started, if it started one (read
-    in the claim's transaction)."""
-    if not claim.step_started:
-        return claim
-    return dataclasses.replace(claim, history=build_history(claim.lease.conversation_id))
 
 
 class StreamWriter:
@@ -122,16 +103,10 @@ class StreamWriter:
     Open pages see each batch as it is about to be written, not once it is: when the draft's
     stored text is known (`draft`: this runner opened it, or wrote it last) and the batch only
     adds to it, the new text goes to the conversation's pages first (events.draft_streamed),
-    and the write's own change follows. A tab that showed it early takes that change as
-    already shown (chat.consumers); one that missed it gets the text from the change. A write
-    that fails (the user stopped the turn meanwhile) is followed by a change that shows the
-    draft as it is stored. The last batch is only shown: the step's completion stores it with
-    the rest (request_model).
-
-    A step's first words are shown the moment they arrive, and stored with the next batch
-    (STREAM_FLUSH_INTERVAL later, or by the step's completion): the pages then have them
-    without waiting for a thread and a commit (issue 11's answer -> first words), and the
-    write does not compete with the tabs' push of the change that started the step."""
+    and the write's own change follows; a tab that showed it early takes that change as already
+    shown (chat.live.consumers). The step's first words are shown the moment they arrive and
+    stored with the next batch; the last batch is only shown, and stored by the step's
+    completion, which writes the whole text anyway."""
 
     def __init__(self, lease: turns.Lease, draft: turns.Draft | None = None) -> None:
         self.lease = lease
@@ -166,7 +141,7 @@ class StreamWriter:
             return False
         conversation_id = self.lease.conversation_id
         await events.publish(
-            conversation_id,
+            events.conversation_group(conversation_id),
             events.draft_streamed(
                 conversation_id, draft.message_id, at=len(base), text=self.text[len(base) :]
             ),
@@ -181,17 +156,14 @@ class StreamWriter:
 
 
 async def request_model(
-    lease: turns.Lease,
-    provider,
-    history: list[HistoryMessage],
-    context: AgentContext,
-    draft: turns.Draft | None = None,
+    context: ToolContext, provider, history: list[HistoryMessage], draft: turns.Draft | None
 ) -> tuple[str, list[ToolCallBlock]]:
     """One model response, retried with backoff on retryable failures. `draft`: the one its
     text streams into, as stored (StreamWriter); a sub-agent's shows on its parent's page,
     which reads it, so its text is not sent ahead."""
+    lease = context.lease
     writer = StreamWriter(lease, None if context.is_subagent else draft)
-    specs = tools.specs(context) + subagents.specs(context)
+    specs = tools.specs(is_subagent=context.is_subagent)
     for attempt in range(settings.AGENT_RETRIES + 1):
         writer.restart()
         calls: list[ToolCallBlock] = []
@@ -203,9 +175,6 @@ async def request_model(
                     calls.append(
                         ToolCallBlock(id=event.id, name=event.name, arguments=event.arguments)
                     )
-            # The rest goes to the pages now, and is stored by the step's completion, which
-            # writes the whole text anyway (complete_step): no write of its own, which cost
-            # every step a transaction and a thread hop.
             await writer.show_ahead()
             return writer.text, calls
         except ProviderError as error:
@@ -219,58 +188,62 @@ async def request_model(
 
 
 async def advance(
-    lease: turns.Lease,
-    context: AgentContext,
-    state: turns.TurnState | None = None,
+    context: ToolContext,
+    state: turns.TurnState,
     history: list[HistoryMessage] | None = None,
     draft: turns.Draft | None = None,
 ) -> AgentState:
     """Run the turn's steps until it ends, pauses or fails; returns the state it left.
-    `state`: the turn's state as just read under this lease (read again if not given);
-    `history`: the model request it shows was already started (claim_turn), with `draft`."""
+    `state`: the turn's state as the claim read it; `history`: the model request it shows
+    was already started (claim_turn), with `draft`."""
+    lease = context.lease
     provider = get_provider()
     while True:
-        if state is None:
-            state = await db(turns.current)(lease)
         if state.state == AgentState.LLM_REQUESTING:
             if history is None:
                 started = await db(start_step)(lease)
                 if started is None:
-                    await db(turns.fail)(lease, turns.STEP_LIMIT, retryable=False)
+                    await db(_fail)(lease, turns.STEP_LIMIT, retryable=False)
                     return AgentState.ERROR
                 history, draft = started
-            text, calls = await request_model(lease, provider, history, context, draft)
+            text, calls = await request_model(context, provider, history, draft)
             state = await db(turns.complete_step)(lease, text=text, tool_calls=calls)
         elif state.state == AgentState.TOOL_EXECUTING:
-            if await run_tools(lease, context, state.tool_calls):
-                return AgentState.AWAITING_USER  # a pausing call: the turn waits for the user
+            if await run_tools(context, state.tool_calls):
+                return AgentState.AWAITING_USER
             state = await db(turns.tools_done)(lease)
         else:
             return state.state
-        # The state each step leaves is its own: not read again before the next (every next
-        # write checks the lease, so a turn stopped meanwhile still stops there).
+        # Each step's state is its own: not read again before the next (every next write
+        # checks the lease, so a turn stopped meanwhile still stops there).
         history = draft = None
 
 
-async def run_tools(
-    lease: turns.Lease, context: AgentContext, calls: tuple[ToolCallBlock, ...] | None = None
-) -> bool:
-    """Run the open tool calls in order (`calls`: as the step that made them just stored
-    them; else read). True if a pausing call paused the turn."""
+async def run_tools(context: ToolContext, calls: tuple[ToolCallBlock, ...] | None) -> bool:
+    """Run the open tool calls in order (`calls`: as the step that made them stored them;
+    else read). True if a pausing call paused the turn."""
+    lease = context.lease
     calls = list(calls) if calls is not None else await db(turns.pending_tool_calls)(lease)
-    if (refusal := pausing.refusal(calls)) is not None:
-        await db(turns.refuse_tool_calls)(lease, calls, result=refusal.result, error=refusal.error)
+    if (refusal := tools.batch_refusal(calls)) is not None:
+        await db(turns.refuse_tool_calls)(
+            lease, calls, result=refusal.result, error=refusal.error, detail=refusal.detail
+        )
         return False
     for call in calls:
-        if subagents.handles(call.name):
-            await subagents.run(lease, call, context)  # returns when every child has ended
-        elif (handler := pausing.handler_for(call.name)) is not None:
-            if await handler.run(lease, call, context):
-                return True
+        outcome = await tools.run(call, context)
+        if isinstance(outcome, Paused):
+            return True
+        if isinstance(outcome, Refusal):
+            await db(turns.refuse_tool_calls)(
+                lease, [call], result=outcome.result, error=outcome.error, detail=outcome.detail
+            )
         else:
-            result = await asyncio.to_thread(tools.execute, call, context)
-            await db(turns.record_tool_result)(lease, result)
+            await db(turns.record_tool_result)(lease, outcome)
     return False
+
+
+def _fail(lease: turns.Lease, message: str = turns.AGENT_FAILED, **options) -> None:
+    dispatch.on_commit(turns.fail(lease, message, **options))
 
 
 async def _heartbeat(lease: turns.Lease, task: asyncio.Task) -> None:
@@ -287,35 +260,16 @@ async def _heartbeat(lease: turns.Lease, task: asyncio.Task) -> None:
             logger.exception("could not renew the lease of conversation %s", lease.conversation_id)
 
 
-async def run_turn(
-    conversation_id: int, *, claim: turns.Claim | None = None, is_subagent: bool = False
-) -> None:
+async def run_turn(conversation_id: int) -> None:
     """Claim the conversation's running turn, if nobody holds it, and drive it to its end.
-    `claim`: the lease the transaction that started the turn already took for this process
-    (chat.turns._set_running); the turn then starts at once, with no claim of its own.
 
     Logs one line when the turn is claimed (or taken over from a runner that stopped renewing)
     and one when this runner lets go of it: paused, finished, failed, stopped or handed back.
     """
-    # The turn's database calls get a thread of their own (as each HTTP request does), so
-    # turns and websocket pushes in this process do not queue behind each other on one; a
-    # thread kept from an earlier turn or request, with its connection (config.threads).
-    async with sync_threads.context():
-        await _run_turn(conversation_id, claim, is_subagent=is_subagent)
-
-
-async def hand_back(claim: turns.Claim) -> None:
-    """Give back a lease taken for this process that it will not run (it is stopping), so
-    another process's sweep takes the turn without waiting for the lease to lapse."""
-    with contextlib.suppress(ConversationNotFound):
-        await db(turns.release)(claim.lease)
-
-
-async def _run_turn(conversation_id: int, claim: turns.Claim | None, *, is_subagent: bool) -> None:
-    if claim is None:
-        claim = await db(claim_turn)(conversation_id)
-        if claim is None:
-            return
+    started = await db(claim_turn)(conversation_id)
+    if started is None:
+        return
+    claim, history = started
     lease = claim.lease
     log = {"conversation": conversation_id, "runner": lease.owner}
     if claim.taken_from:
@@ -329,15 +283,12 @@ async def _run_turn(conversation_id: int, claim: turns.Claim | None, *, is_subag
         logger.info(
             "turn of conversation %s claimed", conversation_id, extra={**log, "event": "claimed"}
         )
-    context = AgentContext(
-        conversation_id=conversation_id, is_subagent=is_subagent or claim.is_subagent
-    )
-    work = asyncio.current_task()
-    heartbeat = asyncio.create_task(_heartbeat(lease, work))
-    started = time.monotonic()
+    context = ToolContext(lease=lease, is_subagent=claim.is_subagent)
+    heartbeat = asyncio.create_task(_heartbeat(lease, asyncio.current_task()))
+    began = time.monotonic()
     outcome = "handed_back"
     try:
-        outcome = OUTCOMES[await advance(lease, context, claim.turn, claim.history, claim.draft)]
+        outcome = OUTCOMES[await advance(context, claim.turn, history, claim.draft)]
     except (turns.LeaseLost, ConversationNotFound):
         outcome = "stopped_or_taken_over"
     except asyncio.CancelledError:
@@ -350,15 +301,14 @@ async def _run_turn(conversation_id: int, claim: turns.Claim | None, *, is_subag
             logger.exception("turn of conversation %s failed", conversation_id)
         cause = error.cause if isinstance(error, ProviderError) else ""
         with contextlib.suppress(turns.LeaseLost, ConversationNotFound):
-            await db(turns.fail)(lease, detail=cause)
+            await db(_fail)(lease, detail=cause)
     finally:
         heartbeat.cancel()
-        # A pause, and a turn's end, gave the lease back in their own change (turns.pause,
-        # turns._end).
+        # A pause and a turn's end give the lease back in their own change.
         if outcome not in ("paused", "finished"):
             with contextlib.suppress(ConversationNotFound):
                 await db(turns.release)(lease)
-        seconds = round(time.monotonic() - started, 3)
+        seconds = round(time.monotonic() - began, 3)
         logger.info(
             "turn of conversation %s %s after %.3fs",
             conversation_id,

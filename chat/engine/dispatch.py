@@ -1,0 +1,83 @@
+"""Getting turns a runner, after commit, without knowing which runner: the workers' queue
+when REDIS_URL is set, else this process's own runner (chat.engine.runner binds it when the
+process starts serving). A process with neither (a management command) leaves the turn to a
+server's sweep, which finds every running turn that no runner holds."""
+
+import logging
+from dataclasses import dataclass
+from functools import partial
+from typing import Protocol
+
+from asgiref.sync import async_to_sync
+from channels.layers import get_channel_layer
+from django.conf import settings
+from django.db import transaction
+
+logger = logging.getLogger("parley.runner")
+
+RUN_TURN = "run.turn"
+
+
+@dataclass(frozen=True)
+class Next:
+    """What a transition of the turn state machine asks for once it has committed."""
+
+    # Conversations whose turn needs a runner.
+    run: tuple[int, ...] = ()
+    # Conversations whose turn ended: a runner of this process still on it stops at once (the
+    # lease fences any other: its next write fails).
+    cancel: tuple[int, ...] = ()
+
+    def __or__(self, other: "Next") -> "Next":
+        return Next(run=self.run + other.run, cancel=self.cancel + other.cancel)
+
+
+NOTHING = Next()
+
+
+class LocalRunner(Protocol):
+    def start_soon(self, conversation_id: int) -> None:
+        """From any thread: run the turn on this process's loop."""
+
+    def cancel_soon(self, conversation_id: int) -> None:
+        """From any thread: stop this process's runner of the turn, if it has one."""
+
+
+_local: LocalRunner | None = None
+
+
+def bind(runner: LocalRunner | None) -> None:
+    """This process's runner (chat.engine.runner, when the process starts serving; None
+    when it stops taking turns)."""
+    global _local
+    _local = runner
+
+
+def on_commit(next: Next) -> None:
+    """Act on `next` once the current transaction commits (at once outside one). Robust: a
+    dispatch that fails is logged, and the sweep finds the turn."""
+    for conversation_id in next.run:
+        transaction.on_commit(partial(start, conversation_id), robust=True)
+    for conversation_id in next.cancel:
+        transaction.on_commit(partial(cancel, conversation_id), robust=True)
+
+
+def start(conversation_id: int) -> None:
+    """Get the turn a runner now (from sync code)."""
+    if settings.REDIS_URL:
+        async_to_sync(send_to_workers)(conversation_id)
+    elif _local is not None:
+        _local.start_soon(conversation_id)
+    else:
+        logger.info("conversation %s will be picked up by a server's sweep", conversation_id)
+
+
+async def send_to_workers(conversation_id: int) -> None:
+    await get_channel_layer().send(
+        settings.PARLEY_RUN_CHANNEL, {"type": RUN_TURN, "conversation_id": conversation_id}
+    )
+
+
+def cancel(conversation_id: int) -> None:
+    if _local is not None:
+        _local.cancel_soon(conversation_id)

@@ -1,0 +1,351 @@
+"""The conversation websocket: transport only.
+
+The client says which change it has seen (`{"type": "sync", "after": N}`) when the socket
+opens, including after every reconnect. From then on, each `chat.changed` event makes the
+consumer re-read what changed after the last change it sent and push the same partials the
+page renders: new messages are appended, changed ones replaced in place. A dropped
+connection, a lost event or a burst of events all end the same way: no gaps, no duplicates.
+
+While the agent streams, a draft message already on the page gets only its new text: an
+append to the draft's text (escaped, never rendered as markdown), so the bytes sent grow with
+the reply's length, not its square; the finished message is rendered once, in full. What a
+tab has of each draft is known for this connection only: a new or reconnected socket gets
+each draft whole first, then its appends. A change that only appends carries the new text
+(chat.transcript.Transcript.stream_into_draft), and the runner sends each batch just before it
+stores it (`chat.streamed`): a tab that has the draft up to there shows it at once, with no
+database read.
+
+Sub-agents stream into their parent's page: each change of a child is also announced to the
+parent's group (`chat.subagent_changed`), and the consumer then pushes the status and
+transcript of every child changed since the child cursor it last sent.
+"""
+
+import asyncio
+import json
+import time
+from functools import cached_property
+
+from channels.db import database_sync_to_async
+from channels.generic.websocket import AsyncWebsocketConsumer
+from django.http import HttpRequest
+from django.template.loader import render_to_string
+from django.utils import translation
+from django.utils.html import format_html
+
+from chat.errors import ConversationNotFound
+from chat.live import sessions
+from chat.events import EVENTS_LAYER, conversation_group, user_group
+from chat.models import AgentState, Conversation
+from chat.selectors import changed_subagents, conversation_for_user, transcript_changes
+from chat.transcript import draft_text
+
+# Close codes in the private range: the page does not reconnect after them.
+CLOSE_NOT_FOUND = 4404
+CLOSE_SIGNED_OUT = 4401
+# While a turn runs, check again this long after each push, in case its last event was
+# dropped (channel layers drop messages to a full queue).
+RECHECK_SECONDS = 1.5
+
+
+class SignedOut(Exception):
+    pass
+
+
+def append_html(draft_id: int, text: str) -> str:
+    """The push that adds `text` (escaped) to the end of a streaming draft on the page."""
+    return format_html('<div hx-swap-oob="beforeend:#draft-{}">{}</div>', draft_id, text)
+
+
+def header_key(conversation: Conversation, cursor: int) -> tuple:
+    """What the page's header (chat/conversation.html#header: title, turn actions, status)
+    is rendered from: not rendered again for a push while it is the same. Its turn actions
+    (Regenerate, Edit) read the transcript when no turn runs or waits, so every change counts
+    then."""
+    idle = conversation.agent_state in (AgentState.IDLE, AgentState.ERROR)
+    return (str(conversation), conversation.agent_state, cursor if idle else None)
+
+
+class SignedInConsumer(AsyncWebsocketConsumer):
+    """A socket of one signed-in user that closes when their session ends: at once on
+    `auth.changed` in the user's group, and at the latest AUTH_RECHECK_SECONDS after its last
+    good read of the session (each push reads it when older). Subclasses set `self.user`."""
+
+    channel_layer_alias = EVENTS_LAYER
+
+    async def websocket_connect(self, message) -> None:
+        self.pushing = asyncio.Lock()  # one push at a time; sign_out waits for it
+        self.signed_out = False
+        self.session_read_at = time.monotonic()  # the handshake authenticated it just now
+        self.watch: asyncio.Task | None = None
+        self.groups_joined: tuple[str, ...] = ()
+        await super().websocket_connect(message)
+
+    async def join(self, *groups: str) -> None:
+        """Listen on these channel-layer groups (left again on disconnect), and start
+        watching the session."""
+        self.groups_joined = groups
+        for group in groups:
+            await self.channel_layer.group_add(group, self.channel_name)
+        self.watch = asyncio.create_task(self.watch_session())
+
+    async def disconnect(self, code: int) -> None:
+        if self.watch is not None:
+            self.watch.cancel()
+        for group in self.groups_joined:
+            await self.channel_layer.group_discard(group, self.channel_name)
+
+    async def watch_session(self) -> None:
+        """The safety net under `auth.changed` (a channel layer may drop it): read the session
+        again once the last read of it is AUTH_RECHECK_SECONDS old."""
+        while True:
+            due = self.session_read_at + sessions.AUTH_RECHECK_SECONDS - time.monotonic()
+            if due > 0:
+                await asyncio.sleep(due)
+            elif not await database_sync_to_async(self.session_still_valid)():
+                await self.sign_out()
+                return
+
+    def session_still_valid(self) -> bool:
+        """Read the session now: whether it still signs this user in."""
+        read_at = time.monotonic()
+        # Without a session in the scope (tests that set the user themselves), the user is all
+        # there is; config.asgi always puts the consumer behind AuthMiddlewareStack.
+        if "session" in self.scope and not sessions.session_still_valid(
+            self.session_key(), self.user.pk
+        ):
+            return False
+        self.session_read_at = read_at
+        return True
+
+    def check_session(self) -> None:
+        """Raise SignedOut once the session no longer signs this user in (logout, password
+        change, deactivation); read again unless read in the last AUTH_RECHECK_SECONDS."""
+        fresh = time.monotonic() - self.session_read_at < sessions.AUTH_RECHECK_SECONDS
+        if not fresh and not self.session_still_valid():
+            raise SignedOut
+
+    def session_key(self) -> str | None:
+        return getattr(self.scope.get("session"), "session_key", None)
+
+    async def auth_changed(self, event: dict) -> None:
+        """The user's credentials changed: close unless this session is still good."""
+        if sessions.ended_here(event, self.session_key()) or not await database_sync_to_async(
+            self.session_still_valid
+        )():
+            await self.sign_out()
+
+    async def sign_out(self) -> None:
+        async with self.pushing:  # after a push in progress, and before any other
+            self.signed_out = True
+            await self.close(code=CLOSE_SIGNED_OUT)
+
+    async def send_pushed(self, html: str) -> None:
+        """Send a push unless the socket signed out meanwhile (the caller holds `pushing`)."""
+        if not self.signed_out and html:
+            await self.send(text_data=html)
+
+    def wants_fragment(self, event: dict) -> bool:
+        """Whether this page shows the conversation a `chat.fragment` is for."""
+        return False
+
+    async def chat_fragment(self, event: dict) -> None:
+        """A fragment for a conversation's pages (chat.events.conversation_fragment)."""
+        if not self.wants_fragment(event):
+            return
+        with translation.override(self.language):
+            html = render_to_string(event["template"], event["context"])
+        async with self.pushing:
+            await self.send_pushed(html)
+
+    @cached_property
+    def language(self) -> str:
+        """The language the page itself was rendered in (LocaleMiddleware's rules; what they
+        read, the handshake's cookies and headers, stays as it was for the socket's life)."""
+        request = HttpRequest()
+        request.COOKIES = self.scope.get("cookies", {})
+        for name, value in self.scope.get("headers", []):
+            if name == b"accept-language":
+                request.META["HTTP_ACCEPT_LANGUAGE"] = value.decode("latin-1")
+        return translation.get_language_from_request(request)
+
+
+class ConversationConsumer(SignedInConsumer):
+    async def connect(self) -> None:
+        self.user = self.scope.get("user")
+        self.conversation_id = self.scope["url_route"]["kwargs"]["conversation_id"]
+        self.sent_seq: int | None = None  # unknown until the client says what it has
+        self.sent_subagents: dict[int, int] = {}  # child id -> the child's cursor sent
+        self.sent_drafts: dict[int, str] = {}  # draft message id -> the text this tab has
+        self.header_key: tuple | None = None  # what the header last sent was rendered from
+        self.recheck: asyncio.Task | None = None
+        try:
+            await database_sync_to_async(conversation_for_user)(
+                user=self.user, conversation_id=self.conversation_id
+            )
+        except ConversationNotFound:
+            await self.close()  # before accept: the handshake is refused (HTTP 403)
+            return
+        await self.join(conversation_group(self.conversation_id), user_group(self.user.pk))
+        await self.accept()
+
+    async def disconnect(self, code: int) -> None:
+        if self.recheck is not None:
+            self.recheck.cancel()
+        await super().disconnect(code)
+
+    async def receive(self, text_data: str | None = None, bytes_data: bytes | None = None) -> None:
+        try:
+            data = json.loads(text_data or "")
+            after = int(data["after"]) if data.get("type") == "sync" else None
+        except (ValueError, TypeError, KeyError, AttributeError, OverflowError):
+            after = None
+        if after is None or after < 0:
+            return  # the only message a client sends is a sync; anything else is ignored
+        self.sent_seq = after
+        await self.push_changes()
+
+    def wants_fragment(self, event: dict) -> bool:
+        return event["conversation_id"] == self.conversation_id
+
+    async def chat_changed(self, event: dict) -> None:
+        if self.sent_seq is None or event["seq"] <= self.sent_seq:
+            return
+        if "appended" in event and await self.push_appended(event["seq"], event["appended"]):
+            return
+        await self.push_changes(upto=event["seq"])
+
+    async def push_appended(self, seq: int, appended: dict) -> bool:
+        """Send text streamed into a draft as the event carries it, with no database read and
+        no template, when this tab has every change before it. False: push the usual way."""
+        draft_id, at, text = appended["message"], appended["at"], appended["text"]
+        async with self.pushing:
+            if self.signed_out:
+                return True
+            sent = self.sent_drafts.get(draft_id)
+            if self.sent_seq != seq - 1 or sent is None or not self.session_fresh():
+                return False
+            if len(sent) == at + len(text) and sent.endswith(text):
+                self.sent_seq = seq  # shown ahead of its change (chat_streamed)
+            elif len(sent) == at:
+                self.sent_drafts[draft_id] = sent + text
+                self.sent_seq = seq
+                await self.send(text_data=append_html(draft_id, text))
+            else:
+                return False
+        self.recheck_later()
+        return True
+
+    async def chat_streamed(self, event: dict) -> None:
+        """Text the runner is about to store in a draft (chat.events.draft_streamed):
+        shown now by a tab that has that draft up to where it goes; the change that stores it
+        follows (push_appended). Any other tab waits for that change."""
+        draft_id = event["message"]
+        async with self.pushing:
+            if self.signed_out or not self.session_fresh():
+                return
+            sent = self.sent_drafts.get(draft_id)
+            if sent is None or len(sent) != event["at"]:
+                return
+            self.sent_drafts[draft_id] = sent + event["text"]
+            await self.send(text_data=append_html(draft_id, event["text"]))
+
+    async def chat_subagent_changed(self, event: dict) -> None:
+        if self.sent_seq is not None and event["seq"] > self.sent_subagents.get(
+            event["child_id"], -1
+        ):
+            await self.push_changes()
+
+    def session_fresh(self) -> bool:
+        return time.monotonic() - self.session_read_at < sessions.AUTH_RECHECK_SECONDS
+
+    async def push_changes(self, upto: int | None = None) -> None:
+        """Push what changed after the tab's cursor (`upto`: the change that asks for it;
+        nothing to do if a push made while it waited for its turn covered it)."""
+        async with self.pushing:
+            if self.signed_out or (upto is not None and upto <= self.sent_seq):
+                return
+            try:
+                html, cursor, running = await database_sync_to_async(self.render_changes)(
+                    self.sent_seq
+                )
+            except ConversationNotFound:
+                await self.close(code=CLOSE_NOT_FOUND)
+                return
+            except SignedOut:
+                self.signed_out = True
+                await self.close(code=CLOSE_SIGNED_OUT)
+                return
+            if html:
+                self.sent_seq = cursor
+                await self.send(text_data=html)
+        if running:
+            self.recheck_later()
+
+    def recheck_later(self) -> None:
+        if self.recheck is not None:
+            self.recheck.cancel()
+        self.recheck = asyncio.create_task(self.push_later())
+
+    async def push_later(self) -> None:
+        await asyncio.sleep(RECHECK_SECONDS)
+        self.recheck = None
+        await self.push_changes()
+
+    def render_changes(self, after: int) -> tuple[str, int, bool]:
+        """The OOB fragments for everything changed after `after`, the new cursor, and
+        whether a turn is running."""
+        self.check_session()
+        parent = conversation_for_user(
+            user=self.user, conversation_id=self.conversation_id, flag_children=True
+        )
+        # Children first: one that exists now is also in the parent's changes read after it
+        # (or already on the page), so its section is there for the pushed parts to replace.
+        subagents = changed_subagents(parent, self.sent_subagents) if parent.has_children else []
+        changes = transcript_changes(
+            user=self.user, conversation_id=self.conversation_id, after=after, first=parent
+        )
+        conversation = changes.conversation
+        running = conversation.is_running
+        if changes.cursor == after and not subagents:
+            return "", after, running
+        messages, appends = self.split_appends(changes.messages)
+        context = {"conversation": conversation, "after": after, "oob": True}
+        with translation.override(self.language):
+            header = ""
+            if (key := header_key(conversation, changes.cursor)) != self.header_key:
+                header = render_to_string("chat/conversation.html#header", context)
+                self.header_key = key
+            html = render_to_string(
+                "chat/conversation.html#changes",
+                {
+                    **context,
+                    "changes": changes,
+                    "messages": messages,
+                    "appends": appends,
+                    "subagents": subagents,
+                    "header": header,
+                    # A push of appends alone leaves the page's cursor where it was: a tab
+                    # that reconnects from there gets those drafts whole, and nothing twice.
+                    "send_cursor": bool(messages or subagents or header),
+                },
+            )
+        self.sent_subagents.update({s.pk: s.conversation.seq for s in subagents})
+        return html.strip(), changes.cursor, running
+
+    def split_appends(self, changed: list) -> tuple[list, list[str]]:
+        """The changed messages to render whole, and the append (append_html) for each draft
+        whose text only grew since this tab got it. Remembers what the tab now has."""
+        messages, appends = [], []
+        for message in changed:
+            text = draft_text(message)
+            sent = self.sent_drafts.get(message.pk)
+            if text is not None and sent is not None and text.startswith(sent):
+                if len(text) > len(sent):
+                    appends.append(append_html(message.pk, text[len(sent) :]))
+            else:
+                messages.append(message)
+            if text is None:
+                self.sent_drafts.pop(message.pk, None)
+            else:
+                self.sent_drafts[message.pk] = text
+        return messages, appends

@@ -1,0 +1,31 @@
+"""Operators see every question here, read only: what was asked, and who resolved it, when,
+how and through which channel (the audit)."""
+
+from django.contrib import admin
+
+from questions.models import Question
+
+
+@admin.register(Question)
+class QuestionAdmin(admin.ModelAdmin):
+    list_display = [
+        "tool_call_id",
+        "kind",
+        "status",
+        "conversation",
+        "answered_by",
+        "answered_via",
+        "created_at",
+        "answered_at",
+    ]
+    list_filter = ["status", "kind", "answered_via", "created_at"]
+    list_select_related = ["conversation", "answered_by"]
+    search_fields = ["tool_call_id", "conversation__title", "conversation__owner__username"]
+    date_hierarchy = "created_at"
+    readonly_fields = [field.name for field in Question._meta.fields]
+
+    def has_add_permission(self, request) -> bool:
+        return False
+
+    def has_change_permission(self, request, obj=None) -> bool:
+        return False
