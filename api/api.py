@@ -149,9 +149,7 @@ class PendingQuestionOut(Schema):
     questions: list[Question]
     question: str | None = Field(None, description="The only question's text (one question).")
     options: list[str] | None = Field(None, description="Its option labels (one question).")
-    questionResolution: str = Field(
-        description="asked, replied, rejected, expired or cancelled"
-    )
+    questionResolution: str = Field(description="asked, replied, rejected, expired or cancelled")
     expiresAt: str | None = Field(
         None, description="When the server resolves it as expired (ISO time); null: never."
     )

@@ -16,9 +16,9 @@ from django.http import StreamingHttpResponse
 
 from api import results
 from chat.errors import ConversationNotFound
+from chat.events import conversation_group, subscribe, user_group
 from chat.limits import StreamSlot
 from chat.live import sessions
-from chat.events import conversation_group, subscribe, user_group
 from chat.selectors import conversation_for_user, transcript_changes
 
 KEEPALIVE_SECONDS = 15.0

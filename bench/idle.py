@@ -93,14 +93,14 @@ async def close_streams(opened: list) -> None:
 EXCHANGE = """
 from django.contrib.auth.models import User
 from django.db import transaction
-from chat import services, transcript
+from chat import services
 from chat.blocks import TextBlock
 from chat.models import Role
+from chat.transcript import Transcript, lock
 conversation = services.create_conversation(owner=User.objects.get(username="demo"))
-with transaction.atomic():
-    locked = transcript.lock(conversation.pk)
-    transcript.append_message(locked, role=Role.USER, blocks=[TextBlock(text="A question?")])
-    transcript.append_message(locked, role=Role.ASSISTANT, blocks=[TextBlock(text={reply!r})])
+with transaction.atomic(), Transcript(lock(conversation.pk)) as edit:
+    edit.append(role=Role.USER, blocks=[TextBlock(text="A question?")])
+    edit.append(role=Role.ASSISTANT, blocks=[TextBlock(text={reply!r})])
 print(conversation.pk)
 """
 

@@ -27,13 +27,13 @@ STREAMED_CHARS = 3_000  # bench/model.py's `stream <N>`
 CREATE = """
 from django.contrib.auth.models import User
 from django.db import transaction
-from chat import services, transcript
+from chat import services
 from chat.blocks import TextBlock, ToolCallBlock, ToolResultBlock
 from chat.models import Role
+from chat.transcript import Transcript, lock
 conversation = services.create_conversation(owner=User.objects.get(username="demo"))
 reply = "**bold**, `code` and a [link](https://example.com).\\n\\n- one\\n- two"
-with transaction.atomic():
-    locked = transcript.lock(conversation.pk)
+with transaction.atomic(), Transcript(lock(conversation.pk)) as edit:
     for i in range({count}):
         if {tools} and i % 4 == 1:
             arguments = {{"expression": f"{{i}}*2"}}
@@ -46,7 +46,7 @@ with transaction.atomic():
             role, blocks = Role.ASSISTANT, [TextBlock(text=f"{prefix}{{i}}: {{reply}}")]
         else:
             role, blocks = Role.USER, [TextBlock(text=f"Q{{i}}")]
-        transcript.append_message(locked, role=role, blocks=blocks)
+        edit.append(role=role, blocks=blocks)
 print(conversation.pk)
 """
 

@@ -155,16 +155,23 @@ def _newest_first(messages: QuerySet[Message]) -> Iterator[Message]:
 def assistant_newest_first(conversation_id: int) -> Iterator[Message]:
     """The agent's messages, superseded ones too, newest first: what looks for a tool call's
     message usually finds it in the first page."""
-    return _newest_first(Message.objects.filter(conversation_id=conversation_id, role=Role.ASSISTANT))
+    return _newest_first(
+        Message.objects.filter(conversation_id=conversation_id, role=Role.ASSISTANT)
+    )
 
 
-def last_turn_newest_first(conversation_id: int) -> Iterator[tuple[Message, bool]]:
-    """The last turn's messages in the transcript shown, newest first, each with whether it is
-    the user message that started the turn (the last one given, if there is one). A user
-    message that answered a question is part of its turn, not the start of one: the result
-    naming a reply is stored after the reply, so every reply is known as such when reached."""
+def last_turn_newest_first(
+    conversation_id: int, *, before: int | None = None
+) -> Iterator[tuple[Message, bool]]:
+    """The last turn's messages in the transcript shown (`before`: in the part of it before
+    that order), newest first, each with whether it is the user message that started the turn
+    (the last one given, if there is one). A user message that answered a question is part of
+    its turn, not the start of one: the result naming a reply is stored after the reply, so
+    every reply is known as such when reached."""
     replies: set[int] = set()
     shown = Message.objects.filter(conversation_id=conversation_id, superseded=False)
+    if before is not None:
+        shown = shown.filter(order__lt=before)
     for message in _newest_first(shown):
         if message.role == Role.USER and message.pk not in replies:
             yield message, True

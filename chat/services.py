@@ -10,7 +10,7 @@ change's own event, so open pages hear of the change before of what follows it.
 from django.conf import settings
 from django.db import transaction
 
-from chat import limits
+from chat import events, limits
 from chat.blocks import TextBlock
 from chat.engine import dispatch, tools, turns
 from chat.errors import (
@@ -23,7 +23,6 @@ from chat.errors import (
     NotLastMessage,
     QuestionPending,
 )
-from chat import events
 from chat.models import AgentState, Conversation, Message, Role
 from chat.selectors import conversation_for_user, last_turn
 from chat.text import clean_message, clean_text
@@ -103,9 +102,9 @@ def _append_user_message(*, user, conversation_id: int, text: str) -> Message:
     open_calls = turns.open_tool_calls(conversation) if paused else []
     with Transcript(conversation) as transcript:
         message = transcript.append(role=Role.USER, blocks=[TextBlock(text=text)])
-        if paused:
-            next = _resolve_pause_by_message(transcript, open_calls, message, user)
-        else:
+        next = _resolve_pause_by_message(transcript, open_calls, message, user) if paused else None
+        if next is None:
+            # No pause (or none that anything still waits on): the message starts a new turn.
             next = turns.begin_turn(transcript)
     dispatch.on_commit(next)
     return message
@@ -113,12 +112,11 @@ def _append_user_message(*, user, conversation_id: int, text: str) -> Message:
 
 def _resolve_pause_by_message(
     transcript: Transcript, open_calls: list, message: Message, user
-) -> dispatch.Next:
+) -> dispatch.Next | None:
     """The pausing call's tool takes the message as the resolution (a question: as the
-    answer)."""
+    answer); None if nothing waits for it."""
     tool = tools.registered(open_calls[0].name) if open_calls else None
-    next = tool.resolve_by_message(transcript, open_calls[0], message, user) if tool else None
-    return next or dispatch.NOTHING
+    return tool.resolve_by_message(transcript, open_calls[0], message, user) if tool else None
 
 
 @transaction.atomic

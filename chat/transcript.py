@@ -12,6 +12,7 @@ change up to N asks for what changed after N (chat.selectors.transcript_changes)
 
 from django.utils import timezone
 
+from chat import events
 from chat.blocks import (
     Block,
     TextBlock,
@@ -22,7 +23,6 @@ from chat.blocks import (
     searchable_text,
 )
 from chat.errors import ConversationNotFound
-from chat import events
 from chat.models import Conversation, Message, Role
 from chat.selectors import assistant_newest_first
 
@@ -57,6 +57,7 @@ class Transcript:
         self.seq_before = conversation.seq
         self._last_order: int | None = None
         self._appended: dict | None = None  # the edit's one change, if it was a streamed append
+        self._calls_shown: set[str] = set()  # tool calls in messages this edit wrote
 
     def __enter__(self) -> "Transcript":
         return self
@@ -139,6 +140,7 @@ class Transcript:
         message.search_text = searchable_text(blocks)
         message.is_draft = is_draft
         self._changed(message, "blocks", "search_text", "is_draft")
+        self._calls_shown.update(b.id for b in blocks if isinstance(b, ToolCallBlock))
         if appended is not None and self.changes == 1:
             self._appended = appended
         return message
@@ -170,6 +172,7 @@ class Transcript:
         too, so open pages render the card again with the result (unless this edit wrote it
         already, as answering a question does)."""
         call_ids = {b.tool_call_id for b in blocks if isinstance(b, ToolResultBlock)}
+        call_ids -= self._calls_shown
         if not call_ids:
             return
         for message in assistant_newest_first(self.conversation.pk):
@@ -182,6 +185,7 @@ class Transcript:
             }
             if found and not self.wrote(message):
                 self._changed(message)
+                self._calls_shown.update(found)
             call_ids -= found
             if not call_ids:
                 return

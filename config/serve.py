@@ -29,15 +29,17 @@ from twisted.internet import asyncioreactor
 from chat.engine.eventloop import new_event_loop
 
 # Twisted's asyncio reactor, as daphne installs it, but on Parley's event loop: before
-# daphne's import, which would otherwise install it on asyncio's own.
-asyncioreactor.install(new_event_loop())
+# daphne's import, which would otherwise install it on asyncio's own (a process that
+# imported daphne already, such as the tests', keeps the reactor it has).
+if "twisted.internet.reactor" not in sys.modules:
+    asyncioreactor.install(new_event_loop())
 
-from autobahn.websocket.compress import (  # noqa: E402
+from autobahn.websocket.compress import (
     PerMessageDeflateOffer,
     PerMessageDeflateOfferAccept,
 )
-from daphne.cli import CommandLineInterface  # noqa: E402
-from daphne.server import Server  # noqa: E402
+from daphne.cli import CommandLineInterface
+from daphne.server import Server
 
 APPLICATION = "config.asgi:application"
 # How long a shutdown may take to hand turns back before the process exits anyway.

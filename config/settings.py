@@ -2,13 +2,13 @@
 
 import os
 import socket
+import tempfile
 from pathlib import Path
 
 import dj_database_url
 from django.core.exceptions import ImproperlyConfigured
 from django.utils.csp import CSP
 from django.utils.translation import gettext_lazy as _
-
 from redis.connection import parse_url
 
 from config import database
@@ -121,6 +121,8 @@ DATABASES = {
     )
 }
 if DATABASES["default"]["ENGINE"] == "django.db.backends.postgresql":
+    # Each test process makes a test database of its own (runs may overlap on one server).
+    DATABASES["default"]["TEST"] = {"NAME": f"test_parley_{os.getpid()}"}
     # A bounded pool per process (psycopg_pool) instead of one persistent connection per
     # thread: daphne's and the runtime's threads borrow a connection for each request or
     # step and give it back, so a process never holds more than DB_POOL_SIZE connections
@@ -156,8 +158,11 @@ else:
             "PRAGMA busy_timeout=20000;"
         ),
     }
-    # Tests use a file, not memory, so threads really contend for the lock as in production.
-    DATABASES["default"]["TEST"] = {"NAME": str(BASE_DIR / ".test-db.sqlite3")}
+    # Tests use a file, not memory, so threads really contend for the lock as in production:
+    # one of each test process's own, outside the source tree.
+    DATABASES["default"]["TEST"] = {
+        "NAME": str(Path(tempfile.gettempdir()) / f"parley-test-{os.getpid()}.sqlite3")
+    }
 
 DEFAULT_AUTO_FIELD = "django.db.models.BigAutoField"
 

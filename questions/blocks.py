@@ -9,18 +9,24 @@ so they can never disagree with `questions` and `questionResolution`.
 from datetime import datetime
 from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, computed_field, model_validator
+from pydantic import BaseModel, ConfigDict, Field, computed_field, model_validator
 from pydantic.alias_generators import to_camel
 
 from chat.blocks import ActionBlock
-from questions.schemas import Option, Question, QuestionRequest, ToolName
+from questions.schemas import Option, Question, ToolName
 
 ACTION_TYPE = "question_request"
 
 # Block status, and the resolution it shows (seed 000's mapping; `cancelled`: its turn ended
 # some other way while it waited).
 PENDING, SUCCESS, DENIED = "pending", "success", "denied"
-ASKED, REPLIED, REJECTED, EXPIRED, CANCELLED = "asked", "replied", "rejected", "expired", "cancelled"
+ASKED, REPLIED, REJECTED, EXPIRED, CANCELLED = (
+    "asked",
+    "replied",
+    "rejected",
+    "expired",
+    "cancelled",
+)
 STATUS = {ASKED: PENDING, REPLIED: SUCCESS, REJECTED: DENIED, EXPIRED: DENIED, CANCELLED: DENIED}
 
 Resolution = Literal["asked", "replied", "rejected", "expired", "cancelled"]
@@ -69,7 +75,7 @@ class QuestionPayload(BaseModel):
 
     tool_call_id: str
     tool_name: ToolName
-    questions: list[Question]
+    questions: list[Question] = Field(min_length=1)
     question_resolution: Resolution = ASKED
     # When replied: the inserted (or auto-resolving) user message, and one answer per question.
     answer_text: str | None = None
@@ -89,17 +95,18 @@ class QuestionPayload(BaseModel):
         if not isinstance(data, dict):
             return data
         if "questions" not in data and "questionText" in data:
-            # A block in seed 000's original shape: one question, in the flat fields only.
-            data = {**data, "questions": [{v: data[k] for k, v in _MIRRORED.items() if k in data}]}
+            # A block in the contract's original shape: one question, in the flat fields only,
+            # asked by the `question` tool.
+            data = {
+                "toolName": "question",
+                **data,
+                "questions": [{v: data[k] for k, v in _MIRRORED.items() if k in data}],
+            }
         return {key: value for key, value in data.items() if key not in _DERIVED}
 
     @property
     def first(self) -> Question:
         return self.questions[0]
-
-    @property
-    def request(self) -> QuestionRequest:
-        return QuestionRequest(tool=self.tool_name, questions=self.questions)
 
     @property
     def status(self) -> str:

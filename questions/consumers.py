@@ -15,8 +15,8 @@ from channels.db import database_sync_to_async
 from django.template.loader import render_to_string
 from django.utils import translation
 
-from chat.live.consumers import CLOSE_SIGNED_OUT, SignedInConsumer, SignedOut
 from chat.events import attention_group, user_group
+from chat.live.consumers import CLOSE_SIGNED_OUT, SignedInConsumer, SignedOut
 from questions.selectors import pending_questions_for_user
 from questions.templatetags.attention import live_context
 

@@ -21,10 +21,10 @@ from django.utils import timezone
 from django.utils.translation import gettext_lazy as _
 from django.utils.translation import gettext_noop
 
+from chat import events
 from chat.blocks import TextBlock, ToolCallBlock, ToolResultBlock, parse_blocks
 from chat.engine import dispatch, turns
 from chat.errors import ConversationNotFound, NothingToStop
-from chat import events
 from chat.models import AgentState, Conversation, Message, Role
 from chat.selectors import conversation_for_user
 from chat.text import clean_text
@@ -75,12 +75,9 @@ def ask(lease: turns.Lease, call: ToolCallBlock, request: QuestionRequest, *, li
     deadline fixed now if the owner's questions expire (their own setting, else
     QUESTION_EXPIRE_AFTER). False, and nothing changes, if the turn already asked `limit`
     questions."""
-    owner_id, own_setting = (
-        Conversation.objects.filter(pk=lease.conversation_id)
-        .values_list("owner_id", "owner__preferences__question_expire_after")
-        .first()
-        or (None, None)
-    )
+    owner_id, own_setting = Conversation.objects.filter(pk=lease.conversation_id).values_list(
+        "owner_id", "owner__preferences__question_expire_after"
+    ).first() or (None, None)
     if owner_id is None:
         raise ConversationNotFound
     now = timezone.now()
@@ -270,7 +267,10 @@ def send_reminder(*, question_id: int) -> bool:
     and to their open pages. The conditional update makes it once across processes."""
     now = timezone.now()
     claimed = Question.objects.filter(
-        pk=question_id, status=QuestionStatus.PENDING, reminded_at__isnull=True
+        pk=question_id,
+        status=QuestionStatus.PENDING,
+        reminded_at__isnull=True,
+        conversation__agent_state=AgentState.AWAITING_USER,
     ).update(reminded_at=now)
     if not claimed:
         return False
@@ -527,5 +527,3 @@ def _validate(request: QuestionRequest, answers: list[Answer]) -> list[Answer]:
             raise InvalidAnswer(EMPTY)
         cleaned.append(Answer(labels=labels, custom=custom))
     return cleaned
-
-

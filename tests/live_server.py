@@ -217,7 +217,8 @@ http {{
 
 class Nginx:
     """Debian's nginx in the foreground on a loopback port, with deploy/'s configuration for
-    Parley rendered as the README says (envsubst: only the PARLEY_ placeholders)."""
+    Parley rendered as docs/operators/deploying.md says (envsubst: only the PARLEY_
+    placeholders)."""
 
     def __init__(self, workdir: Path, *, web: list[str], static_root: Path) -> None:
         self.dir = workdir

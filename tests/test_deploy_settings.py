@@ -1,7 +1,8 @@
-"""The README's production set passes `manage.py check --deploy`, serves https only (but
-/healthz) and collected static files with hashed names, gzip and a far-future max-age; the
-development defaults (`make run`) still serve plain http from the finders. Settings are read
-from the environment at import, so each configuration runs in a process of its own."""
+"""The production set of the operators' docs (docs/operators/production.md) passes
+`manage.py check --deploy`, serves https only (but /healthz) and collected static files with
+hashed names, gzip and a far-future max-age; the development defaults (`make run`) still
+serve plain http from the finders. Settings are read from the environment at import, so each
+configuration runs in a process of its own."""
 
 import json
 import re
@@ -11,6 +12,7 @@ from pathlib import Path
 from tests.live_server import run_isolated
 
 ROOT = Path(__file__).resolve().parent.parent
+PRODUCTION_DOC = ROOT / "docs/operators/production.md"
 MARKER = "<!-- production-set:"
 
 # What a browser, and a load balancer, see; printed as JSON.
@@ -61,10 +63,10 @@ print(json.dumps({
 
 
 def production_set() -> dict[str, str]:
-    """The variables of the README's production set, with a real secret key."""
-    readme = (ROOT / "README.md").read_text()
-    assert MARKER in readme, "the README lost its production set"
-    block = re.search(r"```sh\n(.*?)```", readme[readme.index(MARKER) :], re.DOTALL)
+    """The variables of the documented production set, with a real secret key."""
+    doc = PRODUCTION_DOC.read_text()
+    assert MARKER in doc, f"{PRODUCTION_DOC.name} lost its production set"
+    block = re.search(r"```sh\n(.*?)```", doc[doc.index(MARKER) :], re.DOTALL)
     variables = {}
     for line in block.group(1).splitlines():
         assignment = line.split("#", 1)[0].strip()

@@ -1,4 +1,4 @@
-"""daphne and the workers run on uvloop (config/eventloop.py)."""
+"""daphne and the workers run on uvloop (chat/engine/eventloop.py)."""
 
 import asyncio
 import subprocess

@@ -99,7 +99,7 @@ ASK = """
 from asgiref.sync import async_to_sync
 from django.contrib.auth.models import User
 from chat import services
-from chat.runtime import run_turn
+from chat.engine.runtime import run_turn
 user = User.objects.get(username="demo")
 conversation = services.create_conversation(owner=user)
 services.post_user_message(user=user, conversation_id=conversation.pk, text="pizza")
@@ -113,8 +113,10 @@ from django.contrib.auth.models import User
 from questions import services
 from questions.blocks import Answer
 from questions.errors import QuestionAlreadyResolved
+from questions.models import Question
 conversation_id, start_at, kind = {conversation_id}, {start_at}, {kind!r}
 user = User.objects.get(username="demo")
+question = Question.objects.get(conversation_id=conversation_id, tool_call_id="scripted-1-0")
 time.sleep(max(0, start_at - time.time()))
 if kind == "answer":
     try:
@@ -126,7 +128,7 @@ if kind == "answer":
     except QuestionAlreadyResolved:
         print("lost")
 else:
-    won = services.expire_question(conversation_id=conversation_id, tool_call_id="scripted-1-0")
+    won = services.expire_question(question_id=question.pk)
     print("won" if won else "lost")
 """
 

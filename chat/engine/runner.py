@@ -63,10 +63,10 @@ class Runner:
             # The running task may be past its last check: run once more when it is done.
             self.again.add(conversation_id)
             return
-        # A fresh context (no request's), and a thread of its own for the turn's database
-        # work, as each HTTP request gets: turns do not queue behind each other on one.
+        # A fresh context (no request's): the turn's database work runs where Channels runs
+        # every consumer's, on the process's sync thread, with its one kept connection.
         task = self.loop.create_task(
-            _in_own_thread(runtime.run_turn(conversation_id)), context=contextvars.Context()
+            runtime.run_turn(conversation_id), context=contextvars.Context()
         )
         self.tasks[conversation_id] = task
         task.add_done_callback(lambda _: self._finished(conversation_id))
@@ -101,7 +101,9 @@ class Runner:
             await asyncio.sleep(settings.PARLEY_SWEEP_SECONDS)
 
     async def run_jobs_once(self) -> None:
-        # On a thread of their own: a job may wait on the network (a webhook delivery).
+        # On a thread of their own (asgiref's ThreadSensitiveContext): a job may wait on the
+        # network (a webhook delivery), and the sync thread every socket and turn uses would
+        # wait with it.
         async with ThreadSensitiveContext():
             for job in list(_jobs):
                 try:
@@ -142,11 +144,6 @@ class Runner:
                     logger.exception(
                         "could not hand conversation %s to another worker", conversation_id
                     )
-
-
-async def _in_own_thread(work) -> None:
-    async with ThreadSensitiveContext():
-        await work
 
 
 _runner: Runner | None = None
@@ -206,7 +203,10 @@ async def shutdown(grace: float = 5.0) -> None:
 async def wait_for_turns() -> None:
     """Wait until every turn started in this process has finished (tests, benchmarks)."""
     while _runner is not None and _runner.tasks:
-        await asyncio.gather(*list(_runner.tasks.values()), return_exceptions=True)
+        # asyncio.wait, not gather: a gather of tasks that are all done completes without
+        # yielding to the loop, so their done callbacks (which take them out of `tasks`)
+        # would never run, and this would spin.
+        await asyncio.wait(list(_runner.tasks.values()))
 
 
 class RunnerLifecycle:

@@ -15,13 +15,13 @@ from channels.db import database_sync_to_async
 from django.conf import settings
 from django.db import transaction
 
+from chat import events
 from chat.blocks import TextBlock, ToolCallBlock, ToolResultBlock, parse_blocks
 from chat.engine import dispatch, tools, turns
 from chat.engine.providers import get_provider
 from chat.engine.providers.base import HistoryMessage, ProviderError, TextDelta, ToolCallRequest
 from chat.engine.tools import Paused, Refusal, ToolContext
 from chat.errors import ConversationNotFound
-from chat import events
 from chat.models import AgentState, Message
 
 logger = logging.getLogger("parley.runtime")

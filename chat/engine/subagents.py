@@ -17,6 +17,7 @@ import asyncio
 from channels.db import database_sync_to_async
 from pydantic import Field, ValidationError, field_validator
 
+from chat import events
 from chat.blocks import ToolCallBlock, ToolResultBlock
 from chat.engine import dispatch, turns
 from chat.engine.tools import (
@@ -27,7 +28,6 @@ from chat.engine.tools import (
     ToolInput,
     invalid_arguments,
 )
-from chat import events
 from chat.models import Conversation
 from chat.selectors import subagent_view
 from chat.text import clean_text

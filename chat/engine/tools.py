@@ -211,6 +211,4 @@ async def run(call: ToolCallBlock, context: ToolContext) -> Outcome:
 
 def template_for_action(action_type: str) -> str | None:
     """The template of a pausing tool's action blocks ("" if none is registered)."""
-    return next(
-        (t.template_name for t in _tools.values() if t.action_type == action_type), None
-    )
+    return next((t.template_name for t in _tools.values() if t.action_type == action_type), None)

@@ -31,6 +31,7 @@ from django.db.models import Q
 from django.utils import timezone
 from django.utils.translation import gettext_noop
 
+from chat import events
 from chat.blocks import (
     ActionBlock,
     ErrorBlock,
@@ -41,7 +42,6 @@ from chat.blocks import (
     parse_blocks,
 )
 from chat.engine.dispatch import NOTHING, Next
-from chat import events
 from chat.models import RUNNING_STATES, AgentState, Conversation, Message, Role
 from chat.selectors import SUBAGENT_STOPPED, assistant_newest_first, last_turn_newest_first
 from chat.transcript import Transcript, draft_text, lock
@@ -128,13 +128,18 @@ def queued_lease_expiry() -> datetime | None:
 
 
 def begin_turn(transcript: Transcript, *, retrying: bool = False) -> Next:
-    """idle/error -> llm_requesting. A retry takes the failed attempt's place: its error card
-    goes, and a new one comes only if it fails again."""
+    """idle/error -> llm_requesting (also from a pause nothing waits on any more: the model
+    reads its open call as having no result). A retry takes the failed attempt's place: its
+    error card goes, and a new one comes only if it fails again."""
     _retire_retry(transcript, superseded=retrying)
     conversation = transcript.conversation
+    was_waiting = conversation.agent_state == AgentState.AWAITING_USER
     conversation.turn_steps = 0
     conversation.turn_pauses = 0
-    return _set_running(transcript, AgentState.LLM_REQUESTING)
+    next = _set_running(transcript, AgentState.LLM_REQUESTING)
+    if was_waiting:
+        _attention_changed(conversation)
+    return next
 
 
 def stop_turn(transcript: Transcript) -> Next:
@@ -391,9 +396,7 @@ def refuse_tool_calls(
                 transcript.append(
                     role=Role.TOOL, blocks=[refused.model_copy(update={"shown_elsewhere": True})]
                 )
-        transcript.append(
-            role=Role.SYSTEM, blocks=[ErrorBlock(message=error, detail=detail)]
-        )
+        transcript.append(role=Role.SYSTEM, blocks=[ErrorBlock(message=error, detail=detail)])
 
 
 def pause(lease: Lease, call: ToolCallBlock, action: ActionBlock, *, limit: int) -> Paused | None:
@@ -549,7 +552,13 @@ def _retire_retry(transcript: Transcript, *, superseded: bool = False) -> None:
     for a retry, the failure it retries). Only the last turn can hold one: each new turn
     retires those before it."""
     update = {"retryable": False, **({"superseded": True} if superseded else {})}
-    for message, _ in last_turn_newest_first(transcript.conversation.pk):
+    conversation_id = transcript.conversation.pk
+    turn = list(last_turn_newest_first(conversation_id))
+    if len(turn) == 1 and transcript.wrote(turn[0][0]):
+        # This edit appended the message that starts the new turn (post_user_message): the
+        # last turn is the one before it.
+        turn = list(last_turn_newest_first(conversation_id, before=turn[0][0].order))
+    for message, _ in turn:
         if message.role != Role.SYSTEM:
             continue
         blocks = parse_blocks(message.blocks)

@@ -22,9 +22,11 @@ transcript of every child changed since the child cursor it last sent.
 
 import asyncio
 import json
+import logging
 import time
 from functools import cached_property
 
+from channels.consumer import get_handler_name
 from channels.db import database_sync_to_async
 from channels.generic.websocket import AsyncWebsocketConsumer
 from django.http import HttpRequest
@@ -33,11 +35,13 @@ from django.utils import translation
 from django.utils.html import format_html
 
 from chat.errors import ConversationNotFound
-from chat.live import sessions
 from chat.events import EVENTS_LAYER, conversation_group, user_group
+from chat.live import sessions
 from chat.models import AgentState, Conversation
 from chat.selectors import changed_subagents, conversation_for_user, transcript_changes
 from chat.transcript import draft_text
+
+logger = logging.getLogger("parley.events")
 
 # Close codes in the private range: the page does not reconnect after them.
 CLOSE_NOT_FOUND = 4404
@@ -71,6 +75,15 @@ class SignedInConsumer(AsyncWebsocketConsumer):
     good read of the session (each push reads it when older). Subclasses set `self.user`."""
 
     channel_layer_alias = EVENTS_LAYER
+
+    async def dispatch(self, message: dict) -> None:
+        """An event of a type this consumer has no handler for (sent to a group it is in by
+        another release's process, during a rolling upgrade) is ignored: events are hints that
+        the next change or re-check catches up on, and Channels would end the socket."""
+        if getattr(self, get_handler_name(message), None) is None:
+            logger.debug("ignored an event of unknown type %s", message.get("type"))
+            return
+        await super().dispatch(message)
 
     async def websocket_connect(self, message) -> None:
         self.pushing = asyncio.Lock()  # one push at a time; sign_out waits for it
@@ -129,9 +142,10 @@ class SignedInConsumer(AsyncWebsocketConsumer):
 
     async def auth_changed(self, event: dict) -> None:
         """The user's credentials changed: close unless this session is still good."""
-        if sessions.ended_here(event, self.session_key()) or not await database_sync_to_async(
-            self.session_still_valid
-        )():
+        if (
+            sessions.ended_here(event, self.session_key())
+            or not await database_sync_to_async(self.session_still_valid)()
+        ):
             await self.sign_out()
 
     async def sign_out(self) -> None:

@@ -52,9 +52,7 @@ def _logged_out(sender, request, user, **kwargs) -> None:
         return
     # Sent before the session is flushed: name it, so its streams end without re-reading.
     session = session_digest(getattr(request.session, "session_key", None))
-    events.send_on_commit(
-        events.user_group(user.pk), events.auth_changed(user.pk, session=session)
-    )
+    events.send_on_commit(events.user_group(user.pk), events.auth_changed(user.pk, session=session))
 
 
 def _user_saved(sender, instance, created, update_fields=None, **kwargs) -> None:

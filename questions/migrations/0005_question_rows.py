@@ -1,6 +1,8 @@
 """One Question row for every question_request block stored before questions had rows, with
 its deadline (from the Deadline table) and its resolution and audit (from the block); drafts
-move to their question. Backwards, deadlines and drafts are written back from the rows.
+move to their question. A question left pending in a conversation that no longer waits for it
+is cancelled, and its block says so (the block and the row never disagree). Backwards,
+deadlines and drafts are written back from the rows, and cancelled blocks are pending again.
 
 Blocks are read here as stored JSON, without the app's code, which may change after this
 migration: the fields are seed 000's camelCase names (questions.blocks)."""
@@ -11,7 +13,12 @@ from django.conf import settings
 from django.db import migrations
 from django.utils.dateparse import parse_datetime
 
-STATUS_OF_RESOLUTION = {"replied": "answered", "rejected": "rejected", "expired": "expired"}
+STATUS_OF_RESOLUTION = {
+    "replied": "answered",
+    "rejected": "rejected",
+    "expired": "expired",
+    "cancelled": "cancelled",
+}
 VIAS = {"browser", "api", "terminal", "auto-resolve", "expiry"}
 KINDS = {"question", "ask_user_question", "confirm_action"}
 # Seed 000's original single-question fields, for blocks stored with no `questions` list.
@@ -57,6 +64,15 @@ def _status(extra: dict, waiting: bool) -> str:
     return "pending" if waiting else "cancelled"
 
 
+def _show_as(block: dict, resolution: str) -> None:
+    """Make a stored question block show `resolution`: "cancelled" (it can no longer be
+    answered), or "asked" again (backwards)."""
+    asked = resolution == "asked"
+    block["status"] = "pending" if asked else "denied"
+    block["extra"]["questionResolution"] = resolution
+    block["extra"]["needsUserAction"] = asked
+
+
 def create_rows(apps, schema_editor):
     Message = apps.get_model("chat", "Message")
     Question = apps.get_model("questions", "Question")
@@ -74,6 +90,7 @@ def create_rows(apps, schema_editor):
         .iterator(chunk_size=500)
     )
     waiting_found: set[int] = set()
+    cancelled: list = []  # messages whose blocks now show a question cancelled
     for message in messages:
         for block in message.blocks if isinstance(message.blocks, list) else []:
             if not isinstance(block, dict) or block.get("action_type") != "question_request":
@@ -95,6 +112,10 @@ def create_rows(apps, schema_editor):
             status = _status(extra, waiting)
             if status == "pending":
                 waiting_found.add(conversation.pk)
+            elif status == "cancelled":
+                _show_as(block, "cancelled")
+                if not cancelled or cancelled[-1] is not message:
+                    cancelled.append(message)
             deadline = deadlines.get(key)
             name = extra.get("answeredBy")
             if isinstance(name, str) and name not in users:
@@ -132,6 +153,8 @@ def create_rows(apps, schema_editor):
         if question.reply_id not in existing:
             question.reply_id = None
     Question.objects.bulk_create(rows, batch_size=500)
+    for message in cancelled:
+        Message.objects.filter(pk=message.pk).update(blocks=message.blocks)
     by_call = {
         (q.conversation_id, q.tool_call_id): q.pk
         for q in Question.objects.only("pk", "conversation_id", "tool_call_id")
@@ -146,8 +169,9 @@ def create_rows(apps, schema_editor):
 
 
 def restore_deadlines(apps, schema_editor):
-    """Backwards: the deadlines and the drafts' keys, from the rows (the blocks never
-    changed)."""
+    """Backwards: the deadlines and the drafts' keys, from the rows; a cancelled question's
+    block shows it asked again, as earlier versions stored it (they know no "cancelled")."""
+    Message = apps.get_model("chat", "Message")
     Question = apps.get_model("questions", "Question")
     Deadline = apps.get_model("questions", "Deadline")
     QuestionDraft = apps.get_model("questions", "QuestionDraft")
@@ -170,6 +194,21 @@ def restore_deadlines(apps, schema_editor):
         draft.conversation_id = draft.question.conversation_id
         draft.tool_call_id = draft.question.tool_call_id
         draft.save(update_fields=["conversation", "tool_call_id"])
+    calls: dict[int, set[str]] = {}
+    cancelled = Question.objects.filter(status="cancelled")
+    for message_id, call_id in cancelled.values_list("message_id", "tool_call_id"):
+        calls.setdefault(message_id, set()).add(call_id)
+    for message in Message.objects.filter(pk__in=calls):
+        for block in message.blocks if isinstance(message.blocks, list) else []:
+            extra = block.get("extra") if isinstance(block, dict) else None
+            if (
+                block.get("action_type") == "question_request"
+                and isinstance(extra, dict)
+                and extra.get("toolCallId") in calls[message.pk]
+                and extra.get("questionResolution") == "cancelled"
+            ):
+                _show_as(block, "asked")
+        Message.objects.filter(pk=message.pk).update(blocks=message.blocks)
 
 
 class Migration(migrations.Migration):

@@ -1,59 +1,43 @@
-"""The session engine (accounts.sessions) reads what Django's database sessions read."""
-
-from datetime import timedelta
+"""Sessions are Django's cached_db sessions: kept in the database, read through the cache, so
+one outlives the cache being cleared (a Redis restart), and a logout ends it everywhere."""
 
 import pytest
-from django.contrib.sessions.backends import db
-from django.contrib.sessions.models import Session
-from django.utils import timezone
+from django.conf import settings
+from django.core.cache import cache
 
-from accounts.sessions import SessionStore
+from chat.live import sessions
 
 pytestmark = pytest.mark.django_db
 
 
-def stored(data: dict) -> str:
-    session = SessionStore()
-    session.update(data)
-    session.create()
-    return session.session_key
+def sign_in(client) -> str:
+    """Sign in as ada through the login form; the new session's key."""
+    response = client.post("/login/", {"username": "ada", "password": "pw-ada-123"})
+    assert response.status_code == 302
+    return client.cookies["sessionid"].value
 
 
-@pytest.mark.parametrize("key", ["kept", "expired", "unknown", "", None])
-def test_a_session_reads_as_djangos_database_sessions_read_it(key):
-    keys = {
-        "kept": stored({"answer": "Alpha", "ünïcode": "✓"}),
-        "expired": stored({"answer": "Beta"}),
-        "unknown": "x" * 32,
-        "": "",
-        None: None,
-    }
-    Session.objects.filter(session_key=keys["expired"]).update(
-        expire_date=timezone.now() - timedelta(seconds=1)
-    )
-    ours, djangos = SessionStore(keys[key]), db.SessionStore(keys[key])
-    assert ours.load() == djangos.load()
-    assert ours.session_key == djangos.session_key
-    if key == "kept":
-        assert ours.load() == {"answer": "Alpha", "ünïcode": "✓"}
-    else:
-        assert ours.load() == {} and ours.session_key is None
+def test_sessions_are_djangos_cached_database_sessions():
+    assert settings.SESSION_ENGINE == "django.contrib.sessions.backends.cached_db"
 
 
-def test_a_session_is_read_in_one_query(django_assert_num_queries):
-    key = stored({"answer": "Alpha"})
-    with django_assert_num_queries(1):
-        assert SessionStore(key)["answer"] == "Alpha"
-
-
-def test_the_sessions_of_requests_are_these(client, user):
-    """Requests, logins and the sockets' re-checks (chat.sessions) use this engine."""
-    from django.conf import settings
-
-    from chat import sessions
-
-    client.force_login(user)
-    assert settings.SESSION_ENGINE == "accounts.sessions"
-    assert isinstance(client.session, SessionStore)
-    assert sessions.session_user_id(client.session.session_key) == user.pk
+def test_a_session_survives_the_cache_being_cleared(client, user):
+    key = sign_in(client)
     assert client.get("/").status_code == 200
+
+    cache.clear()
+
+    assert client.get("/").status_code == 200
+    assert sessions.session_user_id(key) == user.pk  # what open sockets re-check
+
+
+def test_logout_ends_the_session(client, user):
+    key = sign_in(client)
+    assert client.get("/").status_code == 200
+
+    assert client.post("/logout/").status_code == 302
+
+    client.cookies["sessionid"] = key  # the old cookie, kept by another tab or a copy
+    response = client.get("/")
+    assert response.status_code == 302 and response["Location"].startswith("/login/")
+    assert sessions.session_user_id(key) is None

@@ -9,7 +9,7 @@ from chat.models import AgentState, Conversation
 from questions import services as questions
 from questions.errors import QuestionAlreadyResolved
 
-pytestmark = pytest.mark.django_db(transaction=True)
+pytestmark = pytest.mark.django_db
 
 PIZZA = "Which pizza?"
 
@@ -47,6 +47,9 @@ def test_anything_not_yours_is_404(api, other_user):
     assert theirs.messages.count() == 0
 
 
+# `wait` answers once the turn that the request's own commit starts has run: that commit
+# must really happen during the request.
+@pytest.mark.django_db(transaction=True)
 def test_message_needs_input_respond_completes(api, conversation, model):
     model.asks(
         arguments={"question": PIZZA, "options": [{"label": "Funghi"}, {"label": "Pepperoni"}]}
@@ -79,14 +82,16 @@ def test_message_needs_input_respond_completes(api, conversation, model):
     assert again.json() == {"message": str(QuestionAlreadyResolved.default_message)}
 
 
-def test_posting_a_message_while_pending_answers_it(api, conversation, model):
+def test_posting_a_message_while_pending_answers_it(api, conversation, model, committed):
     model.asks()
-    api.post(f"/conversations/{conversation.pk}/messages", {"content": "Lunch?"})
-    result = api.post(
-        f"/conversations/{conversation.pk}/messages", {"content": "Surprise me", "wait": 5}
-    ).json()
-    assert result["status"] == "complete"
-    assert result["response"] == "Thanks: Surprise me"
+    with committed():
+        api.post(f"/conversations/{conversation.pk}/messages", {"content": "Lunch?"})
+    with committed():
+        sent = api.post(f"/conversations/{conversation.pk}/messages", {"content": "Surprise me"})
+    assert sent.status_code == 200
+    detail = api.get(f"/conversations/{conversation.pk}").json()
+    assert (detail["state"], detail["pendingQuestion"]) == ("idle", None)
+    assert detail["messages"][-1]["text"] == "Thanks: Surprise me"
 
 
 @pytest.mark.parametrize(
@@ -101,7 +106,7 @@ def test_posting_a_message_while_pending_answers_it(api, conversation, model):
         ({"Which pizza?": ["Funghi", "Pepperoni"]}, questions.ONE_CHOICE),
     ],
 )
-def test_invalid_answers_are_422(api, conversation, model, answers, message):
+def test_invalid_answers_are_422(api, conversation, model, committed, answers, message):
     model.asks(
         arguments={
             "question": PIZZA,
@@ -109,7 +114,8 @@ def test_invalid_answers_are_422(api, conversation, model, answers, message):
             "custom": False,
         }
     )
-    api.post(f"/conversations/{conversation.pk}/messages", {"content": "Lunch?"})
+    with committed():
+        api.post(f"/conversations/{conversation.pk}/messages", {"content": "Lunch?"})
     response = api.post(f"/conversations/{conversation.pk}/respond", {"answers": answers})
     assert response.status_code == 422
     assert response.json()["message"] == str(message)
@@ -117,9 +123,10 @@ def test_invalid_answers_are_422(api, conversation, model, answers, message):
     assert conversation.agent_state == AgentState.AWAITING_USER
 
 
-def test_a_stale_tool_call_id_is_409(api, conversation, model):
+def test_a_stale_tool_call_id_is_409(api, conversation, model, committed):
     model.asks()
-    api.post(f"/conversations/{conversation.pk}/messages", {"content": "Lunch?"})
+    with committed():
+        api.post(f"/conversations/{conversation.pk}/messages", {"content": "Lunch?"})
     response = api.post(
         f"/conversations/{conversation.pk}/respond",
         {"answers": {"Which pizza?": "Funghi"}, "toolCallId": "q0"},
@@ -127,15 +134,28 @@ def test_a_stale_tool_call_id_is_409(api, conversation, model):
     assert response.status_code == 409
 
 
-def test_cancel_rejects_a_pending_question_and_refuses_when_idle(api, conversation, model):
+def test_cancel_rejects_a_pending_question_and_refuses_when_idle(
+    api, conversation, model, committed
+):
     model.asks()
-    api.post(f"/conversations/{conversation.pk}/messages", {"content": "Lunch?"})
+    with committed():
+        api.post(f"/conversations/{conversation.pk}/messages", {"content": "Lunch?"})
     result = api.post(f"/conversations/{conversation.pk}/cancel").json()
     assert result["status"] == "interrupted"
     assert api.post(f"/conversations/{conversation.pk}/cancel").status_code == 409
 
 
-def test_multi_question_answers_take_lists(api, conversation, model):
+def test_cancel_stops_a_running_turn(api, conversation):
+    api.post(f"/conversations/{conversation.pk}/messages", {"content": "Lunch?"})
+    conversation.refresh_from_db()
+    assert conversation.is_running  # its runner starts after commit: not here
+    result = api.post(f"/conversations/{conversation.pk}/cancel").json()
+    assert result["status"] == "interrupted"
+    conversation.refresh_from_db()
+    assert conversation.agent_state == AgentState.IDLE
+
+
+def test_multi_question_answers_take_lists(api, conversation, model, committed):
     model.asks(
         "ask_user_question",
         {
@@ -149,13 +169,18 @@ def test_multi_question_answers_take_lists(api, conversation, model):
             ]
         },
     )
-    api.post(f"/conversations/{conversation.pk}/messages", {"content": "Set up"})
-    result = api.post(
-        f"/conversations/{conversation.pk}/respond",
-        {"answers": {"DB?": "SQLite", "Features?": ["A", "B", "and C"]}, "wait": 5},
-    ).json()
+    with committed():
+        api.post(f"/conversations/{conversation.pk}/messages", {"content": "Set up"})
+    with committed():
+        answered = api.post(
+            f"/conversations/{conversation.pk}/respond",
+            {"answers": {"DB?": "SQLite", "Features?": ["A", "B", "and C"]}},
+        )
+    assert answered.status_code == 200
+    reply = answered.json()["messages"][0]  # the answer, as the user message it inserted
+    assert (reply["role"], reply["text"]) == ("user", "DB?: SQLite\nFeatures?: A, B, and C")
     assert (
-        result["response"]
+        api.get(f"/conversations/{conversation.pk}").json()["messages"][-1]["text"]
         == 'Thanks: {"answers": {"DB?": "SQLite", "Features?": ["A", "B", "and C"]}}'
     )
 
@@ -225,10 +250,11 @@ def test_the_openapi_document_describes_the_pending_question_fully(client):
     assert set(option["properties"]) == {"label", "description"}
 
 
-def test_a_pending_question_is_returned_under_its_wire_names(api, conversation, model):
+def test_a_pending_question_is_returned_under_its_wire_names(api, conversation, model, committed):
     options = [{"label": "Funghi"}, {"label": "Pepperoni"}]
     model.asks(arguments={"question": PIZZA, "options": options, "multiple": True})
-    api.post(f"/conversations/{conversation.pk}/messages", {"content": "Lunch?"})
+    with committed():
+        api.post(f"/conversations/{conversation.pk}/messages", {"content": "Lunch?"})
     [pending] = api.get("/questions").json()
     [question] = pending["questions"]
     assert question["question"] == PIZZA
@@ -236,6 +262,8 @@ def test_a_pending_question_is_returned_under_its_wire_names(api, conversation, 
     assert "text" not in question and "multiple" not in question
 
 
+# The sub-agents run while the parent's turn waits for them: their commits must be real.
+@pytest.mark.django_db(transaction=True)
 def test_the_api_returns_children_and_hides_them(api, conversation, user):
     services.post_user_message(user=user, conversation_id=conversation.pk, text="research")
     detail = api.get(f"/conversations/{conversation.pk}").json()
@@ -247,9 +275,11 @@ def test_the_api_returns_children_and_hides_them(api, conversation, user):
     assert api.get(f"/conversations/{clock['id']}").status_code == 404
 
 
-def test_a_regenerated_reply_is_returned_marked_superseded(api, conversation, user):
-    services.post_user_message(user=user, conversation_id=conversation.pk, text="hello")
-    services.regenerate_reply(user=user, conversation_id=conversation.pk)
+def test_a_regenerated_reply_is_returned_marked_superseded(api, conversation, user, committed):
+    with committed():
+        services.post_user_message(user=user, conversation_id=conversation.pk, text="hello")
+    with committed():
+        services.regenerate_reply(user=user, conversation_id=conversation.pk)
 
     messages = api.get(f"/conversations/{conversation.pk}").json()["messages"]
     assert [(m["role"], m["superseded"]) for m in messages] == [

@@ -104,6 +104,17 @@ def start_server(tmp_path):
 
 
 @pytest.fixture
+def screenshots(tmp_path) -> Path:
+    """The folder a test saves its screenshots in: its own tmp_path, never the source tree,
+    unless PARLEY_SCREENSHOTS names one (`PARLEY_SCREENSHOTS=docs/screenshots` refreshes the
+    docs' pictures on purpose)."""
+    chosen = os.environ.get("PARLEY_SCREENSHOTS")
+    folder = Path(chosen) if chosen else tmp_path / "screenshots"
+    folder.mkdir(parents=True, exist_ok=True)
+    return folder
+
+
+@pytest.fixture
 def open_page(browser):
     """A new tab on `server` in a fresh browser context, closed at the end of the test."""
     contexts = []

@@ -10,8 +10,6 @@ from playwright.sync_api import expect
 
 from tests.browser.pages import log_in, new_conversation, send
 
-ROOT = Path(__file__).resolve().parents[2]
-SCREENSHOTS = ROOT / "docs" / "screenshots"
 LONG_WORD = "supercalifragilistic" * 20  # one 400-character word, no place to break
 
 # Every element of the transcript must be inside the box of each ancestor that cuts off its
@@ -103,7 +101,7 @@ def listed(page) -> set[int]:
 
 
 def test_the_transcript_is_readable_and_nothing_is_cut_off_at_1280(
-    browser, parley_server, operator, conversations
+    browser, parley_server, operator, conversations, screenshots
 ):
     waiting, _ = conversations
     page = admin_page(browser, parley_server, operator)
@@ -134,8 +132,7 @@ def test_the_transcript_is_readable_and_nothing_is_cut_off_at_1280(
         "document.querySelectorAll('.parley-tool').forEach(d => "
         "d.open = d.querySelector('summary code').textContent === 'scripted-1-0')"
     )
-    SCREENSHOTS.mkdir(parents=True, exist_ok=True)
-    page.screenshot(path=str(SCREENSHOTS / "admin-transcript.png"), full_page=True)
+    page.screenshot(path=str(screenshots / "admin-transcript.png"), full_page=True)
     page.context.close()
 
 

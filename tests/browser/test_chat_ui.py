@@ -11,7 +11,6 @@ from tests.browser.pages import log_in, new_conversation, send
 
 ROOT = Path(__file__).resolve().parents[2]
 AXE = ROOT / "tests" / "vendor" / "axe-core" / "axe.min.js"
-SCREENSHOTS = ROOT / "docs" / "screenshots"
 CODE_REPLY = "Press Copy code"
 
 
@@ -43,10 +42,9 @@ def wait_until_idle(page):
     expect(page.get_by_role("button", name="Send")).to_be_enabled()
 
 
-def test_themes_switch_persist_and_pass_axe_at_both_widths(open_page, parley_server):
+def test_themes_switch_persist_and_pass_axe_at_both_widths(open_page, parley_server, screenshots):
     # axe is injected for the scan only: the page's CSP allows no inline script.
     page = open_page(parley_server, bypass_csp=True, viewport={"width": 1280, "height": 900})
-    SCREENSHOTS.mkdir(parents=True, exist_ok=True)
     log_in(page)
     new_conversation(page)
     send(page, "Show me some code")
@@ -58,7 +56,7 @@ def test_themes_switch_persist_and_pass_axe_at_both_widths(open_page, parley_ser
         colours[theme] = background(page)
         assert axe_violations(page) == [], theme
         page.evaluate("window.scrollTo(0, 0)")
-        page.screenshot(path=str(SCREENSHOTS / f"conversation-{theme.lower()}.png"))
+        page.screenshot(path=str(screenshots / f"conversation-{theme.lower()}.png"))
     assert colours["Light"] != colours["Dark"]
 
     # Tool cards (open), the regenerate and edit controls, at a phone's width too.
@@ -72,7 +70,7 @@ def test_themes_switch_persist_and_pass_axe_at_both_widths(open_page, parley_ser
         assert axe_violations(page) == [], theme
         page.set_viewport_size({"width": 390, "height": 844})
         assert axe_violations(page) == [], f"{theme} at 390 px"
-        page.screenshot(path=str(SCREENSHOTS / f"conversation-{theme.lower()}-phone.png"))
+        page.screenshot(path=str(screenshots / f"conversation-{theme.lower()}-phone.png"))
         page.set_viewport_size({"width": 1280, "height": 900})
 
     # Remembered for the user: a reload (and any other page) keeps the dark theme.

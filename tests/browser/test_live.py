@@ -3,14 +3,11 @@ browser notifications, and the conversation sidebar (search, waiting markers).""
 
 import re
 import uuid
-from pathlib import Path
 
 import pytest
 from playwright.sync_api import expect
 
 from tests.browser.pages import axe_violations, log_in, new_conversation, poll, send
-
-SCREENSHOTS = Path(__file__).resolve().parents[2] / "docs" / "screenshots"
 
 # Records every Notification the page makes (permission is granted by the browser context).
 RECORD_NOTIFICATIONS = """
@@ -210,7 +207,7 @@ def test_the_sidebar_search_finds_a_word_inside_a_message(page, person):
 
 
 def test_the_waiting_marker_appears_live_when_a_question_is_asked_in_another_tab(
-    context, page, person
+    context, page, person, screenshots
 ):
     log_in(page, *person)
     other = context.new_page()
@@ -241,8 +238,7 @@ def test_the_waiting_marker_appears_live_when_a_question_is_asked_in_another_tab
     expect(here.get_by_text("Waiting for your answer")).to_be_hidden()
     assert page.url == watching
     page.set_viewport_size({"width": 1280, "height": 800})
-    SCREENSHOTS.mkdir(parents=True, exist_ok=True)
-    page.screenshot(path=str(SCREENSHOTS / "sidebar.png"), caret="initial")
+    page.screenshot(path=str(screenshots / "sidebar.png"), caret="initial")
 
     question.get_by_role("button", name="Margherita").click()
     expect(row.get_by_text("Waiting for your answer")).to_be_hidden()
@@ -251,7 +247,7 @@ def test_the_waiting_marker_appears_live_when_a_question_is_asked_in_another_tab
     ).to_be_hidden()
 
 
-def test_on_a_phone_the_sidebar_folds_behind_a_button(browser, parley_server, person):
+def test_on_a_phone_the_sidebar_folds_behind_a_button(browser, parley_server, person, screenshots):
     context = browser.new_context(
         base_url=parley_server.url, locale="en-US", viewport={"width": 390, "height": 844}
     )
@@ -270,16 +266,16 @@ def test_on_a_phone_the_sidebar_folds_behind_a_button(browser, parley_server, pe
         expect(sidebar.get_by_role("link", name=re.compile("Order a pizza"))).to_be_visible()
         no_sideways_scroll = "document.documentElement.scrollWidth <= window.innerWidth"
         assert page.evaluate(no_sideways_scroll)
-        page.screenshot(path=str(SCREENSHOTS / "sidebar-phone.png"), caret="initial")
+        page.screenshot(path=str(screenshots / "sidebar-phone.png"), caret="initial")
         page.goto("/questions/")
         expect(page.get_by_role("group", name="Pizza")).to_be_visible()
         assert page.evaluate(no_sideways_scroll)
-        page.screenshot(path=str(SCREENSHOTS / "inbox-phone.png"), caret="initial")
+        page.screenshot(path=str(screenshots / "inbox-phone.png"), caret="initial")
     finally:
         context.close()
 
 
-def test_inbox_screenshot(context, page, person):
+def test_the_inbox_lists_every_waiting_question(context, page, person, screenshots):
     log_in(page, *person)
     ask_pizza(page)
     new_conversation(page)
@@ -288,7 +284,7 @@ def test_inbox_screenshot(context, page, person):
     page.set_viewport_size({"width": 1280, "height": 900})
     page.get_by_role("banner").get_by_role("link", name="Questions 2").click()
     expect(page.get_by_role("main").get_by_role("group")).to_have_count(2)
-    page.screenshot(path=str(SCREENSHOTS / "inbox.png"), full_page=True, caret="initial")
+    page.screenshot(path=str(screenshots / "inbox.png"), full_page=True, caret="initial")
 
 
 @pytest.mark.parametrize("width", [1280, 390])

@@ -1,17 +1,14 @@
 """The question UI: keyboard-only answering, focus, accessibility scan, languages, reloads,
-double clicks, and screenshots of every form for the README."""
+double clicks, and screenshots of every form (the docs' pictures: tests/browser/conftest.py's
+`screenshots`)."""
 
 import json
 import re
-from pathlib import Path
 
 import pytest
 from playwright.sync_api import expect
 
 from tests.browser.pages import axe_violations, log_in, new_conversation
-
-ROOT = Path(__file__).resolve().parents[2]
-SCREENSHOTS = ROOT / "docs" / "screenshots"
 
 FORMS = {
     # what to say: (the question's group name, its screenshot name)
@@ -327,11 +324,10 @@ def scrolls_sideways(page) -> bool:
 
 @pytest.mark.parametrize("suffix", list(VIEWPORTS))
 def test_every_form_pending_and_resolved_passes_axe_and_is_photographed(
-    open_page, parley_server, suffix
+    open_page, parley_server, suffix, screenshots
 ):
     # The page's CSP allows no inline script; axe is injected for the scan only.
     page = open_page(parley_server, bypass_csp=True, **VIEWPORTS[suffix])
-    SCREENSHOTS.mkdir(parents=True, exist_ok=True)
     log_in(page)
     for word, (_, shot) in FORMS.items():
         new_conversation(page)
@@ -340,7 +336,7 @@ def test_every_form_pending_and_resolved_passes_axe_and_is_photographed(
             group.get_by_role("button", name="Other…").click()
         assert axe_violations(page) == [], word
         assert not scrolls_sideways(page), word
-        group.screenshot(path=str(SCREENSHOTS / f"{shot}-pending{suffix}.png"))
+        group.screenshot(path=str(screenshots / f"{shot}-pending{suffix}.png"))
         if word == "setup":
             group.get_by_role("radio", name="PostgreSQL").check()
             group.get_by_role("checkbox", name="Search").check()
@@ -366,7 +362,7 @@ def test_every_form_pending_and_resolved_passes_axe_and_is_photographed(
         expect(page.get_by_role("status").filter(has_text="replying")).to_have_count(0)
         assert axe_violations(page) == [], word
         assert not scrolls_sideways(page), word
-        group.screenshot(path=str(SCREENSHOTS / f"{shot}-resolved{suffix}.png"))
+        group.screenshot(path=str(screenshots / f"{shot}-resolved{suffix}.png"))
         page.get_by_role("link", name="All conversations").click()
 
 

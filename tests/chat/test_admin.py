@@ -13,7 +13,7 @@ from chat.models import Conversation
 from questions import services as questions
 from questions.blocks import Answer
 
-pytestmark = pytest.mark.django_db(transaction=True)
+pytestmark = pytest.mark.django_db
 
 CHANGELIST = "admin:chat_conversation_changelist"
 
@@ -26,7 +26,7 @@ def operator(client, django_user_model):
 
 
 @pytest.fixture
-def asked(conversation, user, model):
+def asked(conversation, user, model, post):
     model.asks(
         arguments={
             "header": "Pizza",
@@ -34,7 +34,7 @@ def asked(conversation, user, model):
             "options": [{"label": "Margherita"}, {"label": "Funghi"}],
         }
     )
-    services.post_user_message(user=user, conversation_id=conversation.pk, text="Order lunch")
+    post(user, conversation, "Order lunch")
     return conversation
 
 
@@ -55,10 +55,14 @@ def test_a_pending_question_is_a_card_with_its_status_and_the_raw_json(operator,
     assert "&quot;questionResolution&quot;: &quot;asked&quot;" in html
 
 
-def test_an_answered_question_shows_its_answer_and_who_answered(operator, asked, user):
-    questions.answer_question(
-        user=user, conversation_id=asked.pk, tool_call_id="q1", answers=[Answer(labels=["Funghi"])]
-    )
+def test_an_answered_question_shows_its_answer_and_who_answered(operator, asked, user, committed):
+    with committed():
+        questions.answer_question(
+            user=user,
+            conversation_id=asked.pk,
+            tool_call_id="q1",
+            answers=[Answer(labels=["Funghi"])],
+        )
     html = change_page(operator, asked)
     assert '<span class="parley-badge">Answered</span>' in html
     assert '<li class="parley-chosen">Funghi</li>' in html

@@ -11,7 +11,7 @@ from django.contrib.auth.models import AnonymousUser
 from django.test import Client
 
 from chat import consumers, events, services, sessions
-from chat.consumers import ConversationConsumer
+from chat.live.consumers import ConversationConsumer
 from chat.models import AgentState, Conversation
 from chat.routing import websocket_urlpatterns
 from config.asgi import application

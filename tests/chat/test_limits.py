@@ -10,7 +10,7 @@ from api.tokens import create_token
 from chat import limits, services
 from chat.errors import TooManyMessages, TooManyRunningTurns, TooManyStreams
 
-pytestmark = pytest.mark.django_db(transaction=True)
+pytestmark = pytest.mark.django_db
 
 HTMX = {"HX-Request": "true"}
 
@@ -19,13 +19,16 @@ def bearer(user) -> dict:
     return {"Authorization": f"Bearer {create_token(user=user, name='t')[1]}"}
 
 
-def test_messages_per_minute_refused_with_429_in_api_and_page(client, user, settings):
+def test_messages_per_minute_refused_with_429_in_api_and_page(client, user, settings, committed):
     settings.PARLEY_MESSAGES_PER_MINUTE = 2
     conversation = services.create_conversation(owner=user)
     path = f"/api/v1/conversations/{conversation.pk}/messages"
     headers = bearer(user)
     for _ in range(2):
-        ok = client.post(path, {"content": "hi"}, content_type="application/json", headers=headers)
+        with committed():  # each reply is done before the next message
+            ok = client.post(
+                path, {"content": "hi"}, content_type="application/json", headers=headers
+            )
         assert ok.status_code == 200
     refused = client.post(path, {"content": "hi"}, content_type="application/json", headers=headers)
     assert refused.status_code == 429
@@ -42,11 +45,12 @@ def test_messages_per_minute_refused_with_429_in_api_and_page(client, user, sett
     assert ">again</textarea>" in html
 
 
-def test_running_turns_at_once_are_limited(client, user, settings, dispatched):
+def test_running_turns_at_once_are_limited(client, user, settings, committed, dispatched):
     settings.PARLEY_MAX_RUNNING_TURNS = 1
     first = services.create_conversation(owner=user)
     second = services.create_conversation(owner=user)
-    services.post_user_message(user=user, conversation_id=first.pk, text="go")
+    with committed():
+        services.post_user_message(user=user, conversation_id=first.pk, text="go")
     with pytest.raises(TooManyRunningTurns):
         services.post_user_message(user=user, conversation_id=second.pk, text="go")
     response = client.post(

@@ -3,15 +3,17 @@
 import json
 
 import pytest
+from asgiref.sync import async_to_sync
+from channels.db import database_sync_to_async as db
 
-from chat import runtime, services
+from chat import services
 from chat.blocks import TextBlock, ToolCallBlock, ToolResultBlock, parse_blocks
+from chat.engine import providers, tools
+from chat.engine.providers.base import CAUSE_CREDENTIALS, CAUSE_UNREACHABLE
 from chat.models import AgentState, Role
-from chat.providers.base import CAUSE_CREDENTIALS, CAUSE_UNREACHABLE
-from questions import asking
 from tests.fake_llm import FakeLLM
 
-pytestmark = pytest.mark.django_db(transaction=True)
+pytestmark = pytest.mark.django_db
 
 
 @pytest.fixture
@@ -22,7 +24,7 @@ def fake_llm():
 
 
 @pytest.fixture(params=["openai", "anthropic"])
-def provider(request, settings, fake_llm, monkeypatch):
+def provider(request, settings, fake_llm, no_backoff):
     settings.AGENT_PROVIDER = request.param
     settings.AGENT_MODEL = "fake-model"
     if request.param == "openai":
@@ -31,7 +33,6 @@ def provider(request, settings, fake_llm, monkeypatch):
     else:
         settings.ANTHROPIC_BASE_URL = fake_llm.url
         settings.ANTHROPIC_API_KEY = "sk-ant-test"
-    monkeypatch.setattr(runtime, "RETRY_BASE_SECONDS", 0)
     return request.param
 
 
@@ -39,9 +40,9 @@ def transcript(conversation):
     return [(m.role, parse_blocks(m.blocks)) for m in conversation.messages.order_by("order")]
 
 
-def test_streamed_text_becomes_the_reply(provider, fake_llm, conversation, user):
+def test_streamed_text_becomes_the_reply(provider, fake_llm, conversation, user, post):
     fake_llm.queue({"text": "Hello from a real SDK."})
-    services.post_user_message(user=user, conversation_id=conversation.pk, text="hi")
+    post(user, conversation, "hi")
     conversation.refresh_from_db()
     assert conversation.agent_state == AgentState.IDLE
     assert transcript(conversation)[-1] == (
@@ -61,7 +62,9 @@ def test_streamed_text_becomes_the_reply(provider, fake_llm, conversation, user)
         assert request["headers"]["authorization"] == "Bearer sk-test"
 
 
-def test_several_tool_calls_in_one_turn_then_the_answer(provider, fake_llm, conversation, user):
+def test_several_tool_calls_in_one_turn_then_the_answer(
+    provider, fake_llm, conversation, user, post
+):
     fake_llm.queue(
         {
             "text": "Two sums.",
@@ -72,7 +75,7 @@ def test_several_tool_calls_in_one_turn_then_the_answer(provider, fake_llm, conv
         },
         {"text": "42 and 32."},
     )
-    services.post_user_message(user=user, conversation_id=conversation.pk, text="sums")
+    post(user, conversation, "sums")
     conversation.refresh_from_db()
     assert conversation.agent_state == AgentState.IDLE
     roles_and_blocks = transcript(conversation)
@@ -112,21 +115,21 @@ def test_several_tool_calls_in_one_turn_then_the_answer(provider, fake_llm, conv
 
 
 @pytest.mark.parametrize("status", [429, 500, 503])
-def test_server_errors_are_retried(provider, fake_llm, conversation, user, status):
+def test_server_errors_are_retried(provider, fake_llm, conversation, user, post, status):
     fake_llm.queue({"status": status}, {"text": "Recovered."})
-    services.post_user_message(user=user, conversation_id=conversation.pk, text="hi")
+    post(user, conversation, "hi")
     conversation.refresh_from_db()
     assert conversation.agent_state == AgentState.IDLE
     assert len(fake_llm.requests) == 2
     assert transcript(conversation)[-1] == (Role.ASSISTANT, [TextBlock(text="Recovered.")])
 
 
-def test_malformed_tool_call_json_is_retried(provider, fake_llm, conversation, user):
+def test_malformed_tool_call_json_is_retried(provider, fake_llm, conversation, user, post):
     fake_llm.queue(
         {"tool_calls": [{"id": "call_x", "name": "calculate", "arguments": "{nope: }"}]},
         {"text": "Second try."},
     )
-    services.post_user_message(user=user, conversation_id=conversation.pk, text="hi")
+    post(user, conversation, "hi")
     conversation.refresh_from_db()
     assert conversation.agent_state == AgentState.IDLE
     assert len(fake_llm.requests) == 2
@@ -144,24 +147,25 @@ def test_malformed_tool_call_json_is_retried(provider, fake_llm, conversation, u
     ],
 )
 def test_a_malformed_stream_chunk_is_retried(
-    fake_llm, conversation, user, settings, monkeypatch, chunk
+    fake_llm, conversation, user, post, settings, no_backoff, chunk
 ):
     """The stream's chunks are read from their JSON (chat.providers.openai.chunk_parts): one
     of another shape fails the request as malformed tool-call JSON does, and it is retried."""
     settings.AGENT_PROVIDER, settings.AGENT_MODEL = "openai", "fake-model"
     settings.OPENAI_BASE_URL, settings.OPENAI_API_KEY = f"{fake_llm.url}/v1", "sk-test"
-    monkeypatch.setattr(runtime, "RETRY_BASE_SECONDS", 0)
     fake_llm.queue({"chunks": [chunk]}, {"text": "Second try."})
-    services.post_user_message(user=user, conversation_id=conversation.pk, text="hi")
+    post(user, conversation, "hi")
     conversation.refresh_from_db()
     assert conversation.agent_state == AgentState.IDLE
     assert len(fake_llm.requests) == 2
     assert transcript(conversation)[-1] == (Role.ASSISTANT, [TextBlock(text="Second try.")])
 
 
-def test_an_auth_error_is_not_retried_and_shows_an_error(provider, fake_llm, conversation, user):
+def test_an_auth_error_is_not_retried_and_shows_an_error(
+    provider, fake_llm, conversation, user, post
+):
     fake_llm.queue({"status": 401})
-    services.post_user_message(user=user, conversation_id=conversation.pk, text="hi")
+    post(user, conversation, "hi")
     conversation.refresh_from_db()
     assert conversation.agent_state == AgentState.ERROR
     assert len(fake_llm.requests) == 1
@@ -170,19 +174,23 @@ def test_an_auth_error_is_not_retried_and_shows_an_error(provider, fake_llm, con
     assert (error.type, error.detail) == ("error", CAUSE_CREDENTIALS)
 
 
-def test_an_unreachable_provider_says_so(provider, fake_llm, conversation, user, settings):
+def test_an_unreachable_provider_says_so(provider, fake_llm, conversation, user, post, settings):
     settings.AGENT_RETRIES = 0
     fake_llm.close()  # nothing listens there any more
-    services.post_user_message(user=user, conversation_id=conversation.pk, text="hi")
+    post(user, conversation, "hi")
     [error] = transcript(conversation)[-1][1]
     assert (error.type, error.detail) == ("error", CAUSE_UNREACHABLE)
 
 
 def tool_names(provider, request) -> set[str]:
-    tools = request["body"].get("tools", [])
-    return {t["function"]["name"] if provider == "openai" else t["name"] for t in tools}
+    offered = request["body"].get("tools", [])
+    return {t["function"]["name"] if provider == "openai" else t["name"] for t in offered}
 
 
+# Committed for real: the parent's turn waits for its sub-agent's, which is dispatched when
+# the spawn commits; in a test that rolls back, it would be dispatched only after the parent's
+# turn ended (the `committed` fixture runs what a block's commits ask for as the block ends).
+@pytest.mark.django_db(transaction=True)
 def test_a_subagent_is_offered_no_question_tool_nor_spawn_agents_and_is_refused_asking(
     provider, fake_llm, conversation, user
 ):
@@ -211,7 +219,8 @@ def test_a_subagent_is_offered_no_question_tool_nor_spawn_agents_and_is_refused_
         assert not offered & (question_tools | {"spawn_agents"})
     # The child's first message is its task; its next request carries the refusal.
     assert "Find the answer." in json.dumps(child_first["body"]["messages"])
-    assert asking.SUBAGENT_RESULT in json.dumps(child_second["body"]["messages"])
+    refusal = tools.registered("ask_user_question").subagent_refusal
+    assert refusal in json.dumps(child_second["body"]["messages"])
     child = conversation.children.get()
     assert child.agent_state == AgentState.IDLE
     assert transcript(child)[-1] == (Role.ASSISTANT, [TextBlock(text="The answer is 42.")])
@@ -226,22 +235,25 @@ def test_a_subagent_is_offered_no_question_tool_nor_spawn_agents_and_is_refused_
     )
 
 
-async def test_turns_on_one_event_loop_share_one_provider_and_its_client(
-    provider, fake_llm, conversation, user, monkeypatch
+def test_turns_on_one_event_loop_share_one_provider_and_its_client(
+    provider, fake_llm, conversation, user, post, monkeypatch
 ):
     """Building a provider (an SDK client and its connection pool) costs more than a local
     model's first token: a process builds one per configuration, not one per turn."""
-    from channels.db import database_sync_to_async as db
-
-    from chat import providers
-
     built = []
     build = providers.build_provider
     monkeypatch.setattr(providers, "build_provider", lambda: built.append(1) or build())
     fake_llm.queue({"text": "First."}, {"text": "Second."})
-    for text in ("one", "two"):
-        await db(services.post_user_message)(user=user, conversation_id=conversation.pk, text=text)
-    blocks = await db(lambda: list(conversation.messages.values_list("blocks", flat=True)))()
+
+    async def two_turns_on_this_loop():
+        # Each turn is dispatched from the test's thread, as this loop's database work runs
+        # there: it runs on this loop.
+        for text in ("one", "two"):
+            await db(post)(user, conversation, text)
+        return providers.get_provider() is providers.get_provider()
+
+    assert async_to_sync(two_turns_on_this_loop)()
+    blocks = list(conversation.messages.values_list("blocks", flat=True))
     assert [b[0]["text"] for b in blocks if b[0]["type"] == "text"] == [
         "one",
         "First.",
@@ -249,14 +261,9 @@ async def test_turns_on_one_event_loop_share_one_provider_and_its_client(
         "Second.",
     ]
     assert len(built) == 1
-    assert providers.get_provider() is providers.get_provider()
 
 
 def test_a_changed_configuration_gets_a_new_provider(provider, settings):
-    from asgiref.sync import async_to_sync
-
-    from chat import providers
-
     async def two():
         first = providers.get_provider()
         settings.AGENT_MODEL = "another-model"
@@ -272,12 +279,10 @@ def test_a_serving_process_imports_its_provider_before_the_first_turn(settings, 
     event loop (every request and socket of the process) meanwhile."""
     import sys
 
-    from chat import providers
-
     settings.AGENT_PROVIDER = "anthropic"
-    monkeypatch.delitem(sys.modules, "chat.providers.anthropic", raising=False)
+    monkeypatch.delitem(sys.modules, "chat.engine.providers.anthropic", raising=False)
     providers.preload()
-    assert "chat.providers.anthropic" in sys.modules
+    assert "chat.engine.providers.anthropic" in sys.modules
 
 
 def test_a_serving_process_builds_the_provider_of_its_turns_before_the_first_turn(
@@ -286,8 +291,6 @@ def test_a_serving_process_builds_the_provider_of_its_turns_before_the_first_tur
     """Building an SDK client (its TLS context, its transport) took the first turn after
     every start ~45 ms on the event loop: the warm-up builds the one that loop's turns use."""
     import asyncio
-
-    from chat import providers
 
     settings.AGENT_PROVIDER = "openai"
     settings.OPENAI_BASE_URL = "http://127.0.0.1:9/v1"

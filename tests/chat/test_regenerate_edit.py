@@ -6,6 +6,7 @@ from django.urls import reverse
 
 from chat import selectors, services
 from chat.blocks import NoticeBlock, TextBlock, parse_blocks
+from chat.engine.runtime import build_history
 from chat.errors import (
     AgentBusy,
     ConversationNotFound,
@@ -14,7 +15,6 @@ from chat.errors import (
     QuestionPending,
 )
 from chat.models import AgentState, Conversation, Message, Role
-from chat.runtime import build_history
 
 
 def shown(conversation):
@@ -33,13 +33,16 @@ def user_texts_in_history(conversation):
     ]
 
 
-@pytest.mark.django_db(transaction=True)
-def test_regenerate_supersedes_the_last_reply_and_runs_a_new_one(conversation, user):
-    services.post_user_message(user=user, conversation_id=conversation.pk, text="first")
-    services.post_user_message(user=user, conversation_id=conversation.pk, text="second")
+@pytest.mark.django_db
+def test_regenerate_supersedes_the_last_reply_and_runs_a_new_one(
+    conversation, user, post, committed
+):
+    post(user, conversation, "first")
+    post(user, conversation, "second")
     old_reply = conversation.messages.order_by("-order").first()
 
-    services.regenerate_reply(user=user, conversation_id=conversation.pk)
+    with committed():
+        services.regenerate_reply(user=user, conversation_id=conversation.pk)
 
     old_reply.refresh_from_db()
     assert old_reply.superseded
@@ -54,14 +57,17 @@ def test_regenerate_supersedes_the_last_reply_and_runs_a_new_one(conversation, u
     assert conversation.agent_state == AgentState.IDLE
 
 
-@pytest.mark.django_db(transaction=True)
-def test_edit_replaces_the_last_message_and_the_model_sees_only_the_new_text(conversation, user):
-    services.post_user_message(user=user, conversation_id=conversation.pk, text="hello")
-    old = services.post_user_message(user=user, conversation_id=conversation.pk, text="typo here")
+@pytest.mark.django_db
+def test_edit_replaces_the_last_message_and_the_model_sees_only_the_new_text(
+    conversation, user, post, committed
+):
+    post(user, conversation, "hello")
+    old = post(user, conversation, "typo here")
 
-    new = services.edit_last_message(
-        user=user, conversation_id=conversation.pk, message_id=old.pk, text="  fixed text "
-    )
+    with committed():
+        new = services.edit_last_message(
+            user=user, conversation_id=conversation.pk, message_id=old.pk, text="  fixed text "
+        )
 
     old.refresh_from_db()
     assert old.superseded
@@ -74,10 +80,10 @@ def test_edit_replaces_the_last_message_and_the_model_sees_only_the_new_text(con
     assert [m.role for m in superseded] == [Role.USER, Role.ASSISTANT]
 
 
-@pytest.mark.django_db(transaction=True)
-def test_only_the_last_user_message_can_be_edited(conversation, user):
-    first = services.post_user_message(user=user, conversation_id=conversation.pk, text="one")
-    services.post_user_message(user=user, conversation_id=conversation.pk, text="two")
+@pytest.mark.django_db
+def test_only_the_last_user_message_can_be_edited(conversation, user, post):
+    first = post(user, conversation, "one")
+    post(user, conversation, "two")
     before = list(conversation.messages.values_list("pk", "superseded"))
     with pytest.raises(NotLastMessage):
         services.edit_last_message(
@@ -92,15 +98,15 @@ def test_nothing_to_regenerate_before_the_first_message(conversation, user):
         services.regenerate_reply(user=user, conversation_id=conversation.pk)
 
 
-@pytest.mark.django_db(transaction=True)
+@pytest.mark.django_db
 @pytest.mark.parametrize(
     ("state", "error"),
     [(AgentState.LLM_REQUESTING, AgentBusy), (AgentState.AWAITING_USER, QuestionPending)],
 )
 def test_regenerate_and_edit_are_refused_while_a_turn_runs_or_waits(
-    conversation, user, state, error
+    conversation, user, post, state, error
 ):
-    message = services.post_user_message(user=user, conversation_id=conversation.pk, text="hi")
+    message = post(user, conversation, "hi")
     Conversation.objects.filter(pk=conversation.pk).update(agent_state=state)
     with pytest.raises(error):
         services.regenerate_reply(user=user, conversation_id=conversation.pk)
@@ -111,18 +117,18 @@ def test_regenerate_and_edit_are_refused_while_a_turn_runs_or_waits(
     assert not conversation.messages.filter(superseded=True).exists()
 
 
-@pytest.mark.django_db(transaction=True)
-def test_another_users_conversation_cannot_be_regenerated(conversation, user, other_user):
-    services.post_user_message(user=user, conversation_id=conversation.pk, text="hi")
+@pytest.mark.django_db
+def test_another_users_conversation_cannot_be_regenerated(conversation, user, other_user, post):
+    post(user, conversation, "hi")
     with pytest.raises(ConversationNotFound):
         services.regenerate_reply(user=other_user, conversation_id=conversation.pk)
     assert not conversation.messages.filter(superseded=True).exists()
 
 
-@pytest.mark.django_db(transaction=True)
-def test_a_refused_edit_is_shown_in_the_edit_forms_alert(client, conversation, user):
+@pytest.mark.django_db
+def test_a_refused_edit_is_shown_in_the_edit_forms_alert(client, conversation, user, post):
     client.force_login(user)
-    services.post_user_message(user=user, conversation_id=conversation.pk, text="one")
+    post(user, conversation, "one")
     Conversation.objects.filter(pk=conversation.pk).update(agent_state=AgentState.AWAITING_USER)
     message = conversation.messages.get(role=Role.USER)
     response = client.post(
@@ -135,13 +141,16 @@ def test_a_refused_edit_is_shown_in_the_edit_forms_alert(client, conversation, u
     assert "answer or reject the question first" in response.content.decode()
 
 
-@pytest.mark.django_db(transaction=True)
-def test_the_page_shows_the_new_branch_and_the_controls(client, conversation, user):
+@pytest.mark.django_db
+def test_the_page_shows_the_new_branch_and_the_controls(
+    client, conversation, user, post, committed
+):
     client.force_login(user)
-    old = services.post_user_message(user=user, conversation_id=conversation.pk, text="old words")
-    services.edit_last_message(
-        user=user, conversation_id=conversation.pk, message_id=old.pk, text="new words"
-    )
+    old = post(user, conversation, "old words")
+    with committed():
+        services.edit_last_message(
+            user=user, conversation_id=conversation.pk, message_id=old.pk, text="new words"
+        )
     page = client.get(reverse("chat:conversation_detail", args=[conversation.pk])).content.decode()
     assert "old words" not in page
     assert "new words" in page
@@ -149,7 +158,7 @@ def test_the_page_shows_the_new_branch_and_the_controls(client, conversation, us
     assert "Edit last message" in page
 
 
-@pytest.mark.django_db(transaction=True)
+@pytest.mark.django_db
 def test_stop_marks_the_reply_stopped(conversation, user, dispatched):
     services.post_user_message(user=user, conversation_id=conversation.pk, text="hi")
     services.stop_turn(user=user, conversation_id=conversation.pk)
@@ -158,28 +167,26 @@ def test_stop_marks_the_reply_stopped(conversation, user, dispatched):
     assert parse_blocks(last.blocks) == [NoticeBlock(message="Stopped")]
 
 
-@pytest.mark.django_db(transaction=True)
+@pytest.mark.django_db
 @pytest.mark.parametrize("batch", [2, 3, 50])
 def test_the_last_turn_includes_its_answered_question_at_any_batch_size(
-    conversation, user, model, monkeypatch, batch
+    conversation, user, post, ask, committed, monkeypatch, batch
 ):
     """The user's answer to a question is part of the turn that asked it, however the
     backwards read of the transcript splits the turn."""
     from questions import services as questions
     from questions.blocks import Answer
-    from questions.selectors import pending_question
-    from tests.questions.test_live import ask
 
     monkeypatch.setattr(selectors, "NEWEST_FIRST_BATCH", batch)
-    services.post_user_message(user=user, conversation_id=conversation.pk, text="earlier")
-    ask(user, conversation, model)
-    pending = pending_question(Conversation.objects.get(pk=conversation.pk))
-    questions.answer_question(
-        user=user,
-        conversation_id=conversation.pk,
-        tool_call_id=pending.tool_call_id,
-        answers=[Answer(labels=["Margherita"])],
-    )
+    post(user, conversation, "earlier")
+    ask(user, conversation)
+    with committed():
+        questions.answer_question(
+            user=user,
+            conversation_id=conversation.pk,
+            tool_call_id="q1",
+            answers=[Answer(labels=["Margherita"])],
+        )
 
     turn = selectors.last_turn(conversation_id=conversation.pk)
     assert turn.prompt_text == "Lunch?"
@@ -187,7 +194,7 @@ def test_the_last_turn_includes_its_answered_question_at_any_batch_size(
     assert turn.after[-1] == conversation.messages.order_by("-order").first()
 
 
-@pytest.mark.django_db(transaction=True)
+@pytest.mark.django_db
 def test_the_last_turn_of_a_long_transcript_is_read_from_its_end(conversation, monkeypatch):
     """Pages show Regenerate and Edit after every turn: what that reads does not grow with
     the transcript."""

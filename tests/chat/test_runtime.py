@@ -1,9 +1,10 @@
-from datetime import timedelta
+"""The agent loop (chat.engine.runtime) and the turn state machine it drives
+(chat.engine.turns): what a turn stores, how it fails, stops, retries and is taken over."""
 
 import pytest
-from django.utils import timezone
+from asgiref.sync import async_to_sync
 
-from chat import runner, runtime, services, turns
+from chat import services
 from chat.blocks import (
     ErrorBlock,
     NoticeBlock,
@@ -12,23 +13,19 @@ from chat.blocks import (
     ToolResultBlock,
     parse_blocks,
 )
-from chat.models import AgentState, Conversation, Message, Role
-from chat.providers.base import CAUSE_PROVIDER_ERROR, ProviderError, TextDelta, ToolCallRequest
-from chat.providers.scripted import ScriptedProvider
-from tests.factories import lapse_lease, set_state, started_step
+from chat.engine import runtime, turns
+from chat.engine.providers.base import (
+    CAUSE_PROVIDER_ERROR,
+    ProviderError,
+    TextDelta,
+    ToolCallRequest,
+)
+from chat.engine.providers.scripted import ScriptedProvider
+from chat.models import AgentState, Message, Role
+from tests.factories import claim, lapse_lease, set_state, started_step
 from tests.fakes import FakeProvider
 
-pytestmark = pytest.mark.django_db(transaction=True)
-
-
-@pytest.fixture
-def no_backoff(monkeypatch):
-    monkeypatch.setattr(runtime, "RETRY_BASE_SECONDS", 0)
-
-
-def use(monkeypatch, provider):
-    monkeypatch.setattr(runtime, "get_provider", lambda: provider)
-    return provider
+pytestmark = pytest.mark.django_db
 
 
 def blocks_of(conversation):
@@ -44,8 +41,8 @@ def assert_every_call_has_one_result(conversation):
     assert len(set(results)) == len(results)
 
 
-def test_a_multi_tool_turn_stores_calls_results_and_the_final_reply(conversation, user):
-    services.post_user_message(user=user, conversation_id=conversation.pk, text="What time is it?")
+def test_a_multi_tool_turn_stores_calls_results_and_the_final_reply(conversation, user, post):
+    post(user, conversation, "What time is it?")
 
     conversation.refresh_from_db()
     assert conversation.agent_state == AgentState.IDLE
@@ -66,8 +63,10 @@ def test_a_multi_tool_turn_stores_calls_results_and_the_final_reply(conversation
     assert_every_call_has_one_result(conversation)
 
 
-def test_every_history_sent_pairs_each_tool_call_with_its_result(conversation, user, monkeypatch):
-    provider = use(monkeypatch, ScriptedProvider())
+def test_every_history_sent_pairs_each_tool_call_with_its_result(
+    conversation, user, monkeypatch, use, post
+):
+    provider = use(ScriptedProvider())
     recorded = []
     original = provider.stream
 
@@ -76,8 +75,8 @@ def test_every_history_sent_pairs_each_tool_call_with_its_result(conversation, u
         return original(history=history, tools=tools)
 
     monkeypatch.setattr(provider, "stream", recording)
-    services.post_user_message(user=user, conversation_id=conversation.pk, text="time please")
-    services.post_user_message(user=user, conversation_id=conversation.pk, text="and again")
+    post(user, conversation, "time please")
+    post(user, conversation, "and again")
 
     assert len(recorded) == 3
     for history in recorded:
@@ -91,10 +90,9 @@ def test_every_history_sent_pairs_each_tool_call_with_its_result(conversation, u
 
 
 def test_unknown_tools_and_bad_arguments_become_error_results_and_the_turn_goes_on(
-    conversation, user, monkeypatch
+    conversation, user, use, post
 ):
     provider = use(
-        monkeypatch,
         FakeProvider(
             [
                 ToolCallRequest("c1", "teleport", {}),
@@ -104,7 +102,7 @@ def test_unknown_tools_and_bad_arguments_become_error_results_and_the_turn_goes_
             [TextDelta("Sorry, I will do better.")],
         ),
     )
-    services.post_user_message(user=user, conversation_id=conversation.pk, text="go")
+    post(user, conversation, "go")
     conversation.refresh_from_db()
     assert conversation.agent_state == AgentState.IDLE
     results = [b for _, bs in blocks_of(conversation) for b in bs if b.type == "tool_result"]
@@ -117,17 +115,16 @@ def test_unknown_tools_and_bad_arguments_become_error_results_and_the_turn_goes_
 
 
 def test_retryable_failures_are_retried_and_the_reply_is_streamed_once(
-    conversation, user, monkeypatch, no_backoff
+    conversation, user, use, post, no_backoff
 ):
     provider = use(
-        monkeypatch,
         FakeProvider(
             ProviderError("HTTP 429", retryable=True),
             ProviderError("timeout", retryable=True),
             [TextDelta("Third "), TextDelta("time lucky.")],
         ),
     )
-    services.post_user_message(user=user, conversation_id=conversation.pk, text="hi")
+    post(user, conversation, "hi")
     conversation.refresh_from_db()
     assert conversation.agent_state == AgentState.IDLE
     assert len(provider.histories) == 3
@@ -137,14 +134,14 @@ def test_retryable_failures_are_retried_and_the_reply_is_streamed_once(
 
 
 def test_when_retries_run_out_the_turn_fails_with_retry_and_nothing_is_lost(
-    conversation, user, monkeypatch, no_backoff, settings
+    conversation, user, use, post, committed, no_backoff, settings
 ):
     settings.AGENT_RETRIES = 2
     failures = [
         ProviderError("HTTP 503", retryable=True, cause=CAUSE_PROVIDER_ERROR) for _ in range(3)
     ]
-    provider = use(monkeypatch, FakeProvider(*failures, [TextDelta("Back again.")]))
-    services.post_user_message(user=user, conversation_id=conversation.pk, text="hi")
+    provider = use(FakeProvider(*failures, [TextDelta("Back again.")]))
+    post(user, conversation, "hi")
     conversation.refresh_from_db()
     assert conversation.agent_state == AgentState.ERROR
     assert len(provider.histories) == 3
@@ -156,7 +153,8 @@ def test_when_retries_run_out_the_turn_fails_with_retry_and_nothing_is_lost(
         message=turns.AGENT_FAILED, detail=CAUSE_PROVIDER_ERROR, retryable=True
     )
 
-    services.retry_turn(user=user, conversation_id=conversation.pk)
+    with committed():
+        services.retry_turn(user=user, conversation_id=conversation.pk)
     conversation.refresh_from_db()
     assert conversation.agent_state == AgentState.IDLE
     assert blocks_of(conversation)[-1] == (Role.ASSISTANT, [TextBlock(text="Back again.")])
@@ -167,19 +165,19 @@ def test_when_retries_run_out_the_turn_fails_with_retry_and_nothing_is_lost(
     assert failed.shown_blocks == []
 
 
-def test_a_non_retryable_failure_ends_the_turn_at_once(conversation, user, monkeypatch, no_backoff):
-    provider = use(monkeypatch, FakeProvider(ProviderError("HTTP 401", retryable=False)))
-    services.post_user_message(user=user, conversation_id=conversation.pk, text="hi")
+def test_a_non_retryable_failure_ends_the_turn_at_once(conversation, user, use, post, no_backoff):
+    provider = use(FakeProvider(ProviderError("HTTP 401", retryable=False)))
+    post(user, conversation, "hi")
     conversation.refresh_from_db()
     assert conversation.agent_state == AgentState.ERROR
     assert len(provider.histories) == 1
 
 
-def test_the_step_limit_ends_a_looping_turn(conversation, user, monkeypatch, settings):
+def test_the_step_limit_ends_a_looping_turn(conversation, user, use, post, settings):
     settings.AGENT_MAX_STEPS = 3
     loop = [ToolCallRequest(f"c{i}", "calculate", {"expression": "1+1"}) for i in range(5)]
-    provider = use(monkeypatch, FakeProvider(*[[call] for call in loop]))
-    services.post_user_message(user=user, conversation_id=conversation.pk, text="loop")
+    provider = use(FakeProvider(*[[call] for call in loop]))
+    post(user, conversation, "loop")
     conversation.refresh_from_db()
     assert len(provider.histories) == 3
     assert conversation.agent_state == AgentState.ERROR
@@ -190,18 +188,16 @@ def test_the_step_limit_ends_a_looping_turn(conversation, user, monkeypatch, set
 
 def running(conversation):
     set_state(conversation.pk, AgentState.LLM_REQUESTING)
-    return turns.claim(conversation.pk).lease
+    return claim(conversation.pk).lease
 
 
 def test_a_lease_is_exclusive_until_it_lapses_and_then_fences_the_old_runner(conversation):
     first = running(conversation)
     assert first is not None
-    assert turns.claim(conversation.pk) is None
-    Conversation.objects.filter(pk=conversation.pk).update(
-        lease_expires_at=timezone.now() - timedelta(seconds=1)
-    )
+    assert claim(conversation.pk) is None
+    lapse_lease(conversation.pk)
     assert turns.stale_runs() == [conversation.pk]
-    takeover = turns.claim(conversation.pk)
+    takeover = claim(conversation.pk)
     # The new runner knows whose lease lapsed (this process: both claims are its own).
     assert takeover.taken_from == first.owner
     second = takeover.lease
@@ -213,35 +209,41 @@ def test_a_lease_is_exclusive_until_it_lapses_and_then_fences_the_old_runner(con
 
 
 def test_a_turn_waiting_in_the_workers_queue_is_sent_again_only_after_a_lease_period(
-    conversation, user, settings, monkeypatch
+    conversation, user, settings, committed, dispatched
 ):
     # Under load, turns wait in the workers' queue; every sweep of every process sent each of
     # them again (a claim that finds it taken for nearly every turn, measured under 30 flows).
     settings.REDIS_URL = "redis://127.0.0.1:6379/15"
-    sent = []
-    monkeypatch.setattr(runner, "dispatch", sent.append)
-    services.post_user_message(user=user, conversation_id=conversation.pk, text="Hi")
-    assert sent == [conversation.pk]
+    with committed():
+        services.post_user_message(user=user, conversation_id=conversation.pk, text="Hi")
+    assert dispatched == [conversation.pk]
     assert turns.stale_runs() == []  # queued: the sweeps leave it to the queue
 
-    Conversation.objects.filter(pk=conversation.pk).update(
-        lease_expires_at=timezone.now() - timedelta(seconds=1)
-    )
+    lapse_lease(conversation.pk)
     assert turns.stale_runs() == [conversation.pk]  # the worker that took it died: sent again
 
 
-def test_any_runner_claims_a_queued_turn_at_once(conversation, user, settings, monkeypatch):
+def test_without_a_queue_a_turn_no_runner_took_is_the_sweeps_at_once(
+    conversation, user, committed, dispatched
+):
+    with committed():
+        services.post_user_message(user=user, conversation_id=conversation.pk, text="Hi")
+    assert dispatched == [conversation.pk]
+    assert turns.stale_runs() == [conversation.pk]
+
+
+def test_any_runner_claims_a_queued_turn_at_once(conversation, user, settings, dispatched):
     settings.REDIS_URL = "redis://127.0.0.1:6379/15"
-    monkeypatch.setattr(runner, "dispatch", lambda conversation_id: None)
     services.post_user_message(user=user, conversation_id=conversation.pk, text="Hi")
 
-    claim = turns.claim(conversation.pk)
-    assert claim is not None
-    assert turns.claim(conversation.pk) is None  # and then it is held
+    assert claim(conversation.pk) is not None
+    assert claim(conversation.pk) is None  # and then it is held
     assert turns.stale_runs() == []
 
 
-def test_stop_keeps_the_text_so_far_and_fences_out_the_runner(conversation, user):
+def test_stop_keeps_the_text_so_far_and_fences_out_the_runner(
+    conversation, user, committed, dispatched
+):
     lease = running(conversation)
     turns.begin_step(lease)
     turns.stream_text(lease, "Half a tho")
@@ -259,7 +261,9 @@ def test_stop_keeps_the_text_so_far_and_fences_out_the_runner(conversation, user
     with pytest.raises(turns.LeaseLost):
         turns.stream_text(lease, "Half a thought")
     # The user can carry on at once.
-    services.post_user_message(user=user, conversation_id=conversation.pk, text="hi")
+    with committed():
+        services.post_user_message(user=user, conversation_id=conversation.pk, text="hi")
+    assert dispatched == [conversation.pk]
 
 
 def test_stop_during_tools_gives_every_open_call_a_result(conversation, user):
@@ -286,85 +290,68 @@ def test_a_tool_result_is_stored_once_even_if_recorded_twice(conversation):
     assert conversation.messages.filter(role=Role.TOOL).count() == 1
 
 
-async def test_a_turn_abandoned_mid_stream_is_resumed_once_by_another_runner(
-    conversation, user, monkeypatch
-):
-    from channels.db import database_sync_to_async as db
+def test_a_turn_abandoned_mid_stream_is_resumed_once_by_another_runner(conversation, use):
+    crashed = started_step(conversation.pk)
+    turns.stream_text(crashed, "Partial reply from a runner that then di")
+    lapse_lease(conversation.pk)  # the runner dies here
+    use(FakeProvider([TextDelta("The whole reply.")]))
+    async_to_sync(runtime.run_turn)(conversation.pk)
 
-    crashed = await db(started_step)(conversation.pk)
-    await db(turns.stream_text)(crashed, "Partial reply from a runner that then di")
-    await db(lapse_lease)(conversation.pk)  # the runner dies here
-    use(monkeypatch, FakeProvider([TextDelta("The whole reply.")]))
-    await runtime.run_turn(conversation.pk)
-
-    refreshed = await db(Conversation.objects.get)(pk=conversation.pk)
-    assert refreshed.agent_state == AgentState.IDLE
-    messages = await db(list)(Message.objects.order_by("order"))
+    conversation.refresh_from_db()
+    assert conversation.agent_state == AgentState.IDLE
+    messages = Message.objects.order_by("order")
     assert [(m.role, m.blocks, m.is_draft) for m in messages] == [
         (Role.ASSISTANT, [{"type": "text", "text": "The whole reply."}], False)
     ]
 
 
-async def test_a_turn_reads_no_state_between_its_steps_and_ends_with_its_lease_given_back(
-    conversation, monkeypatch
+def test_a_turn_reads_no_state_between_its_steps_and_ends_with_its_lease_given_back(
+    conversation, monkeypatch, use
 ):
     """Each step's change tells the runner what comes next (the tool calls it stored with
     it), and the last one gives the lease back: no read of the state or of those calls
     between steps, no release after the end (each a transaction and a thread hop, for every
     turn)."""
-    from channels.db import database_sync_to_async as db
-
-    await db(set_state)(conversation.pk, AgentState.LLM_REQUESTING)
+    set_state(conversation.pk, AgentState.LLM_REQUESTING)
     use(
-        monkeypatch,
         FakeProvider(
             [ToolCallRequest("call_1", "calculate", {"expression": "1+1"})], [TextDelta("Two.")]
-        ),
+        )
     )
     for name in ("current", "release", "pending_tool_calls"):
         monkeypatch.setattr(turns, name, lambda *_, name=name: pytest.fail(f"turns.{name}"))
-    await runtime.run_turn(conversation.pk)
+    async_to_sync(runtime.run_turn)(conversation.pk)
 
-    refreshed = await db(Conversation.objects.get)(pk=conversation.pk)
-    assert refreshed.agent_state == AgentState.IDLE
-    assert (refreshed.lease_owner, refreshed.lease_expires_at) == ("", None)
-    assert [b for m in await db(list)(refreshed.messages.order_by("order")) for b in m.blocks][
-        -1
-    ] == {"type": "text", "text": "Two."}
+    conversation.refresh_from_db()
+    assert conversation.agent_state == AgentState.IDLE
+    assert (conversation.lease_owner, conversation.lease_expires_at) == ("", None)
+    assert blocks_of(conversation)[-1] == (Role.ASSISTANT, [TextBlock(text="Two.")])
 
 
-async def test_a_turn_abandoned_before_its_tools_ran_runs_them_once_under_another_runner(
-    conversation, monkeypatch
+def test_a_turn_abandoned_before_its_tools_ran_runs_them_once_under_another_runner(
+    conversation, use
 ):
     """The step that stored the calls committed, then its runner died: the runner that takes
     the turn over reads the calls left (none were handed to it) and runs each once."""
-    from channels.db import database_sync_to_async as db
-
-    crashed = await db(started_step)(conversation.pk)
+    crashed = started_step(conversation.pk)
     call = ToolCallBlock(id="call_1", name="calculate", arguments={"expression": "6*7"})
-    state = await db(turns.complete_step)(crashed, text="", tool_calls=[call])
+    state = turns.complete_step(crashed, text="", tool_calls=[call])
     assert state.tool_calls == (call,)
-    await db(lapse_lease)(conversation.pk)  # the runner dies here, before running the call
-    use(monkeypatch, FakeProvider([TextDelta("It is 42.")]))
-    await runtime.run_turn(conversation.pk)
+    lapse_lease(conversation.pk)  # the runner dies here, before running the call
+    use(FakeProvider([TextDelta("It is 42.")]))
+    async_to_sync(runtime.run_turn)(conversation.pk)
 
-    refreshed = await db(Conversation.objects.get)(pk=conversation.pk)
-    assert refreshed.agent_state == AgentState.IDLE
-    results = [
-        b
-        for _, blocks in await db(blocks_of)(refreshed)
-        for b in blocks
-        if isinstance(b, ToolResultBlock)
-    ]
+    conversation.refresh_from_db()
+    assert conversation.agent_state == AgentState.IDLE
+    results = [b for _, bs in blocks_of(conversation) for b in bs if isinstance(b, ToolResultBlock)]
     assert [(r.tool_call_id, r.content) for r in results] == [("call_1", "42")]
-    assert (await db(blocks_of)(refreshed))[-1] == (Role.ASSISTANT, [TextBlock(text="It is 42.")])
+    assert blocks_of(conversation)[-1] == (Role.ASSISTANT, [TextBlock(text="It is 42.")])
 
 
 def test_missing_or_reused_tool_call_ids_are_replaced_so_each_call_gets_its_result(
-    conversation, user, monkeypatch
+    conversation, user, use, post
 ):
     provider = use(
-        monkeypatch,
         FakeProvider(
             [ToolCallRequest("call_0", "calculate", {"expression": "1+1"})],
             [ToolCallRequest("call_0", "calculate", {"expression": "2+2"})],
@@ -372,7 +359,7 @@ def test_missing_or_reused_tool_call_ids_are_replaced_so_each_call_gets_its_resu
             [TextDelta("Done.")],
         ),
     )
-    services.post_user_message(user=user, conversation_id=conversation.pk, text="go")
+    post(user, conversation, "go")
     conversation.refresh_from_db()
     assert conversation.agent_state == AgentState.IDLE
     calls = [b for _, bs in blocks_of(conversation) for b in bs if isinstance(b, ToolCallBlock)]
@@ -397,9 +384,9 @@ def test_a_late_failure_cannot_override_a_paused_or_finished_turn(conversation):
     assert not any(isinstance(b, ErrorBlock) for _, bs in blocks_of(conversation) for b in bs)
 
 
-def test_a_new_turn_retires_the_old_retry_button(conversation, user, monkeypatch):
-    use(monkeypatch, FakeProvider(ProviderError("401", retryable=False), [TextDelta("Hi.")]))
-    services.post_user_message(user=user, conversation_id=conversation.pk, text="hi")
-    services.post_user_message(user=user, conversation_id=conversation.pk, text="again")
+def test_a_new_turn_retires_the_old_retry_button(conversation, user, use, post):
+    use(FakeProvider(ProviderError("401", retryable=False), [TextDelta("Hi.")]))
+    post(user, conversation, "hi")
+    post(user, conversation, "again")
     errors = [b for _, bs in blocks_of(conversation) for b in bs if isinstance(b, ErrorBlock)]
     assert [e.retryable for e in errors] == [False]

@@ -10,7 +10,7 @@ from chat.models import Role
 from chat.selectors import search_conversations_for_user
 from tests.factories import add_message
 
-pytestmark = pytest.mark.django_db(transaction=True)
+pytestmark = pytest.mark.django_db
 
 
 @pytest.fixture

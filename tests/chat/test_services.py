@@ -1,6 +1,7 @@
 import pytest
 
-from chat import events, services
+from chat import events, selectors, services
+from chat.engine import dispatch
 from chat.blocks import TextBlock, parse_blocks
 from chat.errors import (
     AgentBusy,
@@ -11,6 +12,7 @@ from chat.errors import (
     NothingToStop,
 )
 from chat.models import AgentState, Conversation, Message, Role
+from tests.factories import add_message
 
 
 def texts(conversation):
@@ -20,9 +22,12 @@ def texts(conversation):
     ]
 
 
-@pytest.mark.django_db(transaction=True)
-def test_posting_a_message_runs_the_scripted_agent_to_a_full_reply(conversation, user):
-    services.post_user_message(user=user, conversation_id=conversation.pk, text="  hello there  ")
+@pytest.mark.django_db
+def test_posting_a_message_runs_the_scripted_agent_to_a_full_reply(conversation, user, committed):
+    with committed():
+        services.post_user_message(
+            user=user, conversation_id=conversation.pk, text="  hello there  "
+        )
 
     conversation.refresh_from_db()
     assert conversation.agent_state == AgentState.IDLE
@@ -33,8 +38,8 @@ def test_posting_a_message_runs_the_scripted_agent_to_a_full_reply(conversation,
     assert not Message.objects.filter(is_draft=True).exists()
 
 
-@pytest.mark.django_db(transaction=True)
-def test_first_message_names_an_untitled_conversation(user):
+@pytest.mark.django_db
+def test_first_message_names_an_untitled_conversation(user, dispatched):
     conversation = services.create_conversation(owner=user)
     services.post_user_message(user=user, conversation_id=conversation.pk, text="Plan a trip " * 20)
     conversation.refresh_from_db()
@@ -93,23 +98,22 @@ def test_posting_while_the_agent_replies_is_refused(conversation, user):
 
 @pytest.mark.django_db
 def test_each_change_advances_the_cursor_and_pushes_after_commit(
-    conversation, user, django_capture_on_commit_callbacks, dispatched, monkeypatch
+    conversation, user, django_capture_on_commit_callbacks, sent, monkeypatch
 ):
-    pushed = []
-    monkeypatch.setattr(events, "_send_batch", lambda batch: pushed.extend(e for _, e in batch))
+    monkeypatch.setattr(dispatch, "start", lambda conversation_id: sent.append(conversation_id))
     with django_capture_on_commit_callbacks() as callbacks:
         message = services.post_user_message(user=user, conversation_id=conversation.pk, text="hi")
-    # Nothing left before the commit.
-    assert (pushed, dispatched) == ([], [])
+    assert sent == []  # nothing before the commit
     conversation.refresh_from_db()
     # The message and the state change each took one step of the cursor.
     assert (message.created_seq, message.seq, conversation.seq) == (1, 1, 2)
     assert conversation.agent_state == AgentState.LLM_REQUESTING
     for callback in callbacks:
         callback()
-    # One event for the transaction: the newest change covers the first.
-    assert pushed == [events.conversation_changed(conversation.pk, 2)]
-    assert dispatched == [conversation.pk]
+    # One event for the transaction (the newest change covers the first), and open pages hear
+    # of it before the turn is dispatched.
+    group = events.conversation_group(conversation.pk)
+    assert sent == [(group, events.conversation_changed(conversation.pk, 2)), conversation.pk]
 
 
 @pytest.mark.django_db
@@ -129,3 +133,15 @@ def test_retry_and_stop_refuse_when_there_is_nothing_to_do(conversation, user):
         services.retry_turn(user=user, conversation_id=conversation.pk)
     with pytest.raises(NothingToStop):
         services.stop_turn(user=user, conversation_id=conversation.pk)
+
+
+@pytest.mark.django_db
+def test_ids_and_cursors_out_of_any_range_find_nothing(client, user, conversation):
+    """As Django's own lookups do, instead of an error from the database."""
+    add_message(conversation.pk, "one")
+    for bad in (0, -1, 2**63, 10**30, "x", None):
+        with pytest.raises(ConversationNotFound):
+            selectors.conversation_for_user(user=user, conversation_id=bad)
+    assert selectors.messages_changed_since(conversation_id=conversation.pk, after=10**30) == []
+    client.force_login(user)
+    assert client.get(f"/c/{2**63}/").status_code == 404

@@ -17,7 +17,7 @@ from django.utils import timezone
 from chat import runner, runtime, services, turns
 from chat.blocks import TextBlock, ToolResultBlock, parse_blocks
 from chat.models import AgentState, Conversation, Message, Role
-from chat.providers.base import TextDelta
+from chat.engine.providers.base import TextDelta
 from questions import services as questions
 from questions.blocks import Answer
 from tests.fakes import FakeProvider

@@ -16,8 +16,9 @@ from hypothesis.stateful import (
     run_state_machine_as_test,
 )
 
-from chat import runtime, services, turns
+from chat import services
 from chat.blocks import ToolCallBlock, ToolResultBlock, parse_blocks
+from chat.engine import runtime, turns
 from chat.errors import AgentBusy, NothingToRetry, NothingToStop
 from chat.models import RUNNING_STATES, AgentState, Conversation
 

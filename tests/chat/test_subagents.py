@@ -1,25 +1,32 @@
-"""Sub-agents (chat.subagents): spawned by the top-level agent, run as their own turns in
-child conversations, never asking the user; the parent's call gets every answer once."""
+"""Sub-agents (chat.engine.subagents): spawned by the top-level agent, run as their own turns
+in child conversations, never asking the user; the parent's call gets every answer once.
 
-import asyncio
+The tests where sub-agents run are committed for real: the parent's turn waits for its
+children's, which are dispatched when their spawn commits; in a test that rolls back, they
+would be dispatched only after the parent's turn ended (the `committed` fixture runs what a
+block's commits ask for as the block ends), which never comes."""
 
 import pytest
 from asgiref.sync import async_to_sync
+from channels.db import database_sync_to_async as db
 from channels.routing import URLRouter
 from channels.testing import WebsocketCommunicator
 from django.db import transaction
 from django.urls import reverse
 
-from chat import runtime, selectors, services, subagents, transcript, turns
+from chat import selectors, services
 from chat.blocks import ToolCallBlock, ToolResultBlock, parse_blocks
+from chat.engine import dispatch, runtime, subagents, tools, turns
+from chat.engine.providers.base import TextDelta, ToolCallRequest
 from chat.errors import ConversationNotFound
 from chat.models import AgentState, Conversation, Role
-from chat.providers.base import TextDelta, ToolCallRequest
 from chat.routing import websocket_urlpatterns
-from tests.factories import add_message
+from chat.transcript import Transcript, lock
+from tests.factories import add_message, claim
 from tests.fakes import FakeProvider
 
-pytestmark = pytest.mark.django_db(transaction=True)
+# The sub-agents run while their parent waits (see above).
+children_run = pytest.mark.django_db(transaction=True)
 
 
 def blocks_of(conversation, role):
@@ -34,6 +41,7 @@ def results(conversation):
     return [b for b in blocks_of(conversation, Role.TOOL) if isinstance(b, ToolResultBlock)]
 
 
+@children_run
 def test_research_runs_two_subagents_and_reports_both_answers_in_order(conversation, user):
     services.post_user_message(user=user, conversation_id=conversation.pk, text="research")
     conversation.refresh_from_db()
@@ -58,6 +66,7 @@ def test_research_runs_two_subagents_and_reports_both_answers_in_order(conversat
     assert final.startswith("Both sub-agents reported back.") and "**42**" in final
 
 
+@children_run
 def test_children_are_hidden_and_reachable_only_through_the_parent(conversation, user, client):
     services.post_user_message(user=user, conversation_id=conversation.pk, text="research")
     child = conversation.children.first()
@@ -79,26 +88,30 @@ def waiting_parent(conversation, user) -> tuple[turns.Lease, ToolCallBlock]:
     """The conversation's turn at a spawn_agents call, claimed (its runner's lease)."""
     services.post_user_message(user=user, conversation_id=conversation.pk, text="hi")
     call = ToolCallBlock(id="call_s", name="spawn_agents", arguments={})
-    with transaction.atomic():
-        locked = transcript.lock(conversation.pk)
-        transcript.append_message(locked, role=Role.ASSISTANT, blocks=[call])
-        locked.agent_state = AgentState.TOOL_EXECUTING
-        transcript.save_conversation(locked)
-    return turns.claim(conversation.pk).lease, call
+    with transaction.atomic(), Transcript(lock(conversation.pk)) as transcript:
+        transcript.append(role=Role.ASSISTANT, blocks=[call])
+        transcript.conversation.agent_state = AgentState.TOOL_EXECUTING
+        transcript.touch()
+    return claim(conversation.pk).lease, call
 
 
-def test_spawning_is_idempotent_and_the_result_is_recorded_once(conversation, user, dispatched):
+@pytest.mark.django_db
+def test_spawning_is_idempotent_and_the_result_is_recorded_once(
+    conversation, user, committed, dispatched
+):
     lease, call = waiting_parent(conversation, user)
     tasks = [("One", "first task"), ("", "second task")]
-    turns.spawn_subagents(lease, call, tasks)
-    turns.spawn_subagents(lease, call, tasks)  # a runner that took over does it again
+    with committed():
+        dispatch.on_commit(turns.spawn_subagents(lease, call, tasks))
+        # A runner that took the turn over does it again.
+        dispatch.on_commit(turns.spawn_subagents(lease, call, tasks))
     children = list(conversation.children.order_by("subagent_index"))
-    assert [c.pk for c in children][-2:] == dispatched[-2:]
     assert len(children) == 2
+    assert dispatched == [c.pk for c in children]  # each started once
     assert subagents.outcome(conversation.pk, "call_s") is None  # still running
     for child in children:
-        with transaction.atomic():
-            turns.stop_turn(transcript.lock(child.pk))
+        with transaction.atomic(), Transcript(lock(child.pk)) as transcript:
+            turns.stop_turn(transcript)
     result = subagents.outcome(conversation.pk, "call_s")
     turns.record_tool_result(lease, result)
     turns.record_tool_result(lease, result)
@@ -116,12 +129,12 @@ def test_spawning_is_idempotent_and_the_result_is_recorded_once(conversation, us
         {"tasks": [{"task": "x", "title": "t" * 81}]},
     ],
 )
+@pytest.mark.django_db
 def test_invalid_spawn_calls_get_an_error_result_and_start_nothing(
-    conversation, user, monkeypatch, arguments
+    conversation, user, use, post, arguments
 ):
-    fake = FakeProvider([ToolCallRequest("s1", "spawn_agents", arguments)], [TextDelta("ok")])
-    monkeypatch.setattr(runtime, "get_provider", lambda: fake)
-    services.post_user_message(user=user, conversation_id=conversation.pk, text="go")
+    use(FakeProvider([ToolCallRequest("s1", "spawn_agents", arguments)], [TextDelta("ok")]))
+    post(user, conversation, "go")
     conversation.refresh_from_db()
     [result] = results(conversation)
     assert result.is_error and result.content.startswith("Invalid arguments for spawn_agents")
@@ -129,66 +142,75 @@ def test_invalid_spawn_calls_get_an_error_result_and_start_nothing(
     assert conversation.agent_state == AgentState.IDLE
 
 
-def test_task_text_is_cleaned(conversation, user, monkeypatch):
+@children_run
+def test_task_text_is_cleaned(conversation, user, use):
     arguments = {"tasks": [{"task": "Do\u202e it\u200b\n\n now", "title": " A\u2066 b "}]}
-    fake = FakeProvider(
-        [ToolCallRequest("s1", "spawn_agents", arguments)], [TextDelta("child")], [TextDelta("ok")]
+    use(
+        FakeProvider(
+            [ToolCallRequest("s1", "spawn_agents", arguments)],
+            [TextDelta("child")],
+            [TextDelta("ok")],
+        )
     )
-    monkeypatch.setattr(runtime, "get_provider", lambda: fake)
     services.post_user_message(user=user, conversation_id=conversation.pk, text="go")
     child = conversation.children.get()
     assert child.title == "A b"
     assert blocks_of(child, Role.USER)[0].text == "Do it\n\nnow"
 
 
-def test_a_subagent_that_spawns_anyway_is_refused_and_finishes(conversation, user, monkeypatch):
+@children_run
+def test_a_subagent_that_spawns_anyway_is_refused_and_finishes(conversation, user, use):
     tasks = {"tasks": [{"task": "nested"}]}
-    fake = FakeProvider(
-        [ToolCallRequest("s1", "spawn_agents", {"tasks": [{"task": "child task"}]})],
-        [ToolCallRequest("s2", "spawn_agents", tasks)],  # the child tries it
-        [TextDelta("child done")],
-        [TextDelta("parent done")],
+    use(
+        FakeProvider(
+            [ToolCallRequest("s1", "spawn_agents", {"tasks": [{"task": "child task"}]})],
+            [ToolCallRequest("s2", "spawn_agents", tasks)],  # the child tries it
+            [TextDelta("child done")],
+            [TextDelta("parent done")],
+        )
     )
-    monkeypatch.setattr(runtime, "get_provider", lambda: fake)
     services.post_user_message(user=user, conversation_id=conversation.pk, text="go")
     child = conversation.children.get()
     [refused] = results(child)
-    assert refused.is_error and refused.content == subagents.SUBAGENT_RESULT
+    spawn = tools.registered(subagents.TOOL_NAME)
+    assert refused.is_error and refused.content == spawn.subagent_refusal
     assert not child.children.exists()
     [result] = results(conversation)
     assert result.content == "Sub-agent 1 finished:\nchild done"
 
 
-def test_stop_on_the_parent_stops_its_children(conversation, user, dispatched, monkeypatch):
-    spawn = {"tasks": [{"task": "a"}, {"task": "b"}]}
-    fake = FakeProvider([ToolCallRequest("s1", "spawn_agents", spawn)])
-    monkeypatch.setattr(runtime, "get_provider", lambda: fake)
+@pytest.mark.django_db
+def test_stop_on_the_parent_stops_its_children(conversation, user, dispatched, use, monkeypatch):
+    use(FakeProvider([ToolCallRequest("s1", "spawn_agents", {"tasks": [{"task": "a"}] * 2})]))
     services.post_user_message(user=user, conversation_id=conversation.pk, text="go")
+    # The children are dispatched but not run: the parent waits for them until Stop, which
+    # the user presses once it waits (it looks whether its children are done).
+    monkeypatch.setattr(subagents, "RECHECK_SECONDS", 0.01)
+    outcome = subagents.outcome
 
-    async def stop_while_the_parent_waits():
-        # The children are dispatched but not run: the parent waits for them until Stop.
-        parent = asyncio.ensure_future(runtime.run_turn(conversation.pk))
-        for _ in range(100):
-            if await subagents.db(conversation.children.exists)():
-                break
-            await asyncio.sleep(0.05)
-        await subagents.db(services.stop_turn)(user=user, conversation_id=conversation.pk)
-        await asyncio.wait_for(parent, 5)
+    def stop_once_waiting(parent_id, call_id):
+        if conversation.children.exists() and Conversation.objects.get(pk=parent_id).is_running:
+            services.stop_turn(user=user, conversation_id=conversation.pk)
+        return outcome(parent_id, call_id)
 
-    async_to_sync(stop_while_the_parent_waits)()
+    monkeypatch.setattr(subagents, "outcome", stop_once_waiting)
+    async_to_sync(runtime.run_turn)(conversation.pk)
+
     conversation.refresh_from_db()
     assert conversation.agent_state == AgentState.IDLE
     [result] = results(conversation)
     assert result.content == turns.STOPPED_RESULT
     children = list(conversation.children.all())
     assert len(children) == 2
+    assert [s.status for s in selectors.subagents_of(conversation)] == ["stopped", "stopped"]
     for child in children:
         assert child.agent_state == AgentState.ERROR
-        assert subagents.subagents_of(conversation)[0].status == "stopped"
         # Fenced: no runner can claim the child's turn any more.
-        assert turns.claim(child.pk) is None
+        assert claim(child.pk) is None
 
 
+# Committed for real: the socket's consumer reads the database on a thread of its own.
+@pytest.mark.django_db(transaction=True)
 def test_a_childs_changes_stream_into_the_parents_socket(conversation, user, dispatched):
     lease, call = waiting_parent(conversation, user)
     turns.spawn_subagents(lease, call, [("One", "first task"), ("Two", "second task")])
@@ -208,7 +230,7 @@ def test_a_childs_changes_stream_into_the_parents_socket(conversation, user, dis
             assert f'<span id="subagent-{child.pk}-status" ' in html
             assert f'<ol id="subagent-{child.pk}-body" ' in html
         assert "Working…" in html and "first task" in html
-        await subagents.db(add_message)(first.pk, "Half way there")
+        await db(add_message)(first.pk, "Half way there")
         html = await communicator.receive_from()
         assert f'id="subagent-{first.pk}-body"' in html and "Half way there" in html
         assert f"subagent-{second.pk}" not in html
@@ -225,6 +247,7 @@ def test_a_childs_changes_stream_into_the_parents_socket(conversation, user, dis
     async_to_sync(watch)()
 
 
+@children_run
 def test_the_admin_shows_children_under_the_parent(client, admin_user, conversation, user):
     services.post_user_message(user=user, conversation_id=conversation.pk, text="research")
     client.force_login(admin_user)

@@ -1,14 +1,19 @@
+"""The tools the agent may call (chat.engine.tools, chat.engine.builtin): what the model gets
+back from each call, and what it is told about each tool."""
+
 import pytest
 
-from chat import tools
 from chat.blocks import ToolCallBlock
-from chat.tools import AgentContext
+from chat.engine import tools
+from chat.engine.tools import FunctionTool, ToolContext, ToolInput
+from chat.engine.turns import Lease
 
-CONTEXT = AgentContext(conversation_id=1)
+CONTEXT = ToolContext(lease=Lease(conversation_id=1, token=1))
+SUBAGENT = ToolContext(lease=Lease(conversation_id=2, token=1), is_subagent=True)
 
 
-def run(name, **arguments):
-    return tools.execute(ToolCallBlock(id="c", name=name, arguments=arguments), CONTEXT)
+async def run(name, context=CONTEXT, **arguments):
+    return await tools.run(ToolCallBlock(id="c", name=name, arguments=arguments), context)
 
 
 @pytest.mark.parametrize(
@@ -21,8 +26,8 @@ def run(name, **arguments):
         ("-3 % 5", "2"),
     ],
 )
-def test_calculate(expression, expected):
-    result = run("calculate", expression=expression)
+async def test_calculate(expression, expected):
+    result = await run("calculate", expression=expression)
     assert (result.content, result.is_error) == (expected, False)
 
 
@@ -36,26 +41,63 @@ def test_calculate(expression, expected):
         ("1e308 * 10", "finite"),
     ],
 )
-def test_calculate_refuses_what_it_cannot_do_safely(expression, message):
-    result = run("calculate", expression=expression)
+async def test_calculate_refuses_what_it_cannot_do_safely(expression, message):
+    result = await run("calculate", expression=expression)
     assert result.is_error
     assert message in result.content
 
 
-def test_current_time_in_a_time_zone():
-    result = run("current_time", timezone="Asia/Shanghai")
+async def test_current_time_in_a_time_zone():
+    result = await run("current_time", timezone="Asia/Shanghai")
     assert not result.is_error
     assert result.content.endswith("+08:00")
 
 
-def test_bad_input_is_an_error_result_not_an_exception():
-    assert "Unknown time zone" in run("current_time", timezone="Mars/Olympus").content
-    assert "extra" in run("current_time", zone="UTC").content.lower()
-    assert run("nope").content.startswith("Unknown tool 'nope'")
+async def test_bad_input_is_an_error_result_not_an_exception():
+    assert "Unknown time zone" in (await run("current_time", timezone="Mars/Olympus")).content
+    assert "extra" in (await run("current_time", zone="UTC")).content.lower()
+    unknown = await run("nope")
+    assert unknown.is_error and unknown.content.startswith("Unknown tool 'nope'")
+    assert "calculate" in unknown.content  # the model is told what it may call
+
+
+class EchoInput(ToolInput):
+    text: str
+
+
+def echo(arguments: EchoInput, context: ToolContext) -> str:
+    if arguments.text == "crash":
+        raise RuntimeError("a bug in the tool")
+    return f"{context.conversation_id}: {arguments.text * 30_000}"
+
+
+@pytest.fixture
+def echo_tool(monkeypatch):
+    tool = FunctionTool(name="echo", description="Echo.", input_model=EchoInput, function=echo)
+    monkeypatch.setattr(tools, "_tools", {**tools._tools, tool.name: tool})
+    return tool
+
+
+async def test_a_tools_own_failure_is_an_error_result_and_long_results_are_cut(echo_tool):
+    crashed = await run("echo", text="crash")
+    assert (crashed.is_error, crashed.content) == (True, "echo failed: RuntimeError")
+    long = await run("echo", text="x")
+    assert not long.is_error and long.content.startswith("1: xxx")
+    assert len(long.content) == tools.MAX_RESULT_CHARS
+
+
+async def test_a_subagent_calling_a_tool_it_is_not_offered_gets_the_tools_refusal():
+    spawn = tools.registered("spawn_agents")
+    result = await run("spawn_agents", SUBAGENT, tasks=[{"task": "nested"}])
+    assert (result.is_error, result.content) == (True, spawn.subagent_refusal)
+    assert (await run("calculate", SUBAGENT, expression="1+1")).content == "2"
 
 
 def test_every_tool_has_a_json_schema_for_the_model():
-    specs = {spec.name: spec for spec in tools.specs(CONTEXT)}
-    assert {"current_time", "calculate"} <= set(specs)
+    specs = {spec.name: spec for spec in tools.specs()}
+    assert {"current_time", "calculate", "spawn_agents"} <= set(specs)
     assert specs["calculate"].parameters["required"] == ["expression"]
     assert specs["calculate"].parameters["additionalProperties"] is False
+    offered_to_subagents = {spec.name for spec in tools.specs(is_subagent=True)}
+    assert {"current_time", "calculate"} <= offered_to_subagents
+    assert "spawn_agents" not in offered_to_subagents

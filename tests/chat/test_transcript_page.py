@@ -8,21 +8,21 @@ from django.db import connection, transaction
 from django.test.utils import CaptureQueriesContext
 from django.urls import reverse
 
-from chat import services, transcript
 from chat.blocks import TextBlock, ToolCallBlock, ToolResultBlock
+from chat.engine.providers import suggestions
 from chat.models import AgentState, Conversation, Role
-from chat.providers import suggestions
+from chat.transcript import Transcript, lock
 
-pytestmark = pytest.mark.django_db(transaction=True)
+pytestmark = pytest.mark.django_db
 
 
 def page_of(client, conversation) -> str:
     return client.get(reverse("chat:conversation_detail", args=[conversation.pk])).content.decode()
 
 
-def test_a_tool_call_card_names_its_tool_and_holds_its_result(client, conversation, user):
+def test_a_tool_call_card_names_its_tool_and_holds_its_result(client, conversation, user, post):
     client.force_login(user)
-    services.post_user_message(user=user, conversation_id=conversation.pk, text="what time is it")
+    post(user, conversation, "what time is it")
     html = page_of(client, conversation)
     card = re.search(
         r'<details class="block block-tool" id="tool-[^"]+">(.*?)</details>', html, re.S
@@ -37,15 +37,14 @@ def test_a_tool_call_card_names_its_tool_and_holds_its_result(client, conversati
 def tool_turns(conversation, calls: list[tuple[str, str | None]]) -> None:
     """A turn per (call id, result): the agent calls a tool, and its result follows
     (None: the tool still runs)."""
-    with transaction.atomic():
-        locked = transcript.lock(conversation.pk)
+    with transaction.atomic(), Transcript(lock(conversation.pk)) as transcript:
         for call_id, content in calls:
-            transcript.append_message(locked, role=Role.USER, blocks=[TextBlock(text="again")])
+            transcript.append(role=Role.USER, blocks=[TextBlock(text="again")])
             call = ToolCallBlock(id=call_id, name="calculate", arguments={"expression": "1+1"})
-            transcript.append_message(locked, role=Role.ASSISTANT, blocks=[call])
+            transcript.append(role=Role.ASSISTANT, blocks=[call])
             if content is not None:
                 result = ToolResultBlock(tool_call_id=call_id, content=content)
-                transcript.append_message(locked, role=Role.TOOL, blocks=[result])
+                transcript.append(role=Role.TOOL, blocks=[result])
 
 
 def cards(html: str) -> list[str]:
@@ -85,9 +84,9 @@ def test_a_page_of_many_tool_cards_reads_their_results_once(client, conversation
     assert cards(page_of(client, conversation))[-1] == "Done: 29"
 
 
-def test_every_message_has_its_time(client, conversation, user):
+def test_every_message_has_its_time(client, conversation, user, post):
     client.force_login(user)
-    services.post_user_message(user=user, conversation_id=conversation.pk, text="hello")
+    post(user, conversation, "hello")
     html = page_of(client, conversation)
     assert len(re.findall(r'<time class="message-time" datetime="\d{4}-\d\d-\d\dT', html)) == 2
 

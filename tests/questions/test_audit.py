@@ -5,13 +5,12 @@ from datetime import datetime
 import pytest
 from django.urls import reverse
 
-from chat import services
 from chat.blocks import parse_blocks
 from chat.models import Role
 from questions import services as questions
 from questions.blocks import Answer, QuestionPayload, payload_of
 
-pytestmark = pytest.mark.django_db(transaction=True)
+pytestmark = pytest.mark.django_db
 
 
 def stored_question(conversation) -> dict:
@@ -23,9 +22,9 @@ def stored_question(conversation) -> dict:
 
 
 @pytest.fixture
-def asked(user, conversation, model):
+def asked(user, conversation, model, say):
     model.asks()
-    services.post_user_message(user=user, conversation_id=conversation.pk, text="Lunch?")
+    say(user, conversation)
     return conversation
 
 
@@ -45,8 +44,8 @@ def test_rejecting_in_the_browser_records_browser(client, user, asked):
     assert (extra["questionResolution"], extra["answeredVia"]) == ("rejected", "browser")
 
 
-def test_an_ordinary_message_records_auto_resolve(user, asked):
-    services.post_user_message(user=user, conversation_id=asked.pk, text="Funghi, please")
+def test_an_ordinary_message_records_auto_resolve(user, asked, say):
+    say(user, asked, "Funghi, please")
     extra = stored_question(asked)
     assert (extra["answeredBy"], extra["answeredVia"]) == ("ada", "auto-resolve")
 

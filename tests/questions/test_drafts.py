@@ -12,7 +12,7 @@ from channels.testing import WebsocketCommunicator
 from django.conf import settings
 from django.urls import reverse
 
-from chat import events, services
+from chat import events
 from chat.errors import ConversationNotFound
 from chat.models import AgentState, Role
 from chat.routing import websocket_urlpatterns
@@ -22,7 +22,7 @@ from questions.errors import DraftTooLong
 from questions.models import QuestionDraft
 from tests.fakes import PIZZA
 
-pytestmark = pytest.mark.django_db(transaction=True)
+pytestmark = pytest.mark.django_db
 
 HTMX = {"HX-Request": "true"}
 TOPPINGS = {
@@ -34,26 +34,35 @@ TOPPINGS = {
 
 
 @pytest.fixture
-def asked(user, conversation, model):
+def asked(user, conversation, model, say):
     model.asks(arguments=TOPPINGS)
-    services.post_user_message(user=user, conversation_id=conversation.pk, text="Toppings?")
+    say(user, conversation, "Toppings?")
     return conversation
 
 
 @pytest.fixture
-def sent(monkeypatch) -> list[tuple[int, dict]]:
-    """The user events the services send (after commit)."""
-    events_sent: list[tuple[int, dict]] = []
-    monkeypatch.setattr(
-        events, "send_user_event_on_commit", lambda user_id, e: events_sent.append((user_id, e))
-    )
+def sent(monkeypatch) -> list[tuple[str, dict]]:
+    """The events sent to the user's pages from now on (after commit): (group, event)."""
+    events_sent: list[tuple[str, dict]] = []
+    monkeypatch.setattr(events, "send", lambda group, event: events_sent.append((group, event)))
     return events_sent
 
 
-def save(user, conversation, answers, **kwargs):
-    return questions.save_draft(
-        user=user, conversation_id=conversation.pk, tool_call_id="q1", answers=answers, **kwargs
-    )
+@pytest.fixture
+def save(committed):
+    """Save a draft of q1, as committed."""
+
+    def save(user, conversation, answers, **kwargs):
+        with committed():
+            return questions.save_draft(
+                user=user,
+                conversation_id=conversation.pk,
+                tool_call_id="q1",
+                answers=answers,
+                **kwargs,
+            )
+
+    return save
 
 
 def draft_url(conversation, call="q1"):
@@ -66,14 +75,16 @@ def page_draft(client, conversation):
     return json.loads(html_lib.unescape(found[1])) if found else None
 
 
-def test_a_draft_is_saved_and_rendered_for_every_tab_and_never_answers(client, user, asked, sent):
+def test_a_draft_is_saved_and_rendered_for_every_tab_and_never_answers(
+    client, user, asked, sent, save
+):
     draft = save(
         user, asked, [Answer(labels=["Olives", "Pineapple"], custom="extra <b>")], client="tab-1"
     )
     assert draft.data == [{"labels": ["Olives"], "custom": "extra <b>"}]  # not an option: dropped
     assert sent == [
         (
-            user.pk,
+            events.user_group(user.pk),
             events.conversation_fragment(
                 asked.pk,
                 "questions/question.html#elsewhere",
@@ -94,7 +105,7 @@ def test_a_draft_is_saved_and_rendered_for_every_tab_and_never_answers(client, u
     ]
 
 
-def test_another_users_draft_is_refused(asked, other_user, client):
+def test_another_users_draft_is_refused(asked, other_user, client, save):
     with pytest.raises(ConversationNotFound):
         save(other_user, asked, [Answer(labels=["Olives"])])
     client.force_login(other_user)
@@ -102,7 +113,7 @@ def test_another_users_draft_is_refused(asked, other_user, client):
     assert not QuestionDraft.objects.exists()
 
 
-def test_an_oversized_draft_is_refused_with_an_error_shown_in_the_block(client, user, asked):
+def test_an_oversized_draft_is_refused_with_an_error_shown_in_the_block(client, user, asked, save):
     too_long = "x" * (settings.PARLEY_MAX_MESSAGE_CHARS + 1)
     with pytest.raises(DraftTooLong):
         save(user, asked, [Answer(custom=too_long)])
@@ -116,7 +127,7 @@ def test_an_oversized_draft_is_refused_with_an_error_shown_in_the_block(client, 
     assert not QuestionDraft.objects.exists()
 
 
-def test_resolving_deletes_the_draft_and_later_drafts_are_ignored(client, user, asked, sent):
+def test_resolving_deletes_the_draft_and_later_drafts_are_ignored(client, user, asked, sent, save):
     save(user, asked, [Answer(labels=["Olives"])])
     questions.answer_question(
         user=user, conversation_id=asked.pk, tool_call_id="q1", answers=[Answer(labels=["Basil"])]
@@ -130,14 +141,16 @@ def test_resolving_deletes_the_draft_and_later_drafts_are_ignored(client, user, 
     assert not QuestionDraft.objects.exists()
 
 
-def test_rejecting_deletes_the_draft(user, conversation, model):
+def test_rejecting_deletes_the_draft(user, conversation, model, say, save):
     model.asks(arguments=PIZZA)
-    services.post_user_message(user=user, conversation_id=conversation.pk, text="Lunch?")
+    say(user, conversation)
     save(user, conversation, [Answer(custom="Calzone")])
     questions.reject_question(user=user, conversation_id=conversation.pk, tool_call_id="q1")
     assert not QuestionDraft.objects.exists()
 
 
+# The consumer reads the conversation on a thread of its own: the data must be committed.
+@pytest.mark.django_db(transaction=True)
 async def test_other_tabs_are_told_the_question_is_being_answered_elsewhere(user, asked):
     communicator = WebsocketCommunicator(
         URLRouter(websocket_urlpatterns), f"/ws/conversations/{asked.pk}/"

@@ -12,8 +12,8 @@ from django.test import Client
 from django.urls import reverse
 
 from chat import events, services
+from chat.engine.providers.base import ToolCallRequest
 from chat.models import AgentState
-from chat.providers.base import ToolCallRequest
 from chat.routing import websocket_urlpatterns as conversation_websockets
 from config.asgi import application
 from questions import consumers as live
@@ -23,7 +23,10 @@ from questions.routing import websocket_urlpatterns
 from questions.selectors import pending_questions_for_user
 from tests.fakes import PIZZA
 
-pytestmark = pytest.mark.django_db(transaction=True)
+pytestmark = pytest.mark.django_db
+
+# The consumers read the database on threads of their own: what they read must be committed.
+consumer_test = pytest.mark.django_db(transaction=True)
 
 db = database_sync_to_async
 HTMX = {"HX-Request": "true"}
@@ -32,7 +35,8 @@ HOST = (b"host", b"127.0.0.1:8000")
 
 
 def ask(user, conversation, model, call_id="q1"):
-    """The conversation's next turn asks PIZZA (the model's other canned replies wait)."""
+    """The conversation's next turn asks PIZZA (the model's other canned replies wait); in a
+    test that rolls back, inside `committed()`, for the turn to run."""
     model.responses.insert(0, [ToolCallRequest(call_id, "question", PIZZA)])
     services.post_user_message(user=user, conversation_id=conversation.pk, text="Lunch?")
 
@@ -65,13 +69,13 @@ async def answer_funghi(user, conversation) -> None:
 # --- Selectors ------------------------------------------------------------------------------
 
 
-def test_pending_questions_are_the_users_own_newest_first(user, other_user, model):
+def test_pending_questions_are_the_users_own_newest_first(user, other_user, model, committed):
     first = services.create_conversation(owner=user, title="First")
     second = services.create_conversation(owner=user, title="Second")
     theirs = services.create_conversation(owner=other_user, title="Theirs")
-    ask(user, first, model)
-    ask(user, second, model)
-    ask(other_user, theirs, model)
+    for owner, conversation in [(user, first), (user, second), (other_user, theirs)]:
+        with committed():
+            ask(owner, conversation, model)
     # Renaming the older one makes it the most recently active, not the most recently asked.
     services.rename_conversation(user=user, conversation_id=first.pk, title="First, renamed")
     pending = pending_questions_for_user(user=user)
@@ -83,42 +87,59 @@ def test_pending_questions_are_the_users_own_newest_first(user, other_user, mode
 # --- Events ---------------------------------------------------------------------------------
 
 
+@pytest.fixture
+def sent(monkeypatch) -> list[tuple[str, dict]]:
+    """What is sent to users' live channels from now on (after commit): (group, event)."""
+    to_attention: list[tuple[str, dict]] = []
+
+    def send(group, event):
+        if group.startswith("attention."):
+            to_attention.append((group, event))
+
+    monkeypatch.setattr(events, "send", send)
+    return to_attention
+
+
 def test_asking_and_answering_tell_the_users_live_channels(
-    user, conversation, model, django_capture_on_commit_callbacks, monkeypatch
+    user, conversation, model, committed, sent
 ):
-    sent = []
-    monkeypatch.setattr(events, "_send_to_group", lambda group, event: sent.append((group, event)))
-    ask(user, conversation, model)
+    with committed():
+        ask(user, conversation, model)
     group = f"attention.{user.pk}"
     asked = (group, events.attention_changed(user.pk, conversation.pk, waiting=True))
     ended = (group, events.attention_changed(user.pk, conversation.pk))
     assert asked[1]["waiting"] and not ended[1]["waiting"]
     assert sent == [asked]
-    questions.answer_question(
-        user=user,
-        conversation_id=conversation.pk,
-        tool_call_id="q1",
-        answers=[questions.Answer(labels=["Funghi"])],
-    )
+    with committed():
+        questions.answer_question(
+            user=user,
+            conversation_id=conversation.pk,
+            tool_call_id="q1",
+            answers=[questions.Answer(labels=["Funghi"])],
+        )
     assert sent == [asked, ended]
-    ask(user, conversation, model, call_id="q2")
-    questions.reject_question(user=user, conversation_id=conversation.pk, tool_call_id="q2")
+    with committed():
+        ask(user, conversation, model, call_id="q2")
+    with committed():
+        questions.reject_question(user=user, conversation_id=conversation.pk, tool_call_id="q2")
     assert sent == [asked, ended, asked, ended]
 
 
 def test_deleting_a_waiting_conversation_tells_the_users_live_channels(
-    user, conversation, model, monkeypatch
+    user, conversation, model, committed, sent
 ):
-    ask(user, conversation, model)
-    sent = []
-    monkeypatch.setattr(events, "_send_to_group", lambda group, event: sent.append((group, event)))
-    services.delete_conversation(user=user, conversation_id=conversation.pk)
-    assert (f"attention.{user.pk}", events.attention_changed(user.pk, conversation.pk)) in sent
+    with committed():
+        ask(user, conversation, model)
+    sent.clear()
+    with committed():
+        services.delete_conversation(user=user, conversation_id=conversation.pk)
+    assert sent == [(f"attention.{user.pk}", events.attention_changed(user.pk, conversation.pk))]
 
 
 # --- The consumer ---------------------------------------------------------------------------
 
 
+@consumer_test
 async def test_the_channel_pushes_the_count_when_questions_come_and_go(user, conversation, model):
     communicator, connected = await connect_as(user)
     assert connected
@@ -139,6 +160,7 @@ async def test_the_channel_pushes_the_count_when_questions_come_and_go(user, con
     await communicator.disconnect()
 
 
+@consumer_test
 async def test_on_the_inbox_the_channel_pushes_every_pending_item(user, conversation, model):
     communicator, _ = await connect_as(user, "/ws/me/?inbox=1")
     assert inbox_keys(await communicator.receive_from()) == []
@@ -151,6 +173,7 @@ async def test_on_the_inbox_the_channel_pushes_every_pending_item(user, conversa
     await communicator.disconnect()
 
 
+@consumer_test
 async def test_a_reminder_is_pushed_for_a_pending_question_only(user, conversation, model):
     communicator, _ = await connect_as(user)
     await communicator.receive_from()
@@ -180,6 +203,7 @@ async def test_a_reminder_is_pushed_for_a_pending_question_only(user, conversati
     await communicator.disconnect()
 
 
+@consumer_test
 async def test_a_new_question_is_pushed_at_once_and_ended_waits_together_later(
     user, conversation, model, monkeypatch
 ):
@@ -206,6 +230,7 @@ async def test_a_new_question_is_pushed_at_once_and_ended_waits_together_later(
     await communicator.disconnect()
 
 
+@consumer_test
 async def test_another_users_questions_are_not_pushed(user, other_user, model):
     theirs = await db(services.create_conversation)(owner=other_user, title="Theirs")
     communicator, _ = await connect_as(user)
@@ -220,6 +245,7 @@ async def test_anonymous_is_refused():
     assert not connected
 
 
+@consumer_test
 async def test_attention_events_reach_the_live_channel_and_not_the_conversation_sockets(
     user, conversation, model
 ):
@@ -240,15 +266,40 @@ async def test_attention_events_reach_the_live_channel_and_not_the_conversation_
         await layer.group_send(events.attention_group(user.pk), event)
     assert count(await live.receive_from()) == 0  # the attention push; no question, no reminder
     assert await page.receive_nothing(timeout=0.3)
-    # Sent to the whole user group (as an earlier release does), they are ignored: the page
-    # still serves what follows.
-    await layer.group_send(events.user_group(user.pk), events.attention_changed(user.pk, 0))
+    # The page still serves what follows.
     await db(ask)(user, conversation, model)
     html = await page.receive_from()
     while "Which pizza?" not in html:
         html = await page.receive_from()
     await page.disconnect()
     await live.disconnect()
+
+
+@consumer_test
+@pytest.mark.parametrize(
+    "event",
+    [
+        {"type": "attention.changed", "user_id": 0, "conversation_id": 0, "waiting": False},
+        {"type": "questions.reminder", "conversation_id": 0, "tool_call_id": "q1"},
+        {"type": "chat.from_a_later_release", "conversation_id": 0},
+    ],
+)
+async def test_a_page_ignores_events_it_has_no_handler_for(user, conversation, model, event):
+    """Another release's process may send events this one does not handle to the user group
+    (during a rolling upgrade), where every conversation socket of the user hears them: a page
+    ignores them and still serves what follows."""
+    page = WebsocketCommunicator(
+        URLRouter(conversation_websockets), f"/ws/conversations/{conversation.pk}/"
+    )
+    page.scope["user"] = user
+    assert (await page.connect())[0]
+    await page.send_json_to({"type": "sync", "after": conversation.seq})
+    await get_channel_layer(events.EVENTS_LAYER).group_send(events.user_group(user.pk), event)
+    await db(ask)(user, conversation, model)
+    html = await page.receive_from()
+    while "Which pizza?" not in html:
+        html = await page.receive_from()
+    await page.disconnect()
 
 
 def signed_in(user) -> Client:
@@ -270,6 +321,7 @@ def real_socket(client: Client | None, *, origin=b"http://127.0.0.1:8000", cooki
     return WebsocketCommunicator(application, "/ws/me/", headers=headers)
 
 
+@consumer_test
 @pytest.mark.parametrize(
     ("origin", "with_session", "accepted"),
     [
@@ -289,6 +341,7 @@ async def test_the_real_stack_checks_origin_and_session(user, origin, with_sessi
         await communicator.disconnect()
 
 
+@consumer_test
 async def test_signing_out_closes_the_channel(user):
     client = await db(signed_in)(user)
     communicator = real_socket(client)
@@ -301,6 +354,7 @@ async def test_signing_out_closes_the_channel(user):
     }
 
 
+@consumer_test
 async def test_pushes_follow_the_language_cookie(user):
     communicator = real_socket(await db(signed_in)(user), cookies="; django_language=pt-br")
     assert (await communicator.connect())[0]
@@ -312,9 +366,10 @@ async def test_pushes_follow_the_language_cookie(user):
 
 
 @pytest.fixture
-def asked(client, user, conversation, model):
+def asked(client, user, conversation, model, committed):
     client.force_login(user)
-    ask(user, conversation, model)
+    with committed():
+        ask(user, conversation, model)
     return conversation
 
 
@@ -325,9 +380,12 @@ def test_every_page_has_the_questions_link_with_the_count(client, asked):
         assert 'ws-connect="/ws/me/"' in html
 
 
-def test_the_inbox_lists_pending_questions_with_a_link_to_each(client, user, asked, model):
+def test_the_inbox_lists_pending_questions_with_a_link_to_each(
+    client, user, asked, model, committed
+):
     other = services.create_conversation(owner=user, title="Second chat")
-    ask(user, other, model, call_id="q9")
+    with committed():
+        ask(user, other, model, call_id="q9")
     html = client.get(reverse("questions:inbox")).content.decode()
     assert inbox_keys(html) == [f"{other.pk}-q9", f"{asked.pk}-q1"]
     assert f'href="/c/{asked.pk}/#question-q1">First chat</a>' in html
@@ -343,9 +401,10 @@ def test_the_inbox_is_empty_when_nothing_waits(client, user):
     assert 'id="inbox-empty" class="empty">' in html
 
 
-def test_answering_from_the_inbox_takes_the_item_off_the_list(client, asked):
+def test_answering_from_the_inbox_takes_the_item_off_the_list(client, asked, committed):
     url = reverse("questions:answer", args=[asked.pk, "q1"])
-    response = client.post(url, {"q0": "Funghi", "from": "inbox"}, headers=HTMX)
+    with committed():
+        response = client.post(url, {"q0": "Funghi", "from": "inbox"}, headers=HTMX)
     assert response.status_code == 200
     assert f'<div id="inbox-{asked.pk}-q1" hx-swap-oob="delete"></div>' in response.content.decode()
     asked.refresh_from_db()

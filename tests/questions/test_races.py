@@ -20,6 +20,8 @@ from questions.errors import QuestionAlreadyResolved
 from tests.live_server import ROOT, LiveServer, postgres_database
 
 
+# Two threads race, each in its own transaction on its own connection: they must see the
+# committed question, and each other's commits.
 @pytest.mark.django_db(transaction=True)
 @pytest.mark.parametrize("second", ["answer", "reject", "message"])
 def test_two_threads_resolving_at_once_one_wins(conversation, user, model, second):
@@ -115,7 +117,7 @@ ASK = """
 from asgiref.sync import async_to_sync
 from django.contrib.auth.models import User
 from chat import services
-from chat.runtime import run_turn
+from chat.engine.runtime import run_turn
 user = User.objects.get(username="demo")
 conversation = services.create_conversation(owner=user)
 services.post_user_message(user=user, conversation_id=conversation.pk, text="pizza")

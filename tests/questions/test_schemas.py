@@ -69,6 +69,7 @@ def test_confirm_action_is_a_yes_no_question_with_a_default():
         ("question", {"question": "q", "options": [{"label": "x"}] * 11}, "at most 10 items"),
         ("question", {"question": "q", "options": [{"label": "A"}, {"label": "a"}]}, "unique"),
         ("question", {"question": "q", "custom": False}, "must allow a custom answer"),
+        ("question", {"question": "q", "multiple": True}, "multiple needs options"),
         ("question", {"question": "q", "colour": "red"}, "colour: Extra inputs"),
         ("question", {"question": "q", "options": [{"label": "\u200b\U000e0041"}]}, "empty"),
         ("ask_user_question", {"questions": []}, "at least 1 item"),
@@ -97,6 +98,7 @@ def test_confirm_action_is_a_yes_no_question_with_a_default():
         ),
         ("confirm_action", {"details": "x"}, "action: Field required"),
         ("question", "not an object", "Input should be a valid dictionary"),
+        ("calculate", {"expression": "1+1"}, "'calculate' is not a question tool"),
     ],
 )
 def test_bad_calls_are_refused_with_a_readable_reason(tool, arguments, problem):

@@ -2,26 +2,60 @@ import json
 import re
 
 import pytest
+from asgiref.sync import async_to_sync
+from django.conf import settings as django_settings
+from django.db import transaction
 
 from chat import services
 from chat.blocks import ErrorBlock, TextBlock, ToolCallBlock, ToolResultBlock, parse_blocks
+from chat.engine import runtime, turns
+from chat.engine.providers.base import ToolCallRequest
+from chat.engine.runtime import build_history
+from chat.engine.turns import Lease
 from chat.errors import ConversationNotFound
-from chat.models import AgentState, Message, Role
-from chat.providers.base import ToolCallRequest
-from chat.runtime import build_history
-from questions import asking
+from chat.models import AgentState, Conversation, Message, Role
+from chat.transcript import Transcript, lock
 from questions import services as questions
 from questions.blocks import Answer, payload_of
 from questions.errors import InvalidAnswer, QuestionAlreadyResolved
+from questions.models import Question
+from questions.schemas import normalise
+from questions.selectors import pending_question, question_for_user
+from questions.tools import INVALID_QUESTION, QuestionTool
+from tests.factories import add_message
 from tests.fakes import PIZZA
 
-pytestmark = pytest.mark.django_db(transaction=True)
+TOO_LONG_ANSWER = "x" * (django_settings.PARLEY_MAX_MESSAGE_CHARS + 1)
+
+pytestmark = pytest.mark.django_db
 
 
-def start(conversation, user, text="Order lunch"):
-    services.post_user_message(user=user, conversation_id=conversation.pk, text=text)
-    conversation.refresh_from_db()
-    return conversation
+@pytest.fixture
+def start(say):
+    """The user asks for lunch; the agent's turn runs (and asks, when the model does)."""
+
+    def start(conversation, user, text="Order lunch"):
+        return say(user, conversation, text)
+
+    return start
+
+
+@pytest.fixture
+def answer(committed):
+    """Answer q1 (or `call`) and let the resumed turn run to its end."""
+
+    def answer(conversation, user, *answers, call="q1"):
+        with committed():
+            reply = questions.answer_question(
+                user=user,
+                conversation_id=conversation.pk,
+                tool_call_id=call,
+                answers=list(answers),
+            )
+        conversation.refresh_from_db()
+        return reply
+
+    return answer
 
 
 def question_block(conversation):
@@ -49,7 +83,9 @@ def assert_history_valid(conversation):
             assert [b.tool_call_id for b in history[index + 1].blocks] == calls
 
 
-def test_asking_pauses_with_a_pending_block_under_the_asking_message(conversation, user, model):
+def test_asking_pauses_with_a_pending_block_under_the_asking_message(
+    conversation, user, model, start
+):
     model.asks()
     start(conversation, user)
     assert conversation.agent_state == AgentState.AWAITING_USER
@@ -73,15 +109,10 @@ def test_asking_pauses_with_a_pending_block_under_the_asking_message(conversatio
     assert len(model.histories) == 1  # nothing runs while it waits
 
 
-def test_picking_an_option_inserts_the_label_and_resumes(conversation, user, model):
+def test_picking_an_option_inserts_the_label_and_resumes(conversation, user, model, start, answer):
     model.asks()
     start(conversation, user)
-    reply = questions.answer_question(
-        user=user,
-        conversation_id=conversation.pk,
-        tool_call_id="q1",
-        answers=[Answer(labels=["Pepperoni"])],
-    )
+    reply = answer(conversation, user, Answer(labels=["Pepperoni"]))
     conversation.refresh_from_db()
     # Seed 000's inserted message: in the data (and the API), shown by the block instead.
     assert parse_blocks(reply.blocks) == [TextBlock(text="Pepperoni", shown_elsewhere=True)]
@@ -105,41 +136,32 @@ def test_picking_an_option_inserts_the_label_and_resumes(conversation, user, mod
     assert [m.role for m in model.histories[-1]] == ["user", "assistant", "tool"]
 
 
-def test_several_labels_one_per_line_and_custom_text_last(conversation, user, model):
+def test_several_labels_one_per_line_and_custom_text_last(conversation, user, model, start, answer):
     model.asks(arguments={**PIZZA, "multiple": True})
     start(conversation, user)
-    reply = questions.answer_question(
-        user=user,
-        conversation_id=conversation.pk,
-        tool_call_id="q1",
-        answers=[Answer(labels=["Funghi", "Margherita"], custom="  and a salad ")],
+    reply = answer(
+        conversation, user, Answer(labels=["Funghi", "Margherita"], custom="  and a salad ")
     )
     [text] = parse_blocks(reply.blocks)
     assert text.text == "Funghi\nMargherita\nand a salad"
     assert results(conversation)[0].content == "Funghi\nMargherita\nand a salad"
 
 
-def test_typed_text_answers_a_single_choice_or_free_form_question(conversation, user, model):
+def test_typed_text_answers_a_single_choice_or_free_form_question(
+    conversation, user, model, start, answer
+):
     model.asks(arguments={"question": "Project name?"})
     start(conversation, user)
-    reply = questions.answer_question(
-        user=user,
-        conversation_id=conversation.pk,
-        tool_call_id="q1",
-        answers=[Answer(custom="Apollo")],
-    )
+    reply = answer(conversation, user, Answer(custom="Apollo"))
     assert [b.text for b in parse_blocks(reply.blocks)] == ["Apollo"]
     conversation.refresh_from_db()
     assert conversation.agent_state == AgentState.IDLE
 
 
-def test_an_ordinary_message_answers_the_pending_question(conversation, user, model):
+def test_an_ordinary_message_answers_the_pending_question(conversation, user, model, start):
     model.asks()
     start(conversation, user)
-    message = services.post_user_message(
-        user=user, conversation_id=conversation.pk, text="Surprise me"
-    )
-    conversation.refresh_from_db()
+    message = start(conversation, user, "Surprise me")
     _, block = question_block(conversation)
     assert block.status == "success"
     question = payload_of(block)
@@ -158,7 +180,9 @@ def test_an_ordinary_message_answers_the_pending_question(conversation, user, mo
     assert_history_valid(conversation)
 
 
-def test_rejecting_inserts_nothing_stops_and_the_model_later_learns_it(conversation, user, model):
+def test_rejecting_inserts_nothing_stops_and_the_model_later_learns_it(
+    conversation, user, model, start
+):
     model.asks()
     start(conversation, user)
     questions.reject_question(user=user, conversation_id=conversation.pk, tool_call_id="q1")
@@ -173,24 +197,27 @@ def test_rejecting_inserts_nothing_stops_and_the_model_later_learns_it(conversat
     assert (result.content, result.is_error) == (questions.DECLINED, True)
     assert len(model.histories) == 1  # the agent stopped
 
-    services.post_user_message(user=user, conversation_id=conversation.pk, text="Never mind")
+    start(conversation, user, "Never mind")
     assert model.histories[-1][2].blocks == [result]
     assert_history_valid(conversation)
 
 
 @pytest.mark.parametrize("first", ["answer", "reject", "message"])
-def test_only_the_first_resolution_counts(conversation, user, model, first):
+def test_only_the_first_resolution_counts(conversation, user, model, first, start, committed):
     model.asks()
     start(conversation, user)
     answer = Answer(labels=["Funghi"])
-    if first == "answer":
-        questions.answer_question(
-            user=user, conversation_id=conversation.pk, tool_call_id="q1", answers=[answer]
-        )
-    elif first == "reject":
-        questions.reject_question(user=user, conversation_id=conversation.pk, tool_call_id="q1")
-    else:
-        services.post_user_message(user=user, conversation_id=conversation.pk, text="Funghi please")
+    with committed():
+        if first == "answer":
+            questions.answer_question(
+                user=user, conversation_id=conversation.pk, tool_call_id="q1", answers=[answer]
+            )
+        elif first == "reject":
+            questions.reject_question(user=user, conversation_id=conversation.pk, tool_call_id="q1")
+        else:
+            services.post_user_message(
+                user=user, conversation_id=conversation.pk, text="Funghi please"
+            )
     snapshot = list(Message.objects.values_list("pk", "version").order_by("pk"))
 
     with pytest.raises(QuestionAlreadyResolved):
@@ -203,7 +230,7 @@ def test_only_the_first_resolution_counts(conversation, user, model, first):
     assert len(results(conversation)) == 1
 
 
-def test_a_stale_or_unknown_tool_call_id_changes_nothing(conversation, user, model):
+def test_a_stale_or_unknown_tool_call_id_changes_nothing(conversation, user, model, start):
     model.asks()
     start(conversation, user)
     with pytest.raises(QuestionAlreadyResolved):
@@ -225,10 +252,12 @@ def test_a_stale_or_unknown_tool_call_id_changes_nothing(conversation, user, mod
         (PIZZA, Answer(labels=["Funghi", "Pepperoni"]), questions.ONE_CHOICE),
         ({**PIZZA, "custom": False}, Answer(custom="Hawaiian"), questions.OPTIONS_ONLY),
         (PIZZA, Answer(custom="   "), questions.EMPTY),
+        (PIZZA, Answer(labels=["Funghi"], custom="and olives"), questions.CHOICE_OR_TYPED),
+        (PIZZA, Answer(custom=TOO_LONG_ANSWER), questions.TOO_LONG),
     ],
 )
 def test_invalid_answers_are_refused_and_the_question_stays_open(
-    conversation, user, model, arguments, answer, message
+    conversation, user, model, arguments, answer, message, start
 ):
     model.asks(arguments=arguments)
     start(conversation, user)
@@ -241,7 +270,7 @@ def test_invalid_answers_are_refused_and_the_question_stays_open(
     assert conversation.messages.filter(role=Role.USER).count() == 1
 
 
-def test_another_user_cannot_answer_or_reject(conversation, user, other_user, model):
+def test_another_user_cannot_answer_or_reject(conversation, user, other_user, model, start):
     model.asks()
     start(conversation, user)
     with pytest.raises(ConversationNotFound):
@@ -258,7 +287,9 @@ def test_another_user_cannot_answer_or_reject(conversation, user, other_user, mo
     assert question_block(conversation)[1].status == "pending"
 
 
-def test_ask_user_question_returns_answers_by_question_text(conversation, user, model):
+def test_ask_user_question_returns_answers_by_question_text(
+    conversation, user, model, start, answer
+):
     model.asks(
         "ask_user_question",
         {
@@ -277,11 +308,8 @@ def test_ask_user_question_returns_answers_by_question_text(conversation, user, 
         },
     )
     start(conversation, user)
-    reply = questions.answer_question(
-        user=user,
-        conversation_id=conversation.pk,
-        tool_call_id="q1",
-        answers=[Answer(labels=["SQLite"]), Answer(labels=["Search", "Export"])],
+    reply = answer(
+        conversation, user, Answer(labels=["SQLite"]), Answer(labels=["Search", "Export"])
     )
     assert parse_blocks(reply.blocks)[0].text == "DB: SQLite\nFeatures?: Search, Export"
     assert json.loads(results(conversation)[0].content) == {
@@ -291,21 +319,54 @@ def test_ask_user_question_returns_answers_by_question_text(conversation, user, 
 
 @pytest.mark.parametrize(("label", "confirmed"), [("Yes", True), ("No", False)])
 def test_confirm_action_tells_the_model_whether_it_was_confirmed(
-    conversation, user, model, label, confirmed
+    conversation, user, model, label, confirmed, start, answer
 ):
     model.asks("confirm_action", {"action": "Delete 3 files"})
     start(conversation, user)
-    questions.answer_question(
-        user=user,
-        conversation_id=conversation.pk,
-        tool_call_id="q1",
-        answers=[Answer(labels=[label])],
-    )
+    answer(conversation, user, Answer(labels=[label]))
     assert json.loads(results(conversation)[0].content) == {"confirmed": confirmed}
 
 
+def test_a_message_instead_of_yes_or_no_is_passed_to_the_model_to_decide(
+    conversation, user, model, start
+):
+    model.asks("confirm_action", {"action": "Delete 3 files"})
+    start(conversation, user)
+    start(conversation, user, "Only the logs")
+    assert json.loads(results(conversation)[0].content) == {
+        "confirmed": None,
+        "userReply": "Only the logs",
+    }
+    assert conversation.agent_state == AgentState.IDLE
+
+
+def test_a_message_while_no_question_is_pending_resolves_nothing(conversation, user, model, start):
+    """The pausing call's tool is asked to take a message as the answer to a question that is
+    no longer pending: it declines, and the caller keeps the pause open."""
+    model.asks()
+    start(conversation, user)
+    Question.objects.update(status="cancelled")
+    [call] = turns.open_tool_calls(conversation)
+    with transaction.atomic(), Transcript(lock(conversation.pk)) as transcript:
+        reply = transcript.append(role=Role.USER, blocks=[TextBlock(text="Funghi")])
+        assert (
+            questions.auto_resolve_question(transcript, call=call, reply=reply, user=user) is None
+        )
+    assert results(conversation) == []
+
+
+def test_asking_in_a_conversation_that_is_gone_is_refused(conversation, user):
+    call = ToolCallBlock(id="q1", name="question", arguments=PIZZA)
+    request = normalise("question", PIZZA)
+    with pytest.raises(ConversationNotFound):
+        questions.ask(
+            Lease(conversation_id=conversation.pk + 1000, token=1), call, request, limit=3
+        )
+    assert not Question.objects.exists()
+
+
 def test_a_question_with_other_calls_is_refused_under_the_standalone_policy(
-    conversation, user, model
+    conversation, user, model, start
 ):
     model.asks(also=[ToolCallRequest("c0", "calculate", {"expression": "1+1"})])
     start(conversation, user)
@@ -328,7 +389,9 @@ def test_a_question_with_other_calls_is_refused_under_the_standalone_policy(
     assert_history_valid(conversation)
 
 
-def test_sequential_policy_runs_calls_around_the_question(conversation, user, model, settings):
+def test_sequential_policy_runs_calls_around_the_question(
+    conversation, user, model, settings, start, answer
+):
     settings.QUESTION_CALL_POLICY = "sequential"
     before = ToolCallRequest("c0", "calculate", {"expression": "1+1"})
     after = ToolCallRequest("c2", "calculate", {"expression": "2+2"})
@@ -336,12 +399,7 @@ def test_sequential_policy_runs_calls_around_the_question(conversation, user, mo
     start(conversation, user)
     assert conversation.agent_state == AgentState.AWAITING_USER
     assert [r.tool_call_id for r in results(conversation)] == ["c0"]
-    questions.answer_question(
-        user=user,
-        conversation_id=conversation.pk,
-        tool_call_id="q1",
-        answers=[Answer(labels=["Funghi"])],
-    )
+    answer(conversation, user, Answer(labels=["Funghi"]))
     conversation.refresh_from_db()
     assert [r.tool_call_id for r in results(conversation)] == ["c0", "q1", "c2"]
     assert [r.content for r in results(conversation)] == ["2", "Funghi", "4"]
@@ -350,7 +408,7 @@ def test_sequential_policy_runs_calls_around_the_question(conversation, user, mo
 
 
 def test_sequential_rejection_gives_the_remaining_calls_a_result(
-    conversation, user, model, settings
+    conversation, user, model, settings, start
 ):
     settings.QUESTION_CALL_POLICY = "sequential"
     model.responses.append(
@@ -366,7 +424,7 @@ def test_sequential_rejection_gives_the_remaining_calls_a_result(
 
 
 def test_a_malformed_question_is_not_asked_the_user_sees_why_and_the_agent_goes_on(
-    conversation, user, model
+    conversation, user, model, start
 ):
     model.asks(arguments={"question": "Which?", "options": [{"label": "x" * 40}]})
     start(conversation, user)
@@ -380,47 +438,45 @@ def test_a_malformed_question_is_not_asked_the_user_sees_why_and_the_agent_goes_
         for b in parse_blocks(m.blocks)
         if isinstance(b, ErrorBlock)
     ]
-    assert error.message == asking.INVALID_QUESTION
+    assert error.message == INVALID_QUESTION
     assert "at most 30 characters" in error.detail
     assert model.histories[-1][-1].blocks == [result]  # the model was told
 
 
-def test_questions_per_turn_are_bounded(conversation, user, model, settings):
+def test_questions_per_turn_are_bounded(conversation, user, model, settings, start, answer):
     settings.QUESTION_MAX_PER_TURN = 1
     model.responses.append([ToolCallRequest("q1", "question", PIZZA)])
     model.responses.append([ToolCallRequest("q2", "question", PIZZA)])
     start(conversation, user)
-    questions.answer_question(
-        user=user,
-        conversation_id=conversation.pk,
-        tool_call_id="q1",
-        answers=[Answer(labels=["Funghi"])],
-    )
+    answer(conversation, user, Answer(labels=["Funghi"]))
     conversation.refresh_from_db()
     assert conversation.agent_state == AgentState.IDLE
     assert results(conversation)[-1].tool_call_id == "q2"
     assert results(conversation)[-1].is_error
 
 
-def test_sub_agents_are_not_offered_question_tools_and_are_refused(
-    conversation, user, model, dispatched
-):
-    from asgiref.sync import async_to_sync
-
-    from chat import runtime
-
+def test_sub_agents_are_not_offered_question_tools_and_are_refused(conversation, user, model):
+    # A sub-agent's turn, as spawn_agents starts one: a child conversation whose first user
+    # message is its task.
+    child = Conversation.objects.create(
+        owner=user,
+        title="Helper",
+        parent=conversation,
+        parent_tool_call_id="s1",
+        agent_state=AgentState.LLM_REQUESTING,
+    )
+    add_message(child.pk, "go", role=Role.USER)
     model.asks()
-    services.post_user_message(user=user, conversation_id=conversation.pk, text="go")
-    async_to_sync(runtime.run_turn)(conversation.pk, is_subagent=True)
-    conversation.refresh_from_db()
+    async_to_sync(runtime.run_turn)(child.pk)
     assert {t.name for t in model.tools[0]} == {"current_time", "calculate"}
-    [result] = results(conversation)
+    [result] = results(child)
     assert result.is_error
-    assert result.content == asking.SUBAGENT_RESULT
-    assert conversation.agent_state == AgentState.IDLE
+    assert result.content == QuestionTool.subagent_refusal
+    assert model.histories[-1][-1].blocks == [result]  # the sub-agent was told, and went on
+    assert not Question.objects.exists()
 
 
-def test_question_tools_follow_the_setting(conversation, user, model, settings):
+def test_question_tools_follow_the_setting(conversation, user, model, settings, start):
     settings.QUESTION_TOOLS = ["confirm_action"]
     model.asks()
     start(conversation, user)
@@ -433,34 +489,23 @@ def test_question_tools_follow_the_setting(conversation, user, model, settings):
     assert results(conversation)[0].content.startswith("Unknown tool 'question'")
 
     settings.QUESTION_TOOLS = []
-    services.post_user_message(user=user, conversation_id=conversation.pk, text="again")
+    start(conversation, user, "again")
     assert {t.name for t in model.tools[-1]} == {"current_time", "calculate", "spawn_agents"}
 
 
-def test_questions_are_found_from_the_transcripts_end_however_far_back(
-    conversation, user, model, monkeypatch
+def test_an_earlier_question_stays_readable_by_its_call_and_the_later_one_is_pending(
+    conversation, user, model, start, answer
 ):
-    """The pending question is found near the transcript's end, read a batch at a time; an
-    answered one by its id, however many batches back it is."""
-    from chat import selectors
-    from questions.selectors import pending_question, question_by_id
-    from tests.factories import add_message
-
-    monkeypatch.setattr(selectors, "NEWEST_FIRST_BATCH", 3)
     model.asks(call_id="early")
     start(conversation, user)
-    questions.answer_question(
-        user=user,
-        conversation_id=conversation.pk,
-        tool_call_id="early",
-        answers=[Answer(labels=["Pepperoni"])],
-    )
+    answer(conversation, user, Answer(labels=["Pepperoni"]), call="early")
     for number in range(10):
         add_message(conversation.pk, f"filler {number}")
     model.asks(call_id="late")
     start(conversation, user, "Again")
 
     assert pending_question(conversation).tool_call_id == "late"
-    early = question_by_id(conversation, "early")
+    early = question_for_user(user=user, conversation_id=conversation.pk, tool_call_id="early")
     assert (early.tool_call_id, early.payload.answer_text) == ("early", "Pepperoni")
-    assert question_by_id(conversation, "never asked") is None
+    with pytest.raises(QuestionAlreadyResolved):
+        question_for_user(user=user, conversation_id=conversation.pk, tool_call_id="never asked")

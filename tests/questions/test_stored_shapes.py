@@ -7,8 +7,8 @@ from django.db.migrations.executor import MigrationExecutor
 from django.urls import reverse
 
 from chat.blocks import ActionBlock, TextBlock, ToolCallBlock, dump_blocks
+from chat.engine.runtime import build_history
 from chat.models import AgentState, Message, Role
-from chat.runtime import build_history
 from questions.blocks import Answer, QuestionPayload, payload_of, question_block
 from questions.schemas import Option, Question
 
@@ -103,6 +103,21 @@ def test_derived_fields_cannot_disagree_with_what_they_mirror():
 def test_unknown_fields_are_refused():
     with pytest.raises(ValueError, match="extra"):
         QuestionPayload.model_validate({**PREVIOUS_SHAPE["extra"], "injected": "<script>"})
+    with pytest.raises(ValueError, match="valid dictionary"):
+        QuestionPayload.model_validate(["not", "an", "object"])
+
+
+@pytest.mark.parametrize(
+    "extra",
+    [
+        {**PREVIOUS_SHAPE["extra"], "questionResolution": "forgotten"},
+        {**PREVIOUS_SHAPE["extra"], "toolName": "calculate"},
+        {"toolCallId": "q1"},
+    ],
+)
+def test_a_stored_question_block_that_cannot_be_read_is_no_question(extra):
+    assert payload_of(ActionBlock.model_validate({**PREVIOUS_SHAPE, "extra": extra})) is None
+    assert payload_of(TextBlock(text="Which pizza?")) is None
 
 
 @pytest.mark.django_db
@@ -123,6 +138,7 @@ def test_a_stored_block_of_the_previous_shape_renders_on_the_page(client, user, 
     assert "<form" not in html.split('id="question-q1"')[1].split("</div>")[0]
 
 
+# Migrations run outside the test's transaction (SQLite cannot alter tables inside one).
 @pytest.mark.django_db(transaction=True)
 def test_the_migration_names_the_reply_on_results_stored_before():
     executor = MigrationExecutor(connection)

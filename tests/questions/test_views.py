@@ -1,23 +1,22 @@
 import pytest
 from django.urls import reverse
 
-from chat import services
 from chat.models import AgentState, Role
 from questions.blocks import payload_of
 from questions.errors import QuestionAlreadyResolved
 from questions.selectors import pending_question
 from questions.services import NOT_AN_OPTION, TOO_MANY_ANSWERS
 
-pytestmark = pytest.mark.django_db(transaction=True)
+pytestmark = pytest.mark.django_db
 
 HTMX = {"HX-Request": "true"}
 
 
 @pytest.fixture
-def asked(client, user, conversation, model):
+def asked(client, user, conversation, model, say):
     client.force_login(user)
     model.asks()
-    services.post_user_message(user=user, conversation_id=conversation.pk, text="Lunch?")
+    say(user, conversation)
     return conversation
 
 
@@ -41,8 +40,9 @@ def test_the_pending_question_renders_its_controls_escaped(client, asked, model)
     assert "Sending a message answers the question." in html
 
 
-def test_answering_over_htmx_is_204_and_a_second_answer_is_409(client, asked):
-    response = client.post(answer_url(asked), {"q0": "Funghi"}, headers=HTMX)
+def test_answering_over_htmx_is_204_and_a_second_answer_is_409(client, asked, committed):
+    with committed():
+        response = client.post(answer_url(asked), {"q0": "Funghi"}, headers=HTMX)
     assert response.status_code == 204
     asked.refresh_from_db()
     assert asked.agent_state == AgentState.IDLE
@@ -60,8 +60,9 @@ def test_an_invalid_answer_is_422_with_a_reason(client, asked):
     assert response.content.decode() == str(NOT_AN_OPTION)
 
 
-def test_typed_answer_and_plain_form_post(client, asked):
-    response = client.post(answer_url(asked), {"q0-custom": "Calzone"})
+def test_typed_answer_and_plain_form_post(client, asked, committed):
+    with committed():
+        response = client.post(answer_url(asked), {"q0-custom": "Calzone"})
     assert response["Location"] == reverse("chat:conversation_detail", args=[asked.pk])
     html = client.get(response["Location"]).content.decode()
     block = html.split('id="question-q1"')[1].split('role="alert"')[0]
@@ -87,7 +88,7 @@ def test_another_user_gets_404_and_changes_nothing(client, asked, other_user):
     assert asked.agent_state == AgentState.AWAITING_USER
 
 
-def test_tool_provided_text_is_escaped(client, user, conversation, model):
+def test_tool_provided_text_is_escaped(client, user, conversation, model, say):
     client.force_login(user)
     model.asks(
         arguments={
@@ -96,7 +97,7 @@ def test_tool_provided_text_is_escaped(client, user, conversation, model):
             "options": [{"label": "<b>A</b>", "description": "<img src=x>"}],
         }
     )
-    services.post_user_message(user=user, conversation_id=conversation.pk, text="go")
+    say(user, conversation, "go")
     html = client.get(reverse("chat:conversation_detail", args=[conversation.pk])).content.decode()
     assert "<script>alert(1)" not in html
     assert "&lt;script&gt;alert(1)&lt;/script&gt;?" in html
@@ -118,11 +119,11 @@ TWO_QUESTIONS = {
 
 
 def test_a_form_answers_several_questions_without_saying_how_many(
-    client, user, conversation, model
+    client, user, conversation, model, say
 ):
     client.force_login(user)
     model.asks("ask_user_question", TWO_QUESTIONS)
-    services.post_user_message(user=user, conversation_id=conversation.pk, text="Lunch?")
+    say(user, conversation)
     fields = {"q0": "Deep", "q1": ["Olives", "Basil"], "q1-custom": "extra cheese"}
     response = client.post(answer_url(conversation), fields, headers=HTMX)
     assert response.status_code == 204
@@ -138,11 +139,11 @@ def test_a_form_answers_several_questions_without_saying_how_many(
 
 
 def test_a_question_left_unanswered_or_an_answer_too_many_is_refused(
-    client, user, conversation, model
+    client, user, conversation, model, say
 ):
     client.force_login(user)
     model.asks("ask_user_question", TWO_QUESTIONS)
-    services.post_user_message(user=user, conversation_id=conversation.pk, text="Lunch?")
+    say(user, conversation)
     only_first = client.post(answer_url(conversation), {"q0": "Deep"}, headers=HTMX)
     assert only_first.status_code == 422
     too_many = client.post(

@@ -21,7 +21,7 @@ from webhooks.addresses import NOT_PUBLIC
 from webhooks.models import Delivery, DeliveryStatus, Webhook
 from webhooks.services import create_webhook
 
-pytestmark = pytest.mark.django_db(transaction=True)
+pytestmark = pytest.mark.django_db
 
 PUBLIC_IP = "93.184.215.14"
 
@@ -56,9 +56,16 @@ def hooked(settings, user, receiver):
     return webhook, secret
 
 
-def ask(user, conversation, model):
-    model.asks()
-    services.post_user_message(user=user, conversation_id=conversation.pk, text="Lunch?")
+@pytest.fixture
+def ask(model, committed):
+    """`ask(user, conversation)`: the user's message starts a turn that asks a question."""
+
+    def ask(user, conversation):
+        model.asks()
+        with committed():
+            services.post_user_message(user=user, conversation_id=conversation.pk, text="Lunch?")
+
+    return ask
 
 
 @pytest.mark.parametrize(
@@ -122,9 +129,9 @@ def test_only_the_owner_can_delete_a_webhook(client, user, other_user, resolver)
     assert not Webhook.objects.exists()
 
 
-def test_each_question_event_writes_one_delivery(settings, user, conversation, model, hooked):
+def test_each_question_event_writes_one_delivery(settings, user, conversation, hooked, ask):
     settings.PUBLIC_URL = "https://parley.example.org"
-    ask(user, conversation, model)
+    ask(user, conversation)
     questions.answer_question(
         user=user,
         conversation_id=conversation.pk,
@@ -141,30 +148,32 @@ def test_each_question_event_writes_one_delivery(settings, user, conversation, m
     assert body["data"]["url"] == f"https://parley.example.org/c/{conversation.pk}/#question-q1"
 
 
-def test_another_users_questions_do_not_reach_the_webhook(user, other_user, model, hooked):
+def test_another_users_questions_do_not_reach_the_webhook(user, other_user, hooked, ask):
     conversation = services.create_conversation(owner=other_user)
-    ask(other_user, conversation, model)
+    ask(other_user, conversation)
     assert not Delivery.objects.exists()
 
 
-def test_a_webhook_for_everyone_gets_every_users_events(settings, other_user, model):
+def test_a_webhook_for_everyone_gets_every_users_events(settings, other_user, ask):
     settings.WEBHOOK_ALLOW_PRIVATE_NETWORKS = True
     Webhook.objects.create(owner=None, url="http://127.0.0.1:9/", secret="whsec_AAAA")
     conversation = services.create_conversation(owner=other_user)
-    ask(other_user, conversation, model)
+    ask(other_user, conversation)
     assert Delivery.objects.get().event_type == "question.asked"
 
 
-def test_rejected_and_expired_events(settings, user, conversation, model, hooked, clock):
+def test_rejected_and_expired_events(settings, user, conversation, hooked, clock, ask, committed):
     settings.QUESTION_EXPIRE_AFTER = 60
     settings.QUESTION_REMIND_BEFORE = 10
-    ask(user, conversation, model)
+    ask(user, conversation)
     clock.advance(55)
-    deadlines.sweep()
+    with committed():
+        deadlines.sweep()
     clock.advance(10)
-    deadlines.sweep()
+    with committed():
+        deadlines.sweep()
     second = services.create_conversation(owner=user)
-    ask(user, second, model)
+    ask(user, second)
     questions.reject_question(user=user, conversation_id=second.pk, tool_call_id="q1")
     assert list(Delivery.objects.order_by("id").values_list("event_type", flat=True)) == [
         "question.asked",
@@ -175,9 +184,9 @@ def test_rejected_and_expired_events(settings, user, conversation, model, hooked
     ]
 
 
-def test_deliveries_are_signed_per_standard_webhooks(user, conversation, model, hooked, receiver):
+def test_deliveries_are_signed_per_standard_webhooks(user, conversation, hooked, receiver, ask):
     _, secret = hooked
-    ask(user, conversation, model)
+    ask(user, conversation)
     assert delivery.deliver_due() == 1
     [(headers, body)] = receiver.requests
     row = Delivery.objects.get()
@@ -189,11 +198,11 @@ def test_deliveries_are_signed_per_standard_webhooks(user, conversation, model, 
 
 
 def test_a_failing_receiver_gets_the_same_event_again_later(
-    user, conversation, model, hooked, receiver, clock
+    user, conversation, hooked, receiver, clock, ask
 ):
     _, secret = hooked
     receiver.statuses = [500, 503]
-    ask(user, conversation, model)
+    ask(user, conversation)
     delivery.deliver_due()
     row = Delivery.objects.get()
     assert (row.status, row.attempts, row.last_status_code) == ("pending", 1, 500)
@@ -209,10 +218,10 @@ def test_a_failing_receiver_gets_the_same_event_again_later(
         assert Verifier(secret).sign(row.event_id, at, body) == headers["webhook-signature"]
 
 
-def test_attempts_are_bounded(settings, user, conversation, model, hooked, receiver, clock):
+def test_attempts_are_bounded(settings, user, conversation, hooked, receiver, clock, ask):
     settings.WEBHOOK_MAX_ATTEMPTS = 2
     receiver.statuses = [500] * 5
-    ask(user, conversation, model)
+    ask(user, conversation)
     for _ in range(4):
         delivery.deliver_due()
         clock.advance(3600)
@@ -222,10 +231,10 @@ def test_attempts_are_bounded(settings, user, conversation, model, hooked, recei
 
 
 def test_a_private_address_is_refused_at_delivery_time_too(
-    settings, user, conversation, model, hooked, receiver
+    settings, user, conversation, hooked, receiver, ask
 ):
     settings.WEBHOOK_ALLOW_PRIVATE_NETWORKS = False
-    ask(user, conversation, model)
+    ask(user, conversation)
     delivery.deliver_due()
     row = Delivery.objects.get()
     assert row.status == "pending" and row.last_error == str(NOT_PUBLIC)
@@ -233,9 +242,9 @@ def test_a_private_address_is_refused_at_delivery_time_too(
 
 
 def test_the_delivery_log_is_on_the_settings_page(
-    client, user, conversation, model, hooked, receiver
+    client, user, conversation, hooked, receiver, ask
 ):
-    ask(user, conversation, model)
+    ask(user, conversation)
     delivery.deliver_due()
     client.force_login(user)
     html = client.get(reverse("webhooks:settings")).content.decode()
@@ -260,7 +269,7 @@ def test_an_admin_adds_a_webhook_for_everyone_and_sees_its_secret_once(
 
 
 def test_delivery_connects_to_the_address_it_checked(
-    settings, monkeypatch, user, conversation, model, receiver
+    settings, monkeypatch, user, conversation, receiver, ask
 ):
     """The name is resolved once per attempt, checked, and that address is the one used; the
     request still names the host."""
@@ -274,7 +283,7 @@ def test_delivery_connects_to_the_address_it_checked(
 
     monkeypatch.setattr(addresses.socket, "getaddrinfo", getaddrinfo)
     create_webhook(user=user, url=f"http://hooks.example.org:{port}/hook")
-    ask(user, conversation, model)
+    ask(user, conversation)
     delivery.deliver_due()
     [(headers, _)] = receiver.requests
     assert headers["host"] == f"hooks.example.org:{port}"

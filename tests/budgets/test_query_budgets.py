@@ -1,0 +1,66 @@
+"""Query budgets: how many SQL statements each flow a person starts may cost, end to end
+(middleware, view, service), so that a change that adds a query to a hot path is a decision,
+not an accident. docs/developers/query-budgets.md gives the reason for each budget."""
+
+import pytest
+from django.test import Client
+from django.urls import reverse
+
+from chat import services
+from chat.models import Role
+from questions.models import Question
+from tests.factories import add_message
+
+pytestmark = pytest.mark.django_db
+
+# The budgets (docs/developers/query-budgets.md).
+SEND_MESSAGE = 11
+ANSWER_QUESTION = 14
+OPEN_CONVERSATION = 8
+
+
+@pytest.fixture
+def browser(client: Client, user) -> Client:
+    client.force_login(user)
+    client.get(reverse("chat:conversation_list"))  # the session is in the cache from here on
+    return client
+
+
+@pytest.fixture
+def asked(conversation, user, model, committed):
+    """The agent asked a question in `conversation` and waits for its answer."""
+    model.asks()
+    with committed():
+        services.post_user_message(user=user, conversation_id=conversation.pk, text="Lunch?")
+    return Question.objects.get(conversation=conversation)
+
+
+def test_sending_a_message(browser, conversation, dispatched, django_assert_max_num_queries):
+    url = reverse("chat:post_message", args=[conversation.pk])
+    with django_assert_max_num_queries(SEND_MESSAGE):
+        response = browser.post(url, {"text": "hello"}, HTTP_HX_REQUEST="true")
+    assert response.status_code == 200
+    assert conversation.messages.filter(role=Role.USER).count() == 1
+
+
+def test_answering_a_question(browser, asked, dispatched, django_assert_max_num_queries):
+    url = reverse("questions:answer", args=[asked.conversation_id, asked.tool_call_id])
+    with django_assert_max_num_queries(ANSWER_QUESTION):
+        response = browser.post(url, {"q0": "Pepperoni"}, HTTP_HX_REQUEST="true")
+    assert response.status_code == 204
+    asked.refresh_from_db()
+    assert asked.status == "answered"
+
+
+@pytest.mark.parametrize("length", [10, 300])
+def test_opening_a_conversation_does_not_cost_more_with_its_length(
+    browser, conversation, length, django_assert_max_num_queries
+):
+    for index in range(length // 2):
+        add_message(conversation.pk, f"question {index}", role=Role.USER)
+        add_message(conversation.pk, f"answer {index}")
+    url = reverse("chat:conversation_detail", args=[conversation.pk])
+    with django_assert_max_num_queries(OPEN_CONVERSATION):
+        response = browser.get(url)
+    assert response.status_code == 200
+    assert f"answer {length // 2 - 1}" in response.content.decode()
