@@ -48,18 +48,15 @@ class Session(SessionAuth):
     """The browser's session. Only a request that carries a session cookie and no
     Authorization header is one: a wrong token is a 401, not a CSRF failure."""
 
-    def _get_key(self, request: HttpRequest):
+    def __call__(self, request: HttpRequest):
         if "Authorization" in request.headers or not request.COOKIES.get(self.param_name):
             return None
         try:
-            return super()._get_key(request)
+            return super().__call__(request)
         except HttpError:
             raise HttpError(
                 403, _("CSRF check failed: send the X-CSRFToken header with the session.")
             ) from None
-
-    def authenticate(self, request: HttpRequest, key):
-        return super().authenticate(request, key) if key else None
 
 
 api = NinjaAPI(
@@ -246,7 +243,7 @@ async def post_message(request, conversation_id: int, body: PostMessage):
     "/conversations/{conversation_id}/respond", response={200: AgentResult, **ERRORS}, by_alias=True
 )
 async def respond(request, conversation_id: int, body: Respond):
-    """Answer the pending question: one entry per question text (seed 001)."""
+    """Answer the pending question: one entry per question text."""
     reply = await sync_to_async(questions.answer_question_by_text)(
         user=request.user,
         conversation_id=conversation_id,

@@ -67,7 +67,7 @@ def question_data(question: Question | None) -> dict | None:
         **payload.model_dump(mode="json", include=AUDIT_FIELDS),
     }
     if len(payload.questions) == 1:
-        # Seed 002's legacy single-question form.
+        # The legacy single-question form: its text and its option labels.
         data["question"] = payload.first.text
         data["options"] = payload.first.labels
     return data

@@ -1,7 +1,7 @@
-"""The question_request block (seed 000's contract, spec 5.3): one typed payload, stored as the
-action block's `extra` under seed 000's camelCase names, and read back through the same model.
+"""The question_request block (spec 5.3): one typed payload, stored as the action block's
+`extra` under the contract's camelCase names, and read back through the same model.
 
-Seed 000's flat fields (`questionHeader`, `questionText`, …) mirror the first question, and
+The contract's flat fields (`questionHeader`, `questionText`, …) mirror the first question, and
 `needsUserAction` mirrors the resolution: both are derived when written and ignored when read,
 so they can never disagree with `questions` and `questionResolution`.
 """
@@ -17,7 +17,7 @@ from questions.schemas import Option, Question, ToolName
 
 ACTION_TYPE = "question_request"
 
-# Block status, and the resolution it shows (seed 000's mapping; `cancelled`: its turn ended
+# Block status, and the resolution it shows (spec 5.3; `cancelled`: its turn ended
 # some other way while it waited).
 PENDING, SUCCESS, DENIED = "pending", "success", "denied"
 ASKED, REPLIED, REJECTED, EXPIRED, CANCELLED = (
@@ -40,7 +40,7 @@ BROWSER, API, TERMINAL, AUTO_RESOLVE, EXPIRY = (
     "expiry",
 )
 
-# Seed 000's single-question fields, derived from the first question.
+# The contract's single-question fields, derived from the first question.
 _MIRRORED = {
     "questionHeader": "header",
     "questionText": "question",

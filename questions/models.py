@@ -3,7 +3,7 @@
 The row is what the inbox, deadlines, drafts, the API's listings and the webhooks read, and
 its `status` is the first-wins switch: a question is resolved by a conditional update of a
 pending row (questions.services). The transcript renders the question_request block stored in
-the asking message's JSON (seed 000's contract), which every resolution rewrites in the same
+the asking message's JSON (spec 5.3), which every resolution rewrites in the same
 transaction, so the two never disagree.
 """
 
@@ -31,11 +31,11 @@ from questions.schemas import QuestionRequest
 class QuestionKind(models.TextChoices):
     """The tool that asked (the three question tools the model is offered)."""
 
-    # One question, up to 10 options, typed answers unless turned off (seed 000).
+    # One question, up to 10 options, typed answers unless turned off.
     QUESTION = "question", _("Question")
-    # 1-4 related questions with 2-4 options each (seeds 001, 002, 004).
+    # 1-4 related questions with 2-4 options each.
     ASK_USER_QUESTION = "ask_user_question", _("Questions")
-    # Yes or No before the agent acts (seed 004).
+    # Yes or No before the agent acts.
     CONFIRM_ACTION = "confirm_action", _("Confirmation")
 
 

@@ -3,7 +3,7 @@ normalise into.
 
 Tool-provided strings are plain text: they are cleaned of invisible characters (chat.text) and
 always shown escaped, never as HTML or markdown. The normalised `Question` is also what the
-question block stores and the API returns, under seed 000's and 001's wire names.
+question block stores and the API returns, under the contract's wire names (spec 5.3).
 """
 
 from typing import Annotated, Literal
@@ -73,7 +73,7 @@ def _unique(values: list[str], what: str) -> None:
         seen.add(key)
 
 
-# --- question (seed 000) ---------------------------------------------------------------------
+# --- question -------------------------------------------------------------------------------
 
 
 class QuestionOption(_Input):
@@ -100,7 +100,7 @@ class QuestionInput(_Input):
         return self
 
 
-# --- ask_user_question (seeds 001, 002, 004) --------------------------------------------------
+# --- ask_user_question ----------------------------------------------------------------------
 
 
 class AskOption(_Input):
@@ -129,7 +129,7 @@ class AskUserQuestionInput(_Input):
         return self
 
 
-# --- confirm_action (seed 004) ----------------------------------------------------------------
+# --- confirm_action -------------------------------------------------------------------------
 
 
 class ConfirmActionInput(_Input):

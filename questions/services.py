@@ -152,7 +152,7 @@ def answer_question_by_text(
     via: Via = API,
 ) -> Message:
     """Answer the pending question with {question text: label, typed text, or a list of
-    labels} (seed 001). With `tool_call_id`, refuse if another question is the pending one."""
+    labels}. With `tool_call_id`, refuse if another question is the pending one."""
     conversation = conversation_for_user(user=user, conversation_id=conversation_id, lock=True)
     question = pending_question(conversation)
     if question is None or tool_call_id not in (None, question.tool_call_id):
@@ -304,7 +304,7 @@ def _answer(question: Question, answers: list[Answer], *, by, via: Via) -> Messa
     answers = _validate(request, answers)
     text = answer_text(request, answers)
     with Transcript(question.conversation) as transcript:
-        # Seed 000's inserted user message: kept in the data and the API, shown by the block.
+        # The inserted user message (spec 5.5): kept in the data and the API, shown by the block.
         reply = transcript.append(
             role=Role.USER, blocks=[TextBlock(text=text, shown_elsewhere=True)]
         )
@@ -465,7 +465,7 @@ def answers_by_question_text(
 
 
 def answer_text(request: QuestionRequest, answers: list[Answer]) -> str:
-    """The user message an answer inserts (seed 000): labels one per line, typed text last;
+    """The user message an answer inserts (spec 5.5): labels one per line, typed text last;
     with several questions, one line per question."""
 
     def parts(question, answer: Answer) -> list[str]:

@@ -99,8 +99,8 @@ class QuestionTool(Tool):
         return self.name in settings.QUESTION_TOOLS
 
     def refuse_batch(self, calls: list[ToolCallBlock]) -> Refusal | None:
-        """Under the standalone policy (seed 000) a question call must be its message's only
-        tool call; under `sequential` (seed 001) the calls before it run first."""
+        """Under the standalone policy (spec 5.4) a question call must be its message's only
+        tool call; under `sequential` the calls before it run first."""
         if settings.QUESTION_CALL_POLICY != "standalone" or len(calls) < 2:
             return None
         return NOT_STANDALONE

@@ -33,15 +33,26 @@ def sent(monkeypatch) -> list[tuple[str, dict]]:
 
 
 @pytest.fixture
+def no_auth_events(monkeypatch):
+    """`auth.changed` events are lost (a channel layer may drop one): sockets find an ended
+    session by reading it again."""
+    send_on_commit = events.send_on_commit
+
+    def without_auth_changes(group, event):
+        if event["type"] != "auth.changed":
+            send_on_commit(group, event)
+
+    monkeypatch.setattr(events, "send_on_commit", without_auth_changes)
+
+
+@pytest.fixture
 def post(committed):
     """`post(user, conversation, text)`: the user sends `text`, and the turn it starts runs
     to its end (or its pause) after the commit; returns the message."""
 
     def post(user, conversation, text: str):
         with committed():
-            return services.post_user_message(
-                user=user, conversation_id=conversation.pk, text=text
-            )
+            return services.post_user_message(user=user, conversation_id=conversation.pk, text=text)
 
     return post
 

@@ -1,7 +1,13 @@
-import asyncio
+"""The conversation websocket (chat.live.consumers): a tab that says which change it has
+gets everything after it, then each change as it comes; it closes when the conversation is
+deleted or the session that opened it ends.
+
+The socket tests are committed for real: the consumer reads the database on a thread of its
+own (Channels' database_sync_to_async), which a test that rolls back would not show its data.
+"""
+
 import re
 import time
-from types import SimpleNamespace
 
 import pytest
 from channels.db import database_sync_to_async
@@ -10,9 +16,10 @@ from channels.testing import WebsocketCommunicator
 from django.contrib.auth.models import AnonymousUser
 from django.test import Client
 
-from chat import consumers, events, services, sessions
+from chat import services
+from chat.live import sessions
 from chat.live.consumers import ConversationConsumer
-from chat.models import AgentState, Conversation
+from chat.models import AgentState
 from chat.routing import websocket_urlpatterns
 from config.asgi import application
 from tests.factories import add_message, fail_turn, set_state
@@ -244,8 +251,6 @@ async def test_auth_changes_close_the_socket_at_once_through_the_user_group(
     user, conversation, monkeypatch, change
 ):
     """The `auth.changed` event, not the periodic re-check, closes the socket (issue 12)."""
-    from chat import sessions
-
     monkeypatch.setattr(sessions, "AUTH_RECHECK_SECONDS", 3600)
     client = Client()
     await db(client.force_login)(user)
@@ -278,59 +283,23 @@ async def test_a_sign_in_elsewhere_does_not_close_the_socket(user, conversation)
     await communicator.disconnect()
 
 
-async def test_a_quiet_socket_rereads_its_session_once_the_last_read_is_stale(
-    user, conversation, monkeypatch
+async def test_every_quiet_socket_of_an_ended_session_closes_without_its_event(
+    user, conversation, monkeypatch, no_auth_events
 ):
-    """Without its `auth.changed` event (a dropped event), an ended session closes a socket
-    that gets no pushes within AUTH_RECHECK_SECONDS of the last read, even when a push made
-    that read between two of the periodic re-checks."""
-    monkeypatch.setattr(sessions, "AUTH_RECHECK_SECONDS", 2.0)
-    monkeypatch.setattr(consumers, "SESSION_FRESH_SECONDS", 2.0)
-    monkeypatch.setattr(events, "send_user_event_on_commit", lambda *args: None)
-    client = Client()
-    await db(client.force_login)(user)
-    communicator = await signed_in_socket(client, conversation.pk)
-    await asyncio.sleep(1.1)  # past half of the first re-check's wait
-    await communicator.send_json_to({"type": "sync", "after": 0})
-    await say(conversation.pk, "read the session with this push")
-    assert "sync-cursor" in await communicator.receive_from()
-    read_at = time.monotonic()
-    await db(client.logout)()
-
-    assert await communicator.receive_output(timeout=5) == {
-        "type": "websocket.close",
-        "code": 4401,
-    }
-    # Re-checking on a fixed beat would skip the beat just after the push's read, and close
-    # only a whole interval later.
-    assert time.monotonic() - read_at < sessions.AUTH_RECHECK_SECONDS * 1.25
-
-
-async def test_sockets_of_one_session_share_its_rereads(user, conversation, monkeypatch):
-    """A page's two sockets, and a user's other tabs, re-read their session once a beat
-    between them instead of once each; an ended session still closes every one of them
-    within the beat."""
+    """Without its `auth.changed` event (a dropped event), an ended session still closes each
+    socket it opened, pushed to lately or not, once its last read of the session is
+    AUTH_RECHECK_SECONDS old."""
     monkeypatch.setattr(sessions, "AUTH_RECHECK_SECONDS", 0.5)
-    monkeypatch.setattr(consumers, "SESSION_FRESH_SECONDS", 0.5)
-    # No auth.changed: the periodic re-reads alone notice the logout.
-    monkeypatch.setattr(events, "send_user_event_on_commit", lambda *args: None)
-    reads = []
-    read_session = sessions.session_user_id
-    monkeypatch.setattr(
-        sessions, "session_user_id", lambda key: reads.append(key) or read_session(key)
-    )
     client = Client()
     await db(client.force_login)(user)
-    tabs = [await signed_in_socket(client, conversation.pk) for _ in range(4)]
-    reads.clear()
-    await asyncio.sleep(2.2)  # four beats: four reads each, were each socket on its own
-    assert 3 <= len(reads) <= 6
-
+    quiet, pushed = [await signed_in_socket(client, conversation.pk) for _ in range(2)]
+    await pushed.send_json_to({"type": "sync", "after": 0})
+    await say(conversation.pk, "read the session with this push")
+    assert "sync-cursor" in await pushed.receive_from()
     await db(client.logout)()
-    closed_by = time.monotonic() + sessions.AUTH_RECHECK_SECONDS * 1.5
-    for tab in tabs:
-        assert await tab.receive_output(timeout=2) == {"type": "websocket.close", "code": 4401}
-    assert time.monotonic() < closed_by
+
+    for tab in (quiet, pushed):
+        assert await tab.receive_output(timeout=5) == {"type": "websocket.close", "code": 4401}
 
 
 def tab_on(user, conversation_id):
@@ -338,18 +307,19 @@ def tab_on(user, conversation_id):
     tab = ConversationConsumer()
     tab.scope = {"cookies": {}, "headers": []}
     tab.user, tab.conversation_id = user, conversation_id
-    tab.sent_subagents, tab.sent_drafts, tab.sent_header, tab.header_key = {}, {}, b"", None
+    tab.sent_subagents, tab.sent_drafts, tab.header_key = {}, {}, None
     tab.session_read_at = time.monotonic()
-    tab.created_at = Conversation.objects.get(pk=conversation_id).created_at  # read by connect
     return tab
 
 
+# Rendered on the test's thread: the test rolls back.
+@pytest.mark.django_db
 def test_a_push_reads_the_conversation_and_what_changed_in_two_queries(
     user, conversation, django_assert_num_queries
 ):
     """The push for one change: no second read of the conversation when nothing is newer
     than the first, and no sub-agent query for a conversation without any (a session read
-    within the last SESSION_FRESH_SECONDS is reused)."""
+    within the last AUTH_RECHECK_SECONDS is not read again)."""
     set_state(conversation.pk, AgentState.LLM_REQUESTING)  # a turn runs, as while it streams
     before = conversation.seq + 1
     add_message(conversation.pk, "Hello there")
@@ -361,61 +331,12 @@ def test_a_push_reads_the_conversation_and_what_changed_in_two_queries(
     assert running
 
 
-def test_a_second_tab_in_the_same_state_is_sent_the_first_tabs_push(
-    user, conversation, django_assert_num_queries
+async def test_a_tab_whose_session_ended_is_not_pushed_to_while_another_tab_is(
+    user, conversation, monkeypatch, no_auth_events
 ):
-    """Two tabs at the same change: the second sends what was rendered for the first, with no
-    read of the database (its session was read just now), and stands where the first does
-    afterwards."""
-    add_message(conversation.pk, "Already on the pages")
-    set_state(conversation.pk, AgentState.LLM_REQUESTING)
-    before = conversation.seq + 2
-    add_message(conversation.pk, "Hello there")
-    first, second = tab_on(user, conversation.pk), tab_on(user, conversation.pk)
-    pushed = first.render_changes(before, upto=before + 1)
-    with django_assert_num_queries(0):
-        assert second.render_changes(before, upto=before + 1) == pushed
-    assert "Hello there" in pushed[0]
-    assert (second.sent_header, second.sent_drafts) == (first.sent_header, first.sent_drafts)
-    assert second.sent_header  # the header went with the push
-    # What a tab keeps of it is a digest: an idle socket holds no copy of the header's HTML.
-    assert isinstance(second.sent_header, bytes) and len(second.sent_header) == 16
-
-    # A tab that stands elsewhere (a page loaded earlier) renders its own.
-    html, _, _ = tab_on(user, conversation.pk).render_changes(0, upto=before + 1)
-    assert "Already on the pages" in html and "Already on the pages" not in pushed[0]
-    # A change the shared push does not cover is read and rendered for the tab.
-    add_message(conversation.pk, "And more")
-    with django_assert_num_queries(2):
-        html, cursor, _ = second.render_changes(before + 1, upto=before + 2)
-    assert "And more" in html and "Hello there" not in html
-    assert cursor == before + 2
-
-
-def test_a_push_for_a_deleted_conversation_is_not_sent_to_a_new_one_with_its_id(user, conversation):
-    """SQLite can give a deleted conversation's id to the next one: its tabs get their own."""
-    set_state(conversation.pk, AgentState.LLM_REQUESTING)
-    before = conversation.seq + 1
-    add_message(conversation.pk, "From the deleted conversation")
-    tab_on(user, conversation.pk).render_changes(before, upto=before + 1)
-    Conversation.objects.filter(pk=conversation.pk).delete()
-    again = Conversation.objects.create(pk=conversation.pk, owner=user, title="Again")
-    for _ in range(before + 1):
-        add_message(again.pk, "In the new one")
-
-    html, cursor, _ = tab_on(user, again.pk).render_changes(before, upto=before + 1)
-    assert "From the deleted conversation" not in html
-    assert "In the new one" in html
-    assert cursor == before + 1
-
-
-async def test_a_tab_whose_session_ended_is_not_sent_another_tabs_push(
-    user, conversation, monkeypatch
-):
-    """Each tab checks its own session before it is sent a push rendered for another tab."""
-    monkeypatch.setattr(sessions, "AUTH_RECHECK_SECONDS", 3600)  # no re-check by the watch
-    monkeypatch.setattr(consumers, "SESSION_FRESH_SECONDS", 0)  # each push reads the session
-    monkeypatch.setattr(events, "send_user_event_on_commit", lambda *args: None)  # logout's
+    """Each tab checks its own session: one signed out elsewhere closes, the other, signed in
+    with another session, goes on getting each change."""
+    monkeypatch.setattr(sessions, "AUTH_RECHECK_SECONDS", 0.5)
     kept, ended = Client(), Client()
     for client in (kept, ended):
         await db(client.force_login)(user)
@@ -426,54 +347,10 @@ async def test_a_tab_whose_session_ended_is_not_sent_another_tabs_push(
         assert "sync-cursor" in await tab.receive_from()
 
     await db(ended.logout)()
+    assert await tabs[1].receive_output(timeout=5) == {"type": "websocket.close", "code": 4401}
     await say(conversation.pk, "for the signed-in tab only")
     assert "for the signed-in tab only" in await tabs[0].receive_from()
-    assert await tabs[1].receive_output(timeout=5) == {"type": "websocket.close", "code": 4401}
     await tabs[0].disconnect()
-
-
-def test_shared_pushes_are_kept_for_the_most_recently_pushed_conversations_only():
-    """Memory stays bounded: one push per conversation, the least recently pushed dropped."""
-    shared = consumers.SharedRenders(size=2, max_chars=100)
-    conversations = [SimpleNamespace(pk=pk, created_at=pk) for pk in (1, 2, 3)]
-
-    def push(conversation, html):
-        return consumers.Render(
-            created_at=conversation.created_at,
-            state=(),
-            html=html,
-            cursor=5,
-            running=False,
-            drafts={},
-            header="",
-            header_key=None,
-            subagents={},
-        )
-
-    def get(conversation, upto):
-        return shared.get(conversation.pk, conversation.created_at, (), upto)
-
-    for conversation in conversations:
-        shared.put(conversation.pk, push(conversation, f"push {conversation.pk}"))
-    shared.put(2, push(conversations[1], "newer push 2"))
-    assert get(conversations[0], 5) is None
-    assert get(conversations[1], 5).html == "newer push 2"
-    assert get(conversations[2], 5).html == "push 3"
-    assert get(conversations[2], 6) is None  # a change it does not cover
-    shared.put(3, push(conversations[2], "x" * 101))  # too big to keep: the older one stays
-    assert get(conversations[2], 5).html == "push 3"
-
-
-def test_a_catch_up_is_not_kept_for_other_tabs(user, conversation, django_assert_num_queries):
-    """A sync's push (possibly the whole transcript) is that tab's own."""
-    set_state(conversation.pk, AgentState.LLM_REQUESTING)
-    before = conversation.seq + 1
-    add_message(conversation.pk, "Hello there")
-    tab_on(user, conversation.pk).render_changes(before)  # the sync after a page load
-    second = tab_on(user, conversation.pk)
-    with django_assert_num_queries(2):
-        html, _, _ = second.render_changes(before, upto=before + 1)
-    assert "Hello there" in html
 
 
 async def test_an_event_of_a_type_it_does_not_know_leaves_the_socket_open(user, conversation):

@@ -1,7 +1,7 @@
 """Where turns run (chat.engine.runner): this process's runner runs each dispatched turn once
 at a time, runs a turn dispatched again while its task was finishing once more after it,
-takes no new turn once it is stopping, and its sweep finds the turns nobody holds. A turn
-gives its lease back in the very change that pauses or ends it."""
+hands its turns back and takes no new one once it is stopping, and its sweep finds the turns
+nobody holds. A turn gives its lease back in the very change that pauses or ends it."""
 
 import asyncio
 
@@ -22,13 +22,12 @@ from tests.fakes import FakeProvider
 @pytest.fixture
 def turns_run(monkeypatch):
     """The turns the runner runs, in place of the real ones: the ids they were run for, in
-    order. A turn run while `hold` is set waits until it is cleared (or it is cancelled)."""
+    order. A turn run while `hold` is set waits for `release()`."""
 
     class Runs(list):
         def __init__(self) -> None:
             super().__init__()
             self.hold = False
-            self.cancelled: list[int] = []
             self.started = asyncio.Event()
             self.released = asyncio.Event()
 
@@ -41,11 +40,7 @@ def turns_run(monkeypatch):
         runs.append(conversation_id)
         runs.started.set()
         if runs.hold:
-            try:
-                await runs.released.wait()
-            except asyncio.CancelledError:
-                runs.cancelled.append(conversation_id)
-                raise
+            await runs.released.wait()
 
     monkeypatch.setattr(runtime, "run_turn", run_turn)
     return runs
@@ -88,22 +83,43 @@ async def test_turns_of_different_conversations_run_side_by_side(turns_run, this
     await runner.wait_for_turns()
 
 
-async def test_a_stopping_process_hands_its_turns_back_and_takes_no_new_one(
-    turns_run, this_process
+class WaitingModel:
+    """A model whose answer never comes."""
+
+    name = "waiting"
+
+    def __init__(self) -> None:
+        self.asked = asyncio.Event()
+
+    async def stream(self, *, history, tools):
+        self.asked.set()
+        await asyncio.Event().wait()
+        yield  # pragma: no cover
+
+
+@pytest.mark.django_db
+def test_a_stopping_process_hands_its_turns_back_at_once_and_takes_no_new_one(
+    user, conversation, dispatched, use
 ):
-    turns_run.hold = True
-    this_process.spawn(7)
-    await turns_run.started.wait()
+    model = use(WaitingModel())
+    services.post_user_message(user=user, conversation_id=conversation.pk, text="Hi")
 
-    await runner.shutdown(grace=5)
+    async def stop_while_the_turn_runs() -> dict:
+        process = Runner(asyncio.get_running_loop())
+        process.spawn(conversation.pk)
+        await model.asked.wait()
+        await process.shutdown(grace=5)
+        # A dispatch that reaches the stopping process: the sweep of another takes it.
+        process.spawn(conversation.pk)
+        await asyncio.to_thread(process.start_soon, conversation.pk)
+        return process.tasks
 
-    assert turns_run.cancelled == [7]  # the running turn stopped here (and gave its lease back)
-    # Dispatches that reach the stopping process: the sweep of another takes them.
-    this_process.spawn(8)
-    this_process.spawn(7)
-    await asyncio.to_thread(this_process.start_soon, 9)
-    await runner.wait_for_turns()
-    assert list(turns_run) == [7]
+    assert async_to_sync(stop_while_the_turn_runs)() == {}
+    stored = Conversation.objects.get(pk=conversation.pk)
+    # Free for another process's sweep now, without waiting for the lease to lapse.
+    assert (stored.lease_owner, stored.lease_expires_at) == ("", None)
+    assert stored.agent_state == AgentState.LLM_REQUESTING
+    assert turns.stale_runs() == [conversation.pk]
 
 
 @pytest.mark.django_db

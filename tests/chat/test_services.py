@@ -1,8 +1,8 @@
 import pytest
 
 from chat import events, selectors, services
-from chat.engine import dispatch
 from chat.blocks import TextBlock, parse_blocks
+from chat.engine import dispatch
 from chat.errors import (
     AgentBusy,
     ConversationNotFound,

@@ -1,22 +1,28 @@
 """Streaming in linear bytes: while a reply streams, open tabs get only its new text; the
 finished message is rendered once. Each test applies what a tab receives the way htmx does
-(out-of-band swaps by id) and checks what a person would read there."""
+(out-of-band swaps by id) and checks what a person would read there.
+
+Committed for real: the socket's consumer reads the database on a thread of its own (Channels'
+database_sync_to_async), which a test that rolls back would not show its data."""
 
 import asyncio
 import html as htmllib
 import re
-import threading
 
 import pytest
-from asgiref.sync import ThreadSensitiveContext
 from channels.db import database_sync_to_async
 from channels.routing import URLRouter
 from channels.testing import WebsocketCommunicator
+from django.db import transaction
 
-from chat import turns
-from chat.models import AgentState, Conversation
+from chat import events, services
+from chat.engine import runtime, turns
+from chat.live import sessions
+from chat.models import AgentState, Conversation, Message
 from chat.routing import websocket_urlpatterns
-from tests.factories import set_state
+from chat.transcript import draft_text
+from config.asgi import application
+from tests.factories import claim, set_state
 
 pytestmark = pytest.mark.django_db(transaction=True)
 
@@ -89,7 +95,13 @@ async def receive(communicator: WebsocketCommunicator, tab: Tab) -> None:
 
 async def start_turn(conversation) -> turns.Lease:
     await db(set_state)(conversation.pk, AgentState.LLM_REQUESTING)
-    return (await db(turns.claim)(conversation.pk)).lease
+    return (await db(claim)(conversation.pk)).lease
+
+
+def claim_step(conversation_id: int) -> turns.Claim:
+    """A runner claims the turn and starts its model request (the draft opens)."""
+    with transaction.atomic():
+        return turns.claim(conversation_id, step_limit=5)
 
 
 async def current_seq(conversation) -> int:
@@ -203,40 +215,12 @@ async def test_the_bytes_a_tab_receives_grow_linearly_with_a_long_reply(user, co
     await communicator.disconnect()
 
 
-async def test_streamed_text_reaches_a_tab_while_the_sync_thread_is_busy(user, conversation):
-    """Pushes render on the one sync thread, so while it renders a push for another tab (held
-    busy here), a tab still gets each streamed text at once: appending it reads nothing, and
-    nothing else of the socket's waits for that thread either."""
-    lease = await start_turn(conversation)
-    tab = Tab(cursor=await current_seq(conversation))
-    communicator = await open_tab(user, conversation.pk, tab)
-    async with ThreadSensitiveContext():  # the turn's own thread, as in chat.runtime.run_turn
-        await db(turns.stream_text)(lease, "Hello ")
-    await receive(communicator, tab)
-    draft = await draft_id(conversation)
-
-    busy = threading.Event()
-    render = asyncio.create_task(db(busy.wait)())  # on the sync thread pushes render on
-    try:
-        async with ThreadSensitiveContext():
-            await db(turns.stream_text)(lease, "Hello world")
-        await receive(communicator, tab)
-        assert tab.draft(draft) == "Hello world"
-        assert not render.done()  # the thread was still busy when the text came
-    finally:
-        busy.set()
-        await render
-    await communicator.disconnect()
-
-
 async def test_a_tab_that_missed_a_change_reads_it_instead_of_appending_past_it(
     user, conversation, monkeypatch
 ):
     """The event of each streamed write carries its new text, and a tab that has every change
     before it appends that text as it comes. A channel layer may drop an event: a tab that
     missed one (here a rename during the stream) reads what it lacks instead."""
-    from chat import events, services
-
     lease = await start_turn(conversation)
     tab = Tab(cursor=await current_seq(conversation))
     communicator = await open_tab(user, conversation.pk, tab)
@@ -244,12 +228,12 @@ async def test_a_tab_that_missed_a_change_reads_it_instead_of_appending_past_it(
     await db(turns.stream_text)(lease, text)
     await receive(communicator, tab)
 
-    send = events.send_conversation_event_on_commit
-    monkeypatch.setattr(events, "send_conversation_event_on_commit", lambda *args: None)
+    send_on_commit = events.send_on_commit
+    monkeypatch.setattr(events, "send_on_commit", lambda group, event: None)  # lost
     await db(services.rename_conversation)(
         user=user, conversation_id=conversation.pk, title="Renamed while streaming"
     )
-    monkeypatch.setattr(events, "send_conversation_event_on_commit", send)
+    monkeypatch.setattr(events, "send_on_commit", send_on_commit)
     text += "And the part after it."
     await db(turns.stream_text)(lease, text)
     pushed = await communicator.receive_from(timeout=5)
@@ -260,18 +244,14 @@ async def test_a_tab_that_missed_a_change_reads_it_instead_of_appending_past_it(
 
 
 async def test_streamed_text_stops_at_a_session_that_ended_even_if_its_event_was_lost(
-    user, conversation, monkeypatch
+    user, conversation, monkeypatch, no_auth_events
 ):
     """Appends skip the session read only while the last one is fresh: a session that ended
-    without its `auth.changed` event (a dropped event) gets no more text after that."""
-    import asyncio
-
+    without its `auth.changed` event (a dropped event) gets no more text once that read is
+    AUTH_RECHECK_SECONDS old."""
     from django.test import Client
 
-    from chat import consumers, events, sessions
-    from config.asgi import application
-
-    monkeypatch.setattr(sessions, "AUTH_RECHECK_SECONDS", 3600)  # no periodic re-read
+    monkeypatch.setattr(sessions, "AUTH_RECHECK_SECONDS", 0.5)
     client = Client()
     await db(client.force_login)(user)
     headers = [
@@ -289,9 +269,8 @@ async def test_streamed_text_stops_at_a_session_that_ended_even_if_its_event_was
     await db(turns.stream_text)(lease, "Shown while signed in. ")
     await receive(communicator, tab)
 
-    monkeypatch.setattr(events, "send_user_event_on_commit", lambda *args: None)
-    await db(client.logout)()
-    await asyncio.sleep(consumers.SESSION_FRESH_SECONDS)
+    await db(client.logout)()  # its auth.changed event is lost
+    await asyncio.sleep(sessions.AUTH_RECHECK_SECONDS)  # the tab's last read is stale now
     await db(turns.stream_text)(lease, "Shown while signed in. Not after signing out.")
     assert await communicator.receive_output(timeout=5) == {
         "type": "websocket.close",
@@ -314,9 +293,6 @@ async def test_text_is_shown_as_the_runner_is_about_to_store_it_and_only_once(us
     """The runner sends each batch to the page just before its write (StreamWriter): a tab
     that has the draft shows it at once, then takes the write's change as already shown. A
     tab without the draft ignores it and gets the text from the change."""
-    from chat import runtime
-    from chat.models import Message
-
     lease, tab, communicator, draft = await streaming_in_a_tab(user, conversation, "Hello ")
     late = Tab(cursor=await current_seq(conversation))  # opened after the draft: lacks it
     late_communicator = await open_tab(user, conversation.pk, late)
@@ -345,10 +321,6 @@ async def test_a_steps_first_words_are_shown_at_once_and_stored_with_the_next_ba
     """The first words of a step reach an open tab as they arrive, before any write (which
     waits for a thread and a commit); the next batch stores them with the rest, and the tab
     shows each word once."""
-    from chat import runtime
-    from chat.models import Message
-    from chat.transcript import draft_text
-
     monkeypatch.setattr(runtime, "STREAM_FLUSH_INTERVAL", 3600)  # later batches: when due
     lease, tab, communicator, draft = await streaming_in_a_tab(user, conversation, "")
     writer = runtime.StreamWriter(lease, turns.Draft(draft, ""))
@@ -370,8 +342,6 @@ async def test_a_steps_first_words_are_shown_at_once_and_stored_with_the_next_ba
 async def test_a_retried_stream_is_not_shown_ahead_onto_the_failed_attempts_text(
     user, conversation, monkeypatch
 ):
-    from chat import runtime
-
     # Text is shown and written only when the test makes it due (however slow the machine).
     monkeypatch.setattr(runtime, "STREAM_FLUSH_INTERVAL", 3600)
     failed = "A first attempt that fai"
@@ -391,37 +361,21 @@ async def test_a_retried_stream_is_not_shown_ahead_onto_the_failed_attempts_text
     await communicator.disconnect()
 
 
-async def test_waits_on_changes_skip_text_streamed_ahead_of_its_change(conversation):
-    """The API's waits and event streams read changes: text sent ahead is not one."""
-    from chat import events
-
-    async with events.subscribe(conversation.pk) as changes:
-        await events.publish(
-            conversation.pk, events.draft_streamed(conversation.pk, 1, at=0, text="Hi")
-        )
-        assert not await changes.wait(0.3)
-        await events.publish(conversation.pk, events.conversation_changed(conversation.pk, 99))
-        assert await changes.wait(1)
-        assert changes.last_event["seq"] == 99
-
-
 async def test_text_a_stopped_runner_shows_ahead_does_not_stay_on_the_page(user, conversation):
     """Stop before the model's first words: the empty draft is kept (hidden, no longer a
     draft) as a change the tabs see, so the words the runner sends ahead before its write is
     refused (a worker learns of the stop only then) find no draft to go into."""
-    from chat import runtime, services
-
     await db(set_state)(conversation.pk, AgentState.LLM_REQUESTING)
     tab = Tab(cursor=await current_seq(conversation))
-    claim = await db(turns.claim)(conversation.pk, step_limit=5)  # opens the empty draft
+    claimed = await db(claim_step)(conversation.pk)  # opens the empty draft
     communicator = await open_tab(user, conversation.pk, tab)
     await receive(communicator, tab)
-    draft = claim.draft.message_id
+    draft = claimed.draft.message_id
     assert tab.draft(draft) == ""
 
     await db(services.stop_turn)(user=user, conversation_id=conversation.pk)
     await receive(communicator, tab)
-    writer = runtime.StreamWriter(claim.lease, claim.draft)
+    writer = runtime.StreamWriter(claimed.lease, claimed.draft)
     await writer.add("Words the user never sees")  # first words: shown at once, stored later
     with pytest.raises(turns.LeaseLost):
         await writer.flush()

@@ -1,78 +1,172 @@
-"""What open pages are told about a transaction's writes (chat.transcript): every message it
-changed, each once, however many changes it made to it."""
+"""What open pages are told about a transaction's writes (chat.transcript.Transcript): one
+`chat.changed` event per edit, with the newest change, once the edit is committed; every
+message the edit changed at a cursor of its own, so a page that asks for what changed after
+its cursor gets each of them (and a tool's card again once its result is in)."""
+
+import asyncio
+import logging
 
 import pytest
-from django.db import connection, transaction
-from django.test.utils import CaptureQueriesContext
+from django.db import transaction
 
-from chat import runner, transcript, turns
+from chat import events, services
 from chat.blocks import TextBlock, ToolCallBlock, ToolResultBlock
+from chat.engine import dispatch, turns
 from chat.models import AgentState, Conversation, Message, Role
-from chat.selectors import messages_changed_since
+from chat.selectors import NEWEST_FIRST_BATCH, messages_changed_since
+from chat.transcript import Transcript, lock
 from questions import services as questions
 from questions.blocks import Answer
-from questions.selectors import pending_question
-from tests.factories import set_state
-from tests.questions.test_live import ask
+from tests.factories import add_message, claim, count_loaded_messages, set_state, started_step
 
-pytestmark = pytest.mark.django_db(transaction=True)
+pytestmark = pytest.mark.django_db
 
 
 def seq_of(conversation) -> int:
     return Conversation.objects.get(pk=conversation.pk).seq
 
 
-def test_a_tool_result_marks_its_calls_message_changed(conversation):
-    """A tool's result is shown on its call's card: a page that already has the call's
-    message gets it again, now with the result."""
-    set_state(conversation.pk, AgentState.LLM_REQUESTING)
-    lease = turns.claim(conversation.pk).lease
-    turns.complete_step(
-        lease, text="", tool_calls=[ToolCallBlock(id="c0", name="calculate", arguments={})]
-    )
-    call_message = Message.objects.get(role=Role.ASSISTANT)
-    cursor = seq_of(conversation)  # the page has the call's card
-
-    turns.record_tool_result(lease, ToolResultBlock(tool_call_id="c0", content="42"))
-
-    changed = messages_changed_since(conversation_id=conversation.pk, after=cursor)
-    assert call_message.pk in [m.pk for m in changed]
+def changes(sent: list, conversation) -> list[dict]:
+    """The chat.changed events sent for `conversation`."""
+    group = events.conversation_group(conversation.pk)
+    return [event for to, event in sent if to == group and event["type"] == "chat.changed"]
 
 
-def test_answering_a_question_changes_its_message_once(user, conversation, model, monkeypatch):
-    """The answer is written into the question's own message, which open pages then render
-    with the result: the result does not mark it changed a second time."""
-    ask(user, conversation, model)
-    monkeypatch.setattr(runner, "dispatch", lambda conversation_id: None)  # no resumed turn
-    pending = pending_question(Conversation.objects.get(pk=conversation.pk))
-    version = pending.message.version
-    cursor = seq_of(conversation)
+def test_one_edit_is_one_event_with_its_newest_change_after_commit(
+    user, conversation, sent, django_capture_on_commit_callbacks
+):
+    """However many changes an edit makes (a message, another, the conversation itself), open
+    pages get one event, for the newest, and only once it is committed."""
+    before = seq_of(conversation)
+    with django_capture_on_commit_callbacks() as callbacks:
+        with transaction.atomic(), Transcript(lock(conversation.pk)) as transcript:
+            transcript.append(role=Role.USER, blocks=[TextBlock(text="one")])
+            transcript.append(role=Role.ASSISTANT, blocks=[TextBlock(text="two")])
+            transcript.conversation.title = "Renamed"
+            transcript.touch()
+        assert sent == []  # nothing before the commit
+    for callback in callbacks:
+        callback()
+    assert seq_of(conversation) == before + 3
+    assert sent == [
+        (
+            events.conversation_group(conversation.pk),
+            events.conversation_changed(conversation.pk, before + 3),
+        )
+    ]
 
-    questions.answer_question(
-        user=user,
-        conversation_id=conversation.pk,
-        tool_call_id=pending.tool_call_id,
-        answers=[Answer(labels=["Margherita"])],
-    )
 
-    question = Message.objects.get(pk=pending.message.pk)
-    assert question.version == version + 1
-    changed = messages_changed_since(conversation_id=conversation.pk, after=cursor)
-    assert question.pk in [m.pk for m in changed]
-    assert question.blocks[-1]["extra"]["answers"][0]["labels"] == ["Margherita"]
+def test_a_message_and_the_turn_it_starts_are_one_event(
+    user, conversation, sent, committed, dispatched
+):
+    Conversation.objects.filter(pk=conversation.pk).update(title="")
+    with committed():
+        services.post_user_message(user=user, conversation_id=conversation.pk, text="hello")
+    stored = Conversation.objects.get(pk=conversation.pk)
+    assert (stored.title, stored.agent_state) == ("hello", AgentState.LLM_REQUESTING)
+    assert changes(sent, conversation) == [events.conversation_changed(conversation.pk, stored.seq)]
+    [message] = Message.objects.filter(conversation=conversation, role=Role.USER)
+    assert message.seq <= stored.seq
+
+
+def test_an_edit_that_fails_or_is_rolled_back_sends_nothing_and_leaves_no_trace(
+    conversation, sent, committed
+):
+    before = seq_of(conversation)
+    with committed():
+        with (
+            pytest.raises(ValueError),
+            transaction.atomic(),
+            Transcript(lock(conversation.pk)) as transcript,
+        ):
+            transcript.append(role=Role.USER, blocks=[TextBlock(text="one")])
+            raise ValueError
+        with pytest.raises(ValueError), transaction.atomic():
+            with Transcript(lock(conversation.pk)) as transcript:
+                transcript.append(role=Role.USER, blocks=[TextBlock(text="two")])
+            raise ValueError  # after the edit ended: its transaction is rolled back
+    assert sent == []
+    assert seq_of(conversation) == before and not Message.objects.exists()
+    add_message(conversation.pk, "three")  # the conversation is written at once again
+    assert seq_of(conversation) == before + 1
+
+
+def test_an_edit_that_changes_nothing_sends_nothing(conversation, sent, committed):
+    with committed(), transaction.atomic(), Transcript(lock(conversation.pk)):
+        pass
+    assert sent == []
+
+
+def test_a_subagents_changes_are_announced_on_its_parents_page_too(
+    user, conversation, sent, committed
+):
+    child = Conversation.objects.create(owner=user, parent=conversation, title="child")
+    with committed():
+        add_message(child.pk, "Half way there")
+    child.refresh_from_db()
+    parent_group = events.conversation_group(conversation.pk)
+    assert (parent_group, events.subagent_changed(conversation.pk, child.pk, child.seq)) in sent
+    assert changes(sent, conversation) == []  # the parent itself did not change
+
+
+def test_streamed_text_is_announced_with_what_it_appends(conversation, sent, committed):
+    lease = started_step(conversation.pk)
+    draft = Message.objects.get(is_draft=True)
+    with committed():
+        turns.stream_text(lease, "Hello")
+    with committed():
+        turns.stream_text(lease, "Hello, world")
+    with committed():
+        turns.stream_text(lease, "Start over")  # a retried request: not an append
+    with committed():
+        turns.complete_step(lease, text="Start over.", tool_calls=[])
+
+    *_, first, second, restart, done = changes(sent, conversation)
+    assert first["appended"] == {"message": draft.pk, "at": 0, "text": "Hello"}
+    assert second["appended"] == {"message": draft.pk, "at": 5, "text": ", world"}
+    assert second["seq"] == first["seq"] + 1
+    assert "appended" not in restart
+    assert "appended" not in done  # the whole message, and the turn's end
+    assert done["seq"] == seq_of(conversation)
+
+
+def test_a_send_that_fails_is_logged_and_the_next_changes_still_leave(
+    user, conversation, committed, monkeypatch, caplog
+):
+    """A channel layer that fails (a Redis blip) never turns a committed change into an error:
+    the next change's event catches the pages up."""
+    delivered = []
+
+    class Layer:
+        failures = 1
+
+        async def group_send(self, group, event):
+            if self.failures:
+                self.failures -= 1
+                raise ConnectionError("the channel layer is away")
+            delivered.append((group, event))
+
+    layer = Layer()
+    monkeypatch.setattr(events, "get_channel_layer", lambda alias: layer)
+    with caplog.at_level(logging.ERROR), committed():
+        services.rename_conversation(user=user, conversation_id=conversation.pk, title="One")
+    assert "the channel layer is away" in caplog.text
+    with committed():
+        services.rename_conversation(user=user, conversation_id=conversation.pk, title="Two")
+    assert seq_of(conversation) == 2  # both committed
+    assert delivered == [
+        (
+            events.conversation_group(conversation.pk),
+            events.conversation_changed(conversation.pk, 2),
+        )
+    ]
 
 
 def test_appends_in_one_transaction_take_consecutive_places(conversation):
-    """The transaction remembers the place of its last append instead of reading it again."""
-    with transaction.atomic(), CaptureQueriesContext(connection) as queries:
-        locked = transcript.lock(conversation.pk)
+    with transaction.atomic(), Transcript(lock(conversation.pk)) as transcript:
         for text in ("one", "two", "three"):
-            transcript.append_message(locked, role=Role.USER, blocks=[TextBlock(text=text)])
-    reads = [q["sql"] for q in queries if q["sql"].startswith("SELECT")]
-    assert sum('FROM "chat_message"' in sql for sql in reads) == 1
-    with transaction.atomic():
-        locked = transcript.lock(conversation.pk)
-        transcript.append_message(locked, role=Role.USER, blocks=[TextBlock(text="four")])
+            transcript.append(role=Role.USER, blocks=[TextBlock(text=text)])
+    add_message(conversation.pk, "four", role=Role.USER)
     rows = Message.objects.filter(conversation=conversation).order_by("order")
     assert [(m.order, m.blocks[0]["text"]) for m in rows] == [
         (0, "one"),
@@ -80,27 +174,40 @@ def test_appends_in_one_transaction_take_consecutive_places(conversation):
         (2, "three"),
         (3, "four"),
     ]
+    assert [m.seq for m in rows] == [1, 2, 3, 4]  # each at its own cursor
 
 
-def conversation_writes(queries) -> int:
-    return sum(q["sql"].startswith('UPDATE "chat_conversation"') for q in queries)
+def test_a_tool_result_renders_its_calls_card_again(conversation):
+    """A tool's result is shown on its call's card: a page that already has the call's
+    message gets it again, now with the result."""
+    lease = started_step(conversation.pk)
+    turns.complete_step(
+        lease, text="", tool_calls=[ToolCallBlock(id="c0", name="calculate", arguments={})]
+    )
+    card = Message.objects.get(role=Role.ASSISTANT)
+    cursor = seq_of(conversation)  # the page has the call's card
+
+    turns.record_tool_result(lease, ToolResultBlock(tool_call_id="c0", content="42"))
+
+    changed = messages_changed_since(conversation_id=conversation.pk, after=cursor)
+    again = Message.objects.get(pk=card.pk)
+    assert card.pk in [m.pk for m in changed]
+    assert again.version == card.version + 1 and again.seq > cursor
 
 
 @pytest.mark.parametrize("calls", [False, True])
-def test_a_steps_end_is_one_change_and_one_write_of_the_row(conversation, calls):
+def test_a_steps_end_is_one_change(conversation, sent, committed, calls):
     """The model's whole answer and the state it leaves the turn in (its tools to run, or
-    the turn ended with the lease given back) are one change: one write of the row, one
-    push to the open pages."""
-    set_state(conversation.pk, AgentState.LLM_REQUESTING)
-    lease = turns.claim(conversation.pk).lease
-    turns.begin_step(lease)
+    the turn ended with the lease given back) are one edit: one event for the open pages."""
+    lease = started_step(conversation.pk)
     turns.stream_text(lease, "Let me")
     before = seq_of(conversation)
     tool_calls = [ToolCallBlock(id="c1", name="calculate", arguments={"expression": "1"})]
-    with CaptureQueriesContext(connection) as queries:
+    with committed():
         state = turns.complete_step(lease, text="Let me see.", tool_calls=tool_calls * calls)
-    assert (conversation_writes(queries), seq_of(conversation)) == (1, before + 1)
     stored = Conversation.objects.get(pk=conversation.pk)
+    assert stored.seq > before
+    assert changes(sent, conversation) == [events.conversation_changed(conversation.pk, stored.seq)]
     if calls:
         assert state.state == stored.agent_state == AgentState.TOOL_EXECUTING
         assert state.tool_calls == tuple(tool_calls) and stored.lease_owner == turns.RUNNER_ID
@@ -111,106 +218,75 @@ def test_a_steps_end_is_one_change_and_one_write_of_the_row(conversation, calls)
     assert (reply.blocks[0], reply.is_draft) == ({"type": "text", "text": "Let me see."}, False)
 
 
-def test_a_claim_that_opens_its_steps_draft_writes_the_row_once(conversation):
-    """Taking the lease and opening the step's draft: the draft's change saves the lease."""
+def test_a_claim_that_opens_its_steps_draft_is_one_change(conversation, sent, committed):
     set_state(conversation.pk, AgentState.LLM_REQUESTING)
-    with CaptureQueriesContext(connection) as queries:
-        claim = turns.claim(conversation.pk, step_limit=5)
-    assert conversation_writes(queries) == 1
+    before = seq_of(conversation)
+    with committed(), transaction.atomic():
+        taken = turns.claim(conversation.pk, step_limit=5)
     stored = Conversation.objects.get(pk=conversation.pk)
     assert (stored.lease_owner, stored.lease_token, stored.turn_steps) == (
         turns.RUNNER_ID,
-        claim.lease.token,
+        taken.lease.token,
         1,
     )
-    assert Message.objects.get(pk=claim.draft.message_id).is_draft
+    assert Message.objects.get(pk=taken.draft.message_id).is_draft
+    assert changes(sent, conversation) == [events.conversation_changed(conversation.pk, before + 1)]
+
+
+def test_answering_a_question_renders_its_card_again_once_with_the_answer(
+    user, conversation, ask, committed, sent, monkeypatch
+):
+    """The answer is written into the question's own message, which open pages then render
+    with the result: the result does not change it a second time. The reply, the answered
+    card, the result and the resumed turn: each at its own cursor, one event."""
+    ask(user, conversation)
+    card = Message.objects.filter(role=Role.ASSISTANT).order_by("order").last()
+    cursor = seq_of(conversation)
+    dispatched = []
+    monkeypatch.setattr(dispatch, "start", dispatched.append)  # the resumed turn is not run
+    sent.clear()
+
+    with committed():
+        questions.answer_question(
+            user=user,
+            conversation_id=conversation.pk,
+            tool_call_id="q1",
+            answers=[Answer(labels=["Margherita"])],
+        )
+
+    answered = Message.objects.get(pk=card.pk)
+    assert answered.version == card.version + 1
+    assert answered.blocks[-1]["extra"]["answers"][0]["labels"] == ["Margherita"]
+    stored = Conversation.objects.get(pk=conversation.pk)
+    assert stored.agent_state == AgentState.LLM_REQUESTING  # resumed (not run: dispatched)
+    assert dispatched == [conversation.pk]
+    changed = messages_changed_since(conversation_id=conversation.pk, after=cursor)
+    assert [m.role for m in changed] == [Role.ASSISTANT, Role.USER, Role.TOOL]
+    assert len({m.seq for m in changed}) == 3 and max(m.seq for m in changed) < stored.seq
+    assert changes(sent, conversation) == [events.conversation_changed(conversation.pk, stored.seq)]
 
 
 def test_a_tool_result_in_a_long_transcript_finds_its_call_reading_from_the_end(
     conversation, monkeypatch
 ):
     """What a tool result reads to find its call's card does not grow with the transcript."""
-    from chat.selectors import NEWEST_FIRST_BATCH
-    from tests.factories import add_message, count_loaded_messages
-
     for number in range(200):
         add_message(conversation.pk, f"m{number}", role=(Role.USER, Role.ASSISTANT)[number % 2])
-    with transaction.atomic():
-        locked = transcript.lock(conversation.pk)
-        call = ToolCallBlock(id="c1", name="calculate", arguments={"expression": "1"})
-        asked = transcript.append_message(locked, role=Role.ASSISTANT, blocks=[call])
+    call = ToolCallBlock(id="c1", name="calculate", arguments={"expression": "1"})
+    with transaction.atomic(), Transcript(lock(conversation.pk)) as transcript:
+        asked = transcript.append(role=Role.ASSISTANT, blocks=[call])
     loaded = count_loaded_messages(monkeypatch)
-    with transaction.atomic():
-        locked = transcript.lock(conversation.pk)
-        transcript.append_message(
-            locked, role=Role.TOOL, blocks=[ToolResultBlock(tool_call_id="c1", content="1")]
-        )
+    with transaction.atomic(), Transcript(lock(conversation.pk)) as transcript:
+        transcript.append(role=Role.TOOL, blocks=[ToolResultBlock(tool_call_id="c1", content="1")])
     assert len(loaded) <= NEWEST_FIRST_BATCH + 1  # a page, and the newest message's place
     card = Message.objects.get(pk=asked.pk)
     assert (card.version, card.seq) == (2, seq_of(conversation))  # its card shows the result
 
 
-def test_an_answer_writes_the_row_once_and_pages_get_each_of_its_changes(
-    user, conversation, model, monkeypatch
-):
-    """The reply, the answered card, the tool result and the running turn with its draft:
-    four changes (each message at its own cursor), one write of the row, one push."""
-    ask(user, conversation, model)
-    monkeypatch.setattr(runner, "dispatch", lambda conversation_id: None)  # no resumed turn
-    pending = pending_question(Conversation.objects.get(pk=conversation.pk))
-    cursor = seq_of(conversation)
-    with CaptureQueriesContext(connection) as queries:
-        questions.answer_question(
-            user=user,
-            conversation_id=conversation.pk,
-            tool_call_id=pending.tool_call_id,
-            answers=[Answer(labels=["Margherita"])],
-        )
-    assert conversation_writes(queries) == 1
-    stored = Conversation.objects.get(pk=conversation.pk)
-    assert stored.agent_state == AgentState.LLM_REQUESTING
-    changed = messages_changed_since(conversation_id=conversation.pk, after=cursor)
-    # The reply, the card, the result, the running state: the messages at their own cursors.
-    assert stored.seq == cursor + 4
-    assert [m.role for m in changed] == [Role.ASSISTANT, Role.USER, Role.TOOL]
-    assert sorted(m.seq for m in changed) == [cursor + 1, cursor + 2, cursor + 3]
-
-
-def test_a_message_writes_the_row_once(user, conversation, monkeypatch):
-    from chat import services
-
-    monkeypatch.setattr(runner, "dispatch", lambda conversation_id: None)
-    Conversation.objects.filter(pk=conversation.pk).update(title="")
-    with CaptureQueriesContext(connection) as queries:
-        services.post_user_message(user=user, conversation_id=conversation.pk, text="hello")
-    assert conversation_writes(queries) == 1
-    stored = Conversation.objects.get(pk=conversation.pk)
-    assert (stored.title, stored.agent_state) == ("hello", AgentState.LLM_REQUESTING)
-    [message] = Message.objects.filter(conversation=conversation, role=Role.USER)
-    assert message.seq <= stored.seq
-
-
-def test_a_failure_inside_one_write_leaves_the_row_as_it_was(conversation):
-    before = seq_of(conversation)
-    with pytest.raises(ValueError), transaction.atomic():
-        locked = transcript.lock(conversation.pk)
-        with transcript.one_write(locked):
-            transcript.append_message(locked, role=Role.USER, blocks=[TextBlock(text="one")])
-            raise ValueError
-    assert seq_of(conversation) == before and not Message.objects.exists()
-    with transaction.atomic():  # the same instance writes at once again afterwards
-        locked = transcript.lock(conversation.pk)
-        with pytest.raises(ValueError), transcript.one_write(locked):
-            raise ValueError
-        transcript.append_message(locked, role=Role.USER, blocks=[TextBlock(text="two")])
-        assert seq_of(conversation) == before + 1
-
-
 def earlier_turns(conversation_id: int, count: int) -> None:
     """`count` finished turns, each a prompt, a call with its result, and a reply; every call
     id `c<n>`."""
-    with transaction.atomic():
-        locked = transcript.lock(conversation_id)
+    with transaction.atomic(), Transcript(lock(conversation_id)) as transcript:
         for n in range(count):
             for role, blocks in (
                 (Role.USER, [TextBlock(text=f"prompt {n}")]),
@@ -218,22 +294,17 @@ def earlier_turns(conversation_id: int, count: int) -> None:
                 (Role.TOOL, [ToolResultBlock(tool_call_id=f"c{n}", content="2")]),
                 (Role.ASSISTANT, [TextBlock(text=f"reply {n}")]),
             ):
-                transcript.append_message(locked, role=role, blocks=blocks)
+                transcript.append(role=role, blocks=blocks)
 
 
 def test_a_tool_step_in_a_long_transcript_reads_its_turn_not_the_transcript(
-    user, conversation, monkeypatch
+    user, conversation, monkeypatch, dispatched
 ):
     """The open calls are found reading back to the turn's prompt (an answer to a question
     in between is part of the turn); the ids still unique across the whole transcript."""
-    from chat import services
-    from chat.selectors import NEWEST_FIRST_BATCH
-    from tests.factories import count_loaded_messages
-
     earlier_turns(conversation.pk, 100)
-    monkeypatch.setattr(runner, "dispatch", lambda conversation_id: None)
     services.post_user_message(user=user, conversation_id=conversation.pk, text="and now?")
-    lease = turns.claim(conversation.pk).lease
+    lease = claim(conversation.pk).lease
     calls = [
         ToolCallBlock(id="c7", name="calculate", arguments={"expression": "1"}),  # reused
         ToolCallBlock(id="fresh", name="calculate", arguments={"expression": "2"}),
@@ -256,20 +327,33 @@ def test_a_tool_step_in_a_long_transcript_reads_its_turn_not_the_transcript(
     assert results[-2:] == [first.id, second.id]  # the second closed by tools_done
 
 
-def test_calls_left_after_a_question_are_found_past_the_answer(user, conversation, model):
+def test_calls_left_after_a_question_are_found_past_the_answer(
+    user, conversation, ask, committed, monkeypatch
+):
     """A question answered mid-turn: the user's reply is part of the turn, so a call made in
     the same step after the question is still found open behind it."""
     earlier_turns(conversation.pk, 60)
-    ask(user, conversation, model)
-    pending = pending_question(Conversation.objects.get(pk=conversation.pk))
-    with transaction.atomic():
-        locked = transcript.lock(conversation.pk)
-        assert [c.id for c in turns._open_tool_calls(locked)] == [pending.tool_call_id]
-    questions.answer_question(
-        user=user,
-        conversation_id=conversation.pk,
-        tool_call_id=pending.tool_call_id,
-        answers=[Answer(labels=["Margherita"])],
-    )
-    with transaction.atomic():
-        assert turns._open_tool_calls(transcript.lock(conversation.pk)) == []
+    ask(user, conversation)
+    assert [c.id for c in turns.open_tool_calls(Conversation.objects.get(pk=conversation.pk))] == [
+        "q1"
+    ]
+    monkeypatch.setattr(dispatch, "start", lambda conversation_id: None)  # not resumed
+    with committed():
+        questions.answer_question(
+            user=user,
+            conversation_id=conversation.pk,
+            tool_call_id="q1",
+            answers=[Answer(labels=["Margherita"])],
+        )
+    assert turns.open_tool_calls(Conversation.objects.get(pk=conversation.pk)) == []
+
+
+async def test_waits_on_changes_skip_text_streamed_ahead_of_its_change():
+    """The API's waits and event streams read changes: text sent ahead is not one."""
+    group = events.conversation_group(7)
+    async with events.subscribe(group) as subscription:
+        await events.publish(group, events.draft_streamed(7, 1, at=0, text="Hi"))
+        assert not await subscription.wait(0.3)
+        await events.publish(group, events.conversation_changed(7, 99))
+        assert await asyncio.wait_for(subscription.wait(5), 5)
+        assert subscription.last_event["seq"] == 99
