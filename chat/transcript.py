@@ -56,6 +56,8 @@ class Transcript:
         self.conversation = conversation
         self.seq_before = conversation.seq
         self._last_order: int | None = None
+        # The `order` of the first message this edit appended (None: none yet).
+        self.first_appended: int | None = None
         self._appended: dict | None = None  # the edit's one change, if it was a streamed append
         self._calls_shown: set[str] = set()  # tool calls in messages this edit wrote
 
@@ -111,6 +113,8 @@ class Transcript:
             self._last_order = -1 if newest is None else newest
         seq = self.touch()
         self._last_order += 1
+        if self.first_appended is None:
+            self.first_appended = self._last_order
         message = Message.objects.create(
             conversation=self.conversation,
             role=role,

@@ -552,12 +552,9 @@ def _retire_retry(transcript: Transcript, *, superseded: bool = False) -> None:
     for a retry, the failure it retries). Only the last turn can hold one: each new turn
     retires those before it."""
     update = {"retryable": False, **({"superseded": True} if superseded else {})}
-    conversation_id = transcript.conversation.pk
-    turn = list(last_turn_newest_first(conversation_id))
-    if len(turn) == 1 and transcript.wrote(turn[0][0]):
-        # This edit appended the message that starts the new turn (post_user_message): the
-        # last turn is the one before it.
-        turn = list(last_turn_newest_first(conversation_id, before=turn[0][0].order))
+    # The turn before the messages this edit appended (the new turn's prompt, when a message
+    # starts it).
+    turn = last_turn_newest_first(transcript.conversation.pk, before=transcript.first_appended)
     for message, _ in turn:
         if message.role != Role.SYSTEM:
             continue

@@ -77,13 +77,20 @@ class SignedInConsumer(AsyncWebsocketConsumer):
     channel_layer_alias = EVENTS_LAYER
 
     async def dispatch(self, message: dict) -> None:
-        """An event of a type this consumer has no handler for (sent to a group it is in by
-        another release's process, during a rolling upgrade) is ignored: events are hints that
-        the next change or re-check catches up on, and Channels would end the socket."""
-        if getattr(self, get_handler_name(message), None) is None:
+        """Call the message's handler, as Channels' AsyncConsumer.dispatch does, but
+
+        - without its trip to the process's sync thread to close stale database connections
+          before every handler: each database read here goes through database_sync_to_async,
+          which does that itself, so an event that reads nothing (a streamed append) does not
+          wait for that thread while it renders or runs a turn's step;
+        - ignoring an event it has no handler for (sent to a group it is in by another
+          release's process, during a rolling upgrade): events are hints that the next change
+          or re-check catches up on, where Channels would end the socket."""
+        handler = getattr(self, get_handler_name(message), None)
+        if handler is None:
             logger.debug("ignored an event of unknown type %s", message.get("type"))
             return
-        await super().dispatch(message)
+        await handler(message)
 
     async def websocket_connect(self, message) -> None:
         self.pushing = asyncio.Lock()  # one push at a time; sign_out waits for it
