@@ -91,7 +91,9 @@ def conversation_detail(request: HttpRequest, conversation_id: int) -> HttpRespo
 def post_message(request: HttpRequest, conversation_id: int) -> HttpResponse:
     text = request.POST.get("text", "")
     try:
-        services.post_user_message(user=request.user, conversation_id=conversation_id, text=text)
+        message = services.post_user_message(
+            user=request.user, conversation_id=conversation_id, text=text
+        )
     except ConversationNotFound:
         raise
     except ParleyError as error:
@@ -105,8 +107,9 @@ def post_message(request: HttpRequest, conversation_id: int) -> HttpResponse:
         )
         return with_retry_after(response, error)
     if request.htmx:
-        conversation = conversation_for_user(user=request.user, conversation_id=conversation_id)
-        return render(request, f"{CONVERSATION}#composer", {"conversation": conversation})
+        # The conversation as the service left it (a new composer, disabled while a turn runs).
+        context = {"conversation": message.conversation}
+        return render(request, f"{CONVERSATION}#composer", context)
     return redirect("chat:conversation_detail", conversation_id=conversation_id)
 
 

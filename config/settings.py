@@ -257,9 +257,11 @@ else:
     WHITENOISE_USE_FINDERS = True
 WHITENOISE_AUTOREFRESH = DEBUG
 
-# Sessions in the database, read through the cache (Redis when REDIS_URL is set): every
-# request and every open socket's re-check reads one.
-SESSION_ENGINE = "django.contrib.sessions.backends.cached_db"
+# Sessions in the database (Django's default engine): every request and every open socket's
+# re-check reads one, by its primary key. Not through the cache (cached_db): Django keeps a
+# cache client for each async context, so every open websocket held a Redis connection of its
+# own for its whole life (150 idle sockets: 150 connections, ~20 KB more each).
+SESSION_ENGINE = "django.contrib.sessions.backends.db"
 SESSION_COOKIE_HTTPONLY = True
 SESSION_COOKIE_SAMESITE = "Lax"
 CSRF_COOKIE_SAMESITE = "Lax"

@@ -3,10 +3,12 @@ exactly once: one reply per step, each tool call stored once with exactly one re
 SQLite and PostgreSQL (the `database_url` fixture of conftest.py)."""
 
 import json
+import subprocess
+import sys
 
 import pytest
 
-from tests.live_server import START, LiveServer, wait_for
+from tests.live_server import ROOT, START, LiveServer, wait_for
 
 pytestmark = pytest.mark.live
 
@@ -25,16 +27,22 @@ def test_a_turn_killed_mid_run_completes_exactly_once_after_restart(
     server.set_up_database()
     server.start()
     try:
-        # Posted from another process: the server's sweep finds the turn and runs it.
-        conversation_id = int(server.manage("shell", "-v", "0", "-c", START).strip())
+        # Posted from another process: the server's sweep finds the turn and runs it, maybe
+        # before that process has even exited, so the step is watched for from the start.
+        posting = subprocess.Popen(
+            [sys.executable, "manage.py", "shell", "-v", "0", "-c", START],
+            cwd=ROOT,
+            env=server.env,
+            stdout=subprocess.PIPE,
+            text=True,
+        )
 
         def draft_of_step(step: int) -> bool:
             return bool(
-                server.query(
+                server.query(  # of the only conversation of this new database
                     "SELECT 1 FROM chat_conversation c JOIN chat_message m "
                     "ON m.conversation_id = c.id "
-                    "WHERE c.id = %s AND c.turn_steps = %s AND m.is_draft",
-                    conversation_id,
+                    "WHERE c.turn_steps = %s AND m.is_draft",
                     step,
                 )
             )
@@ -42,6 +50,8 @@ def test_a_turn_killed_mid_run_completes_exactly_once_after_restart(
         step = 1 if kill_during == "first step" else 2
         wait_for(lambda: draft_of_step(step), 20, f"the {kill_during} to stream")
         server.stop(kill=True)
+        conversation_id = int(posting.communicate(timeout=60)[0].strip())
+        assert posting.returncode == 0
 
         server.start()
         wait_for(

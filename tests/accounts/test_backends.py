@@ -6,7 +6,7 @@ is still hashed only once."""
 import pytest
 from django.contrib.auth import BACKEND_SESSION_KEY, HASH_SESSION_KEY, SESSION_KEY
 from django.contrib.auth.hashers import MD5PasswordHasher
-from django.contrib.sessions.backends.cached_db import SessionStore
+from django.contrib.sessions.backends.db import SessionStore
 
 from chat.live import sessions
 

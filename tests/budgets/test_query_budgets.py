@@ -15,8 +15,8 @@ pytestmark = pytest.mark.django_db
 
 # The budgets (docs/developers/query-budgets.md).
 SEND_MESSAGE = 11
-ANSWER_QUESTION = 14
-OPEN_CONVERSATION = 8
+ANSWER_QUESTION = 15
+OPEN_CONVERSATION = 9
 
 
 @pytest.fixture
