@@ -4,7 +4,7 @@ Chromium (Playwright) against Parley (one daphne process, SQLite, the in-memory 
 layer, the local model server) and against the floor server (bench/floor.py), trials
 interleaved in one run. Each trial is timed twice: inside the page, from the click event to
 the DOM mutation that puts the follow-up's first word on the page (precise); and as Playwright
-sees it, from the click call to its wait for that text returning (the issue's measure, which
+sees it, from the click call to its wait for that text returning (the goal's measure, which
 adds Playwright's own round trips to both systems).
 """
 
@@ -39,7 +39,7 @@ WATCH = """(text) => {
 
 def timed_click(page, button) -> tuple[float, float]:
     """(milliseconds in the page, milliseconds as Playwright sees it: from the call that
-    clicks to the return of the wait for the follow-up's text, the issue's measure)."""
+    clicks to the return of the wait for the follow-up's text, the goal's measure)."""
     page.evaluate(WATCH, FOLLOW_UP)
     started = time.perf_counter()
     button.click()

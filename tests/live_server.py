@@ -1,13 +1,20 @@
 """A real Parley server for end-to-end tests: daphne (through `config.serve`, as deployed) in a
-subprocess, on its own SQLite file or PostgreSQL database, and `manage.py worker` processes."""
+subprocess, on its own SQLite file or PostgreSQL database, and `manage.py worker` processes.
 
+Each server's database starts as a copy of one migrated once per test process, with the demo
+user (`migrated_template`): a SQLite file copied, or a PostgreSQL database created from it as a
+template. Migrating took two `manage.py` processes for every server."""
+
+import atexit
 import json
 import os
+import shutil
 import socket
 import sqlite3
 import string
 import subprocess
 import sys
+import tempfile
 import time
 import urllib.request
 import uuid
@@ -51,7 +58,14 @@ class LiveServer:
         self.process: subprocess.Popen | None = None
 
     def set_up_database(self) -> None:
-        """Migrate, and make sure the demo user (demo / demo) exists."""
+        """A migrated database with the demo user (demo / demo): a copy of the template for a
+        new SQLite file or a database postgres_database made; else migrate this one."""
+        if self.database_url in _from_template:
+            return
+        path = self.database_url.removeprefix("sqlite:///")
+        if self.database_url.startswith("sqlite:///") and not Path(path).exists():
+            shutil.copyfile(migrated_template("sqlite"), path)
+            return
         self.manage("migrate", "--no-input", "-v", "0")
         self.manage("ensure_demo_user")
 
@@ -130,17 +144,55 @@ class LiveServer:
             return connection.execute(sql, params).fetchall()
 
 
+# Database URLs made from the template (already migrated, with the demo user).
+_from_template: set[str] = set()
+_templates: dict[str, str] = {}
+
+
+def migrated_template(kind: str, admin_url: str = "") -> str:
+    """This process's migrated database with the demo user, made on first use: the path of a
+    SQLite file (`kind` "sqlite"), or the name of a PostgreSQL database on `admin_url`'s
+    server ("postgres"), dropped when the process exits."""
+    if kind in _templates:
+        return _templates[kind]
+    if kind == "sqlite":
+        location = str(Path(tempfile.mkdtemp(prefix="parley-template-")) / "template.sqlite3")
+        url = f"sqlite:///{location}"
+    else:
+        location = f"parley_template_{os.getpid()}_{uuid.uuid4().hex[:6]}"
+        with psycopg.connect(admin_url, autocommit=True) as connection:
+            connection.execute(f'CREATE DATABASE "{location}"')
+        atexit.register(_drop_database, admin_url, location)
+        url = admin_url.rsplit("/", 1)[0] + f"/{location}"
+    env = {**os.environ, "DATABASE_URL": url, "SECRET_KEY": "parley-live-test"}
+    for args in (["migrate", "--no-input", "-v", "0"], ["ensure_demo_user"]):
+        subprocess.run(
+            [sys.executable, "manage.py", *args], cwd=ROOT, env=env, check=True, timeout=120
+        )
+    _templates[kind] = location
+    return location
+
+
+def _drop_database(admin_url: str, name: str) -> None:
+    with psycopg.connect(admin_url, autocommit=True) as connection:
+        connection.execute(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
+
+
 @contextmanager
 def postgres_database(admin_url: str):
-    """A new, empty PostgreSQL database for one test; dropped afterwards."""
+    """A new PostgreSQL database for one test, migrated, with the demo user (made from the
+    template); dropped afterwards."""
+    template = migrated_template("postgres", admin_url)
     name = f"parley_live_{uuid.uuid4().hex[:10]}"
     with psycopg.connect(admin_url, autocommit=True) as connection:
-        connection.execute(f'CREATE DATABASE "{name}"')
+        connection.execute(f'CREATE DATABASE "{name}" TEMPLATE "{template}"')
+    url = admin_url.rsplit("/", 1)[0] + f"/{name}"
+    _from_template.add(url)
     try:
-        yield admin_url.rsplit("/", 1)[0] + f"/{name}"
+        yield url
     finally:
-        with psycopg.connect(admin_url, autocommit=True) as connection:
-            connection.execute(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
+        _from_template.discard(url)
+        _drop_database(admin_url, name)
 
 
 # A turn with two tool calls, started from `manage.py shell`; prints the conversation id.
