@@ -4,7 +4,7 @@ The model streams word by word at PACE words per second (a fast model's pace); t
 bytes are counted from the first frame of the reply (its draft) to the end of the turn. The
 tab offers permessage-deflate as browsers do, and two figures are kept: the messages' text
 as the page gets it (payload), and the bytes read from the socket, frame headers included
-(wire: what the network carries, and the issue's figure). The reply is English prose
+(wire: what the network carries, and what the goal is about). The reply is English prose
 (bench/model.py: standard-library docstrings), as compressible as a model's text.
 """
 

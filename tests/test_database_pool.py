@@ -11,6 +11,9 @@ from django.db import connection
 
 from config import database
 
+# Also run on PostgreSQL (make test): PostgreSQL's connection pool.
+pytestmark = pytest.mark.postgres
+
 
 class FakeConnection:
     """What the check uses of a connection: its socket, and its round trip. `server` is the

@@ -9,7 +9,8 @@ from chat.models import AgentState, Conversation
 from questions import services as questions
 from questions.errors import QuestionAlreadyResolved
 
-pytestmark = pytest.mark.django_db
+# Also run on PostgreSQL (make test): the API's listings and JSON as each backend returns them.
+pytestmark = [pytest.mark.django_db, pytest.mark.postgres]
 
 PIZZA = "Which pizza?"
 

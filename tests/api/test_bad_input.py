@@ -15,7 +15,8 @@ from api.tokens import create_token
 from chat import services
 from chat.models import Conversation
 
-pytestmark = pytest.mark.django_db
+# Also run on PostgreSQL (make test): out-of-range numbers fail differently on each backend.
+pytestmark = [pytest.mark.django_db, pytest.mark.postgres]
 
 # Bidi overrides, zero-width characters, a Unicode tag character, NUL and a lone surrogate.
 HIDDEN = "\u202e\u200b\U000e0041\x00\ud800"

@@ -11,7 +11,8 @@ from chat.models import Role
 from questions.models import Question
 from tests.factories import add_message
 
-pytestmark = pytest.mark.django_db
+# Also run on PostgreSQL (make test): the statements each flow costs, on each backend.
+pytestmark = [pytest.mark.django_db, pytest.mark.postgres]
 
 # The budgets (docs/developers/query-budgets.md).
 SEND_MESSAGE = 11

@@ -13,7 +13,8 @@ from chat.models import Conversation
 from questions import services as questions
 from questions.blocks import Answer
 
-pytestmark = pytest.mark.django_db
+# Also run on PostgreSQL (make test): the admin's search of the stored JSON differs by backend.
+pytestmark = [pytest.mark.django_db, pytest.mark.postgres]
 
 CHANGELIST = "admin:chat_conversation_changelist"
 

@@ -10,7 +10,8 @@ from api.tokens import create_token
 from chat import limits, services
 from chat.errors import TooManyMessages, TooManyRunningTurns, TooManyStreams
 
-pytestmark = pytest.mark.django_db
+# Also run on PostgreSQL (make test): the running-turns limit locks the user's row.
+pytestmark = [pytest.mark.django_db, pytest.mark.postgres]
 
 HTMX = {"HX-Request": "true"}
 

@@ -10,7 +10,8 @@ from chat.models import Role
 from chat.selectors import search_conversations_for_user
 from tests.factories import add_message
 
-pytestmark = pytest.mark.django_db
+# Also run on PostgreSQL (make test): full-text search on PostgreSQL, a substring match on SQLite.
+pytestmark = [pytest.mark.django_db, pytest.mark.postgres]
 
 
 @pytest.fixture

@@ -14,6 +14,9 @@ from chat.errors import (
 from chat.models import AgentState, Conversation, Message, Role
 from tests.factories import add_message
 
+# Also run on PostgreSQL (make test): ids and cursors past the column types' range.
+pytestmark = pytest.mark.postgres
+
 
 def texts(conversation):
     return [

@@ -19,7 +19,8 @@ from questions import services as questions
 from questions.blocks import Answer
 from tests.factories import add_message, claim, count_loaded_messages, set_state, started_step
 
-pytestmark = pytest.mark.django_db
+# Also run on PostgreSQL (make test): events leave after a real transaction's commit.
+pytestmark = [pytest.mark.django_db, pytest.mark.postgres]
 
 
 def seq_of(conversation) -> int:

@@ -20,7 +20,8 @@ from questions.models import QuestionStatus
 from questions.services import EXPIRED_RESULT
 from tests.factories import set_state
 
-pytestmark = pytest.mark.django_db
+# Also run on PostgreSQL (make test): the sweep's partial indexes and conditional updates.
+pytestmark = [pytest.mark.django_db, pytest.mark.postgres]
 
 
 def results_for(conversation, call_id="q1"):

@@ -13,6 +13,9 @@ from chat.blocks import ActionBlock
 from questions.blocks import payload_of
 from questions.models import Question, QuestionDraft, QuestionStatus
 
+# Also run on PostgreSQL (make test): the migration runs on both backends.
+pytestmark = pytest.mark.postgres
+
 BEFORE_ROWS = ("questions", "0003_question_drafts")
 NOW = timezone.now()
 

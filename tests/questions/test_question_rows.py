@@ -15,7 +15,8 @@ from questions.schemas import normalise
 from questions.selectors import question_for_user
 from tests.fakes import PIZZA
 
-pytestmark = pytest.mark.django_db
+# Also run on PostgreSQL (make test): the conditional update that resolves a question.
+pytestmark = [pytest.mark.django_db, pytest.mark.postgres]
 
 TWO_QUESTIONS = {
     "questions": [

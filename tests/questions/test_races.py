@@ -19,6 +19,10 @@ from questions.blocks import Answer, payload_of
 from questions.errors import QuestionAlreadyResolved
 from tests.live_server import ROOT, LiveServer, postgres_database
 
+# Also run on PostgreSQL (make test): first wins across threads and processes (row locks and
+# conditional updates).
+pytestmark = pytest.mark.postgres
+
 
 # Two threads race, each in its own transaction on its own connection: they must see the
 # committed question, and each other's commits.

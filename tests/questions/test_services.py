@@ -27,7 +27,8 @@ from tests.fakes import PIZZA
 
 TOO_LONG_ANSWER = "x" * (django_settings.PARLEY_MAX_MESSAGE_CHARS + 1)
 
-pytestmark = pytest.mark.django_db
+# Also run on PostgreSQL (make test): resolutions lock the conversation and update the row.
+pytestmark = [pytest.mark.django_db, pytest.mark.postgres]
 
 
 @pytest.fixture

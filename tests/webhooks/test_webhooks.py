@@ -21,7 +21,8 @@ from webhooks.addresses import NOT_PUBLIC
 from webhooks.models import Delivery, DeliveryStatus, Webhook
 from webhooks.services import create_webhook
 
-pytestmark = pytest.mark.django_db
+# Also run on PostgreSQL (make test): deliveries are claimed by conditional updates.
+pytestmark = [pytest.mark.django_db, pytest.mark.postgres]
 
 PUBLIC_IP = "93.184.215.14"
 
