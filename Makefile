@@ -8,12 +8,15 @@ HOST ?= 127.0.0.1
 PORT ?= 8000
 PO := $(wildcard locale/*/LC_MESSAGES/django.po)
 MO := $(PO:.po=.mo)
-# The PostgreSQL run of the suite (all but the `live` tests, which bring their own SQLite file);
-# the `test` database on 127.0.0.1 is there on our machines and in CI.
+# The PostgreSQL run of the suite (the tests marked `postgres`: behaviour that depends on the
+# backend); the `test` database on 127.0.0.1 is there on our machines and in CI.
 TEST_POSTGRES_URL ?= postgres://postgres@127.0.0.1:5432/test
+# Test processes: two suit the 2-core machines the suite is sized for.
+WORKERS ?= 2
+PYTEST := $(PYTHON) -m pytest -n $(WORKERS)
 
-.PHONY: run test test-sqlite test-postgres lock-check lock upgrade bench bootstrap messages \
-	makemessages lint format
+.PHONY: run test test-fast test-live test-postgres check lock-check lock upgrade bench bootstrap \
+	messages makemessages lint format
 
 bootstrap:
 	@scripts/bootstrap.sh
@@ -30,7 +33,9 @@ run: messages
 	@echo "Parley: http://$(HOST):$(PORT)/  (log in as demo / demo)"
 	@$(PYTHON) -m config.serve -b $(HOST) -p $(PORT)
 
-test: test-sqlite test-postgres
+# Everything CI runs: static checks, the in-process tests (SQLite), the tests that run real
+# servers and Chromium, and the backend-dependent tests again on PostgreSQL.
+test: check test-fast test-live test-postgres
 
 # uv.lock must hold what pyproject.toml asks for. Offline first: a lock that still matches
 # needs no index; only a mismatch goes on to ask the index, whose answer names the problem.
@@ -48,16 +53,24 @@ upgrade: bootstrap
 	@$(PYTHON) scripts/upgrade.py "$(PACKAGE)"
 	@scripts/bootstrap.sh
 
-test-sqlite: export SECRET_KEY ?= parley-test-only
-test-sqlite: lock-check messages
-	@$(PYTHON) -m ruff check .
-	@$(PYTHON) -m ruff format --check .
+# Static checks: lint, formatting, import layers, migrations in step with the models.
+check: export SECRET_KEY ?= parley-test-only
+check: lock-check lint
 	@$(PYTHON) manage.py makemigrations --check --dry-run -v 0
-	$(PYTHON) -m pytest
+
+# The in-process tests: seconds each, on the suite's own SQLite database.
+test-fast: export SECRET_KEY ?= parley-test-only
+test-fast: messages
+	$(PYTEST) -m "not live"
+
+# Real daphne and worker processes, Chromium, nginx: each test file on one test process.
+test-live: export SECRET_KEY ?= parley-test-only
+test-live: messages
+	$(PYTEST) -m live --dist loadfile
 
 test-postgres: export SECRET_KEY ?= parley-test-only
-test-postgres: lock-check messages
-	DATABASE_URL=$(TEST_POSTGRES_URL) $(PYTHON) -m pytest -m "not live"
+test-postgres: messages
+	DATABASE_URL=$(TEST_POSTGRES_URL) $(PYTEST) -m "postgres and not live"
 
 # The benchmark suite (bench/, under 5 minutes): results and a plot in docs/bench/.
 # Needs PostgreSQL and Redis on 127.0.0.1 and Chromium at /usr/bin/chromium, like the tests.
@@ -70,7 +83,9 @@ makemessages: bootstrap
 	$(PYTHON) manage.py makemessages --no-wrap --no-obsolete --no-location -l en -l zh_Hans -l pt_BR -i ".venv/*" -i "tests/*" -i "scripts/*"
 
 lint: bootstrap
-	$(PYTHON) -m ruff check . && $(PYTHON) -m ruff format --check .
+	@$(PYTHON) -m ruff check .
+	@$(PYTHON) -m ruff format --check .
+	@.venv/bin/lint-imports --no-cache
 
 format: bootstrap
 	$(PYTHON) -m ruff check --fix . && $(PYTHON) -m ruff format .

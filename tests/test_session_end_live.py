@@ -1,4 +1,4 @@
-"""A session ends everywhere at once (issue 12, findings 1, 2 and 8), against real daphne with
+"""A session ends everywhere at once, against real daphne with
 real websocket and server-sent event clients: logout, a password change, deactivation and
 token revocation close every websocket and event stream of that credential within 2 s, and
 nothing more arrives once it closed. The websocket Origin is checked exactly."""

@@ -1,4 +1,4 @@
-"""permessage-deflate on the conversation websocket (issue 11), against real daphne through
+"""permessage-deflate on the conversation websocket, against real daphne through
 `config.serve`: a client that offers it as Chromium does gets it with the server's small
 windows, its pushes inflate to the same HTML a client without it gets, a client that does not
 offer it still works, and a compressed message that inflates past the server's bound closes

@@ -5,7 +5,7 @@ is cancelled, and its block says so (the block and the row never disagree). Back
 deadlines and drafts are written back from the rows, and cancelled blocks are pending again.
 
 Blocks are read here as stored JSON, without the app's code, which may change after this
-migration: the fields are seed 000's camelCase names (questions.blocks)."""
+migration: the fields are the contract's camelCase names (questions.blocks)."""
 
 from datetime import datetime
 
@@ -21,7 +21,7 @@ STATUS_OF_RESOLUTION = {
 }
 VIAS = {"browser", "api", "terminal", "auto-resolve", "expiry"}
 KINDS = {"question", "ask_user_question", "confirm_action"}
-# Seed 000's original single-question fields, for blocks stored with no `questions` list.
+# The contract's original single-question fields, for blocks stored with no `questions` list.
 MIRRORED = {
     "questionHeader": "header",
     "questionText": "question",

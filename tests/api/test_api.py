@@ -236,7 +236,7 @@ def test_the_openapi_document_describes_the_pending_question_fully(client):
     )
     question_ref = pending["questions"]["items"]["$ref"].rsplit("/", 1)[1]
     question = schemas[question_ref]["properties"]
-    # The wire names of seed 001 (question, multiSelect), not the Python field names.
+    # The wire names of the question contract (question, multiSelect), not the Python field names.
     assert set(question) == {
         "header",
         "question",

@@ -1,4 +1,4 @@
-"""Every bad input gets a clean, documented error, never a 500 (issue 12, findings 5-7, 10, 11)."""
+"""Every bad input gets a clean, documented error, never a 500."""
 
 import pytest
 from asgiref.sync import sync_to_async

@@ -1,4 +1,4 @@
-"""The everyday chat parts (issue 14): themes, highlighted code and copy buttons, message
+"""The everyday chat parts: themes, highlighted code and copy buttons, message
 times, regenerate and edit, Send while the agent replies, the tab title, the empty state and
 the API tokens page."""
 

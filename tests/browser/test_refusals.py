@@ -1,4 +1,4 @@
-"""Every refusal is shown to the person who acted (issue 12): a limit or a login lockout is an
+"""Every refusal is shown to the person who acted: a limit or a login lockout is an
 alert where they acted, and what they typed stays."""
 
 import time

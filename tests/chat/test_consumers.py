@@ -193,7 +193,7 @@ def session_cookie(user):
     [
         (b"http://127.0.0.1:8000", True, True),
         (b"http://evil.example", True, False),
-        # The same host on another port or scheme is another origin (issue 12, finding 8).
+        # The same host on another port or scheme is another origin.
         (b"http://127.0.0.1:9999", True, False),
         (b"https://127.0.0.1:8000", True, False),
         (b"http://127.0.0.1:8000/", True, True),
@@ -250,7 +250,7 @@ async def test_a_signed_out_user_stops_receiving_updates(user, conversation):
 async def test_auth_changes_close_the_socket_at_once_through_the_user_group(
     user, conversation, monkeypatch, change
 ):
-    """The `auth.changed` event, not the periodic re-check, closes the socket (issue 12)."""
+    """The `auth.changed` event, not the periodic re-check, closes the socket."""
     monkeypatch.setattr(sessions, "AUTH_RECHECK_SECONDS", 3600)
     client = Client()
     await db(client.force_login)(user)

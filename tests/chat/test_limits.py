@@ -1,4 +1,4 @@
-"""Limits per user and login throttling (issue 12, findings 3 and 4): refusals are 429 with
+"""Limits per user and login throttling: refusals are 429 with
 Retry-After, a JSON message in the API and a visible alert in the page."""
 
 import re

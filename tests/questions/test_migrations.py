@@ -276,7 +276,7 @@ def test_questions_stored_before_rows_become_rows_and_back(old_world):
         resolved_at=NOW - timedelta(seconds=5),
         expired=True,
     )
-    # Seed 000's flat shape: one question in the flat fields only, no `questions` list.
+    # The contract's original flat shape: one question in the flat fields only, no `questions` list.
     flat = old.conversation("flat")
     old.messages(
         flat,

@@ -94,7 +94,7 @@ def test_asking_pauses_with_a_pending_block_under_the_asking_message(
     message, block = question_block(conversation)
     assert [b.type for b in parse_blocks(message.blocks)] == ["tool_call", "action"]
     assert (block.action_type, block.status) == ("question_request", "pending")
-    # The stored JSON is seed 000's contract: its field names, as they are on the wire.
+    # The stored JSON is the question contract: its field names, as they are on the wire.
     extra = block.extra
     assert extra["toolCallId"] == "q1"
     assert extra["questionHeader"] == "Pizza"
@@ -115,7 +115,7 @@ def test_picking_an_option_inserts_the_label_and_resumes(conversation, user, mod
     start(conversation, user)
     reply = answer(conversation, user, Answer(labels=["Pepperoni"]))
     conversation.refresh_from_db()
-    # Seed 000's inserted message: in the data (and the API), shown by the block instead.
+    # The contract's inserted message: in the data (and the API), shown by the block instead.
     assert parse_blocks(reply.blocks) == [TextBlock(text="Pepperoni", shown_elsewhere=True)]
     _, block = question_block(conversation)
     assert block.status == "success"

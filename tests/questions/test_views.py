@@ -67,7 +67,7 @@ def test_typed_answer_and_plain_form_post(client, asked, committed):
     html = client.get(response["Location"]).content.decode()
     block = html.split('id="question-q1"')[1].split('role="alert"')[0]
     # The answer shows once, under its question, marked as typed; the inserted message
-    # (seed 000's, still in the data) is not shown a second time.
+    # (the contract's, still in the data) is not shown a second time.
     assert '<span class="answer-typed-mark">typed</span> Calzone' in block
     assert html.count("Calzone") == 2  # the block, and the agent's "Thanks: Calzone"
     assert "Thanks: Calzone" in html
