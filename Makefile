@@ -11,9 +11,11 @@ MO := $(PO:.po=.mo)
 # The PostgreSQL run of the suite (the tests marked `postgres`: behaviour that depends on the
 # backend); the `test` database on 127.0.0.1 is there on our machines and in CI.
 TEST_POSTGRES_URL ?= postgres://postgres@127.0.0.1:5432/test
-# Test processes: two suit the 2-core machines the suite is sized for.
+# Test processes: two suit the 2-core machines the suite is sized for. The live tests spend
+# much of their time waiting on servers, deadlines and idle timeouts, so they take one more.
 WORKERS ?= 2
-PYTEST := $(PYTHON) -m pytest -n $(WORKERS)
+LIVE_WORKERS ?= 3
+PYTEST := $(PYTHON) -m pytest
 
 .PHONY: run test test-fast test-live test-postgres check lock-check lock upgrade bench bootstrap \
 	messages makemessages lint format
@@ -61,16 +63,16 @@ check: lock-check lint
 # The in-process tests: seconds each, on the suite's own SQLite database.
 test-fast: export SECRET_KEY ?= parley-test-only
 test-fast: messages
-	$(PYTEST) -m "not live"
+	$(PYTEST) -n $(WORKERS) -m "not live"
 
 # Real daphne and worker processes, Chromium, nginx: each test file on one test process.
 test-live: export SECRET_KEY ?= parley-test-only
 test-live: messages
-	$(PYTEST) -m live --dist loadfile
+	$(PYTEST) -n $(LIVE_WORKERS) -m live --dist loadfile --durations=10
 
 test-postgres: export SECRET_KEY ?= parley-test-only
 test-postgres: messages
-	DATABASE_URL=$(TEST_POSTGRES_URL) $(PYTEST) -m "postgres and not live"
+	DATABASE_URL=$(TEST_POSTGRES_URL) $(PYTEST) -n $(WORKERS) -m "postgres and not live"
 
 # The benchmark suite (bench/, under 5 minutes): results and a plot in docs/bench/.
 # Needs PostgreSQL and Redis on 127.0.0.1 and Chromium at /usr/bin/chromium, like the tests.
