@@ -47,11 +47,34 @@ def send_on_commit(group: str, event: dict) -> None:
     transaction.on_commit(partial(send, group, event), robust=True)
 
 
+# The event loop of this process's runner (chat.engine.runner binds it): sync code hands its
+# events to it and goes on, instead of waiting for the loop to send them. A request's or a
+# turn's thread would otherwise wait, with every commit, for a loop busy with other pages.
+_loop: asyncio.AbstractEventLoop | None = None
+
+
+def bind_loop(loop: asyncio.AbstractEventLoop | None) -> None:
+    global _loop
+    _loop = loop
+
+
 def send(group: str, event: dict) -> None:
-    """Send `event` to `group` now, from sync code."""
+    """Send `event` to `group` from sync code: handed to the process's event loop when it has
+    one (events from one thread are sent in order), else sent before returning."""
     layer = get_channel_layer(EVENTS_LAYER)
-    if layer is not None:
+    if layer is None:
+        return
+    loop = _loop
+    if loop is not None and loop.is_running():
+        sent = asyncio.run_coroutine_threadsafe(layer.group_send(group, event), loop)
+        sent.add_done_callback(partial(_log_failure, group))
+    else:
         async_to_sync(layer.group_send)(group, event)
+
+
+def _log_failure(group: str, sent) -> None:
+    if not sent.cancelled() and (error := sent.exception()) is not None:
+        logger.warning("could not send an event to %s: %r", group, error)
 
 
 async def publish(group: str, event: dict) -> None:

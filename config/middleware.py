@@ -72,8 +72,8 @@ def assign_request_id(request) -> str:
 @sync_and_async_middleware
 def no_store_middleware(get_response):
     """Pages, API responses and event streams carry transcripts, tokens and questions:
-    `Cache-Control: no-store` on every response this middleware sees (static files are
-    answered before it, by WhiteNoise, and keep their long cache)."""
+    `Cache-Control: no-store` on every response without caching headers of its own (static
+    files come from WhiteNoise with theirs, and keep their long cache)."""
     if iscoroutinefunction(get_response):
 
         async def middleware(request):

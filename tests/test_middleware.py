@@ -45,3 +45,12 @@ async def test_an_async_view_still_answers():
 
     assert status == 200, body
     assert headers["x-request-id"]
+
+
+async def test_static_files_are_served_with_their_own_caching():
+    status, headers, body = await get("/static/parley.css")
+
+    assert status == 200
+    assert b"{" in body
+    assert "no-store" not in headers.get("cache-control", "")
+    assert "content-security-policy" in headers

@@ -30,7 +30,8 @@ from channels.db import database_sync_to_async
 from django.conf import settings
 from django.db import transaction
 
-from chat.engine import dispatch, providers, runtime, turns
+from chat import events
+from chat.engine import dispatch, providers, runtime, threads, turns
 
 logger = logging.getLogger("parley.runner")
 
@@ -171,6 +172,8 @@ def start_in_this_loop() -> None:
         return
     loop = asyncio.get_running_loop()
     _runner = Runner(loop)
+    events.bind_loop(loop)
+    threads.start()
     if not settings.REDIS_URL:
         dispatch.bind(_runner)
     for work in (_runner.sweep_forever(), _runner.jobs_forever()):

@@ -24,8 +24,8 @@ def test_clicking_an_option_answers_and_the_agent_resumes(page):
     expect(page.locator(".message-assistant").last).to_contain_text("Great, ordering: Pepperoni.")
     expect(question.get_by_role("button")).to_have_count(0)
     expect(question).to_contain_text("Answer: Pepperoni")
-    # The answer shows once, in the block: the inserted message of the question contract (in the data and the
-    # API) is not shown again as a bubble, nor the tool result as a card.
+    # The answer shows once, in the block: the contract's inserted message (in the data and
+    # the API) is not shown again as a bubble, nor the tool result as a card.
     expect(page.locator(".message-user:visible")).to_have_count(1)
     expect(page.locator(".message-user")).to_have_count(2)
     expect(page.get_by_text("Tool result")).to_have_count(0)
