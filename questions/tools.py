@@ -5,12 +5,12 @@ pausing; and how an ordinary message resolves a pending question.
 Messages stored in blocks are English msgids, translated when shown.
 """
 
+from channels.db import database_sync_to_async
 from django.conf import settings
 from django.utils.translation import gettext_noop
 
 from chat.blocks import ToolCallBlock
 from chat.engine.dispatch import Next
-from chat.engine.threads import db
 from chat.engine.tools import PAUSED, Outcome, Refusal, Tool, ToolContext
 from chat.models import Message
 from chat.transcript import Transcript
@@ -116,7 +116,7 @@ class QuestionTool(Tool):
                 detail=str(error),
             )
         limit = settings.QUESTION_MAX_PER_TURN
-        if await db(services.ask)(context.lease, call, request, limit=limit):
+        if await database_sync_to_async(services.ask)(context.lease, call, request, limit=limit):
             return PAUSED
         return LIMIT
 

@@ -31,7 +31,7 @@ from django.conf import settings
 from django.db import transaction
 
 from chat import events
-from chat.engine import dispatch, providers, runtime, threads, turns
+from chat.engine import dispatch, providers, runtime, turns
 
 logger = logging.getLogger("parley.runner")
 
@@ -173,7 +173,6 @@ def start_in_this_loop() -> None:
     loop = asyncio.get_running_loop()
     _runner = Runner(loop)
     events.bind_loop(loop)
-    threads.start()
     if not settings.REDIS_URL:
         dispatch.bind(_runner)
     for work in (_runner.sweep_forever(), _runner.jobs_forever()):

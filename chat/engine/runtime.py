@@ -11,6 +11,7 @@ import contextlib
 import logging
 import time
 
+from channels.db import database_sync_to_async
 from django.conf import settings
 from django.db import transaction
 
@@ -19,12 +20,13 @@ from chat.blocks import TextBlock, ToolCallBlock, ToolResultBlock, parse_blocks
 from chat.engine import dispatch, tools, turns
 from chat.engine.providers import get_provider
 from chat.engine.providers.base import HistoryMessage, ProviderError, TextDelta, ToolCallRequest
-from chat.engine.threads import db
 from chat.engine.tools import Paused, Refusal, ToolContext
 from chat.errors import ConversationNotFound
 from chat.models import AgentState, Message
 
 logger = logging.getLogger("parley.runtime")
+
+db = database_sync_to_async
 
 # Streamed text is written at most this often (seconds), not once per token.
 STREAM_FLUSH_INTERVAL = 0.05

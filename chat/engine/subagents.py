@@ -14,12 +14,12 @@ the children already made (turns.spawn_subagents is idempotent) and waits again.
 
 import asyncio
 
+from channels.db import database_sync_to_async
 from pydantic import Field, ValidationError, field_validator
 
 from chat import events
 from chat.blocks import ToolCallBlock, ToolResultBlock
 from chat.engine import dispatch, turns
-from chat.engine.threads import db
 from chat.engine.tools import (
     MAX_RESULT_CHARS,
     Outcome,
@@ -31,6 +31,8 @@ from chat.engine.tools import (
 from chat.models import Conversation
 from chat.selectors import subagent_view
 from chat.text import clean_text
+
+db = database_sync_to_async
 
 TOOL_NAME = "spawn_agents"
 MAX_TASKS = 4
