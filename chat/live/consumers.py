@@ -37,6 +37,7 @@ from django.utils.html import format_html
 from chat.errors import ConversationNotFound
 from chat.events import EVENTS_LAYER, conversation_group, user_group
 from chat.live import sessions
+from chat.live.renders import Render, shared_renders
 from chat.models import AgentState, Conversation
 from chat.selectors import changed_subagents, conversation_for_user, transcript_changes
 from chat.transcript import draft_text
@@ -200,12 +201,13 @@ class ConversationConsumer(SignedInConsumer):
         self.header_key: tuple | None = None  # what the header last sent was rendered from
         self.recheck: asyncio.Task | None = None
         try:
-            await database_sync_to_async(conversation_for_user)(
+            conversation = await database_sync_to_async(conversation_for_user)(
                 user=self.user, conversation_id=self.conversation_id
             )
         except ConversationNotFound:
             await self.close()  # before accept: the handshake is refused (HTTP 403)
             return
+        self.created_at = conversation.created_at  # which conversation this id is (renders)
         await self.join(conversation_group(self.conversation_id), user_group(self.user.pk))
         await self.accept()
 
@@ -287,7 +289,7 @@ class ConversationConsumer(SignedInConsumer):
                 return
             try:
                 html, cursor, running = await database_sync_to_async(self.render_changes)(
-                    self.sent_seq
+                    self.sent_seq, upto
                 )
             except ConversationNotFound:
                 await self.close(code=CLOSE_NOT_FOUND)
@@ -312,10 +314,50 @@ class ConversationConsumer(SignedInConsumer):
         self.recheck = None
         await self.push_changes()
 
-    def render_changes(self, after: int) -> tuple[str, int, bool]:
+    def tab_state(self, after: int) -> tuple:
+        """What a push to this tab depends on besides the database: who reads it, in which
+        language, and what the tab already has."""
+        return (
+            self.user.pk,
+            self.language,
+            after,
+            tuple(sorted(self.sent_drafts.items())),
+            self.header_key,
+            tuple(sorted(self.sent_subagents.items())),
+        )
+
+    def render_changes(self, after: int, upto: int | None = None) -> tuple[str, int, bool]:
         """The OOB fragments for everything changed after `after`, the new cursor, and
-        whether a turn is running."""
+        whether a turn is running. `upto`: the change that asks for the push; a push another
+        tab in this tab's state just got (chat.live.renders) is sent again if it covers it."""
         self.check_session()
+        state = self.tab_state(after)
+        if upto is not None and (
+            shared := shared_renders.get(self.conversation_id, self.created_at, state, upto)
+        ):
+            self.sent_drafts = dict(shared.drafts)
+            self.header_key = shared.header_key
+            self.sent_subagents = dict(shared.subagents)
+            return shared.html, shared.cursor, shared.running
+        html, cursor, running = self.render_fresh(after)
+        if upto is not None:  # not a sync or a re-check: a change other tabs get too
+            shared_renders.put(
+                self.conversation_id,
+                Render(
+                    created_at=self.created_at,
+                    state=state,
+                    html=html,
+                    cursor=cursor,
+                    running=running,
+                    drafts=dict(self.sent_drafts),
+                    header_key=self.header_key,
+                    subagents=dict(self.sent_subagents),
+                ),
+            )
+        return html, cursor, running
+
+    def render_fresh(self, after: int) -> tuple[str, int, bool]:
+        """render_changes, read and rendered for this tab."""
         parent = conversation_for_user(
             user=self.user, conversation_id=self.conversation_id, flag_children=True
         )

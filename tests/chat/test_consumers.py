@@ -17,9 +17,10 @@ from django.contrib.auth.models import AnonymousUser
 from django.test import Client
 
 from chat import services
+from chat.errors import ConversationNotFound
 from chat.live import sessions
 from chat.live.consumers import ConversationConsumer
-from chat.models import AgentState
+from chat.models import AgentState, Conversation
 from chat.routing import websocket_urlpatterns
 from config.asgi import application
 from tests.factories import add_message, fail_turn, set_state
@@ -309,6 +310,7 @@ def tab_on(user, conversation_id):
     tab.user, tab.conversation_id = user, conversation_id
     tab.sent_subagents, tab.sent_drafts, tab.header_key = {}, {}, None
     tab.session_read_at = time.monotonic()
+    tab.created_at = Conversation.objects.get(pk=conversation_id).created_at
     return tab
 
 
@@ -329,6 +331,31 @@ def test_a_push_reads_the_conversation_and_what_changed_in_two_queries(
     assert "Hello there" in html
     assert cursor == before + 1
     assert running
+
+
+@pytest.mark.django_db
+def test_tabs_in_the_same_state_share_one_render_of_a_change(
+    user, other_user, conversation, django_assert_num_queries
+):
+    """Two tabs of one person at the same cursor get the push rendered for the first: the
+    second reads nothing. A tab in another language, or another person's, renders its own."""
+    set_state(conversation.pk, AgentState.LLM_REQUESTING)
+    before = conversation.seq + 1
+    add_message(conversation.pk, "Hello there")
+    first, second, third = (tab_on(user, conversation.pk) for _ in range(3))
+    third.language = "pt-br"
+    html, cursor, _ = first.render_changes(before, upto=before + 1)
+    with django_assert_num_queries(0):
+        assert second.render_changes(before, upto=before + 1) == (html, cursor, True)
+    with django_assert_num_queries(2):
+        third.render_changes(before, upto=before + 1)
+    stranger = tab_on(other_user, conversation.pk)
+    with pytest.raises(ConversationNotFound):
+        stranger.render_changes(before, upto=before + 1)
+    # A change the shared push does not cover is read again.
+    add_message(conversation.pk, "And more")
+    with django_assert_num_queries(2):
+        assert "And more" in second.render_changes(cursor, upto=cursor + 1)[0]
 
 
 async def test_a_tab_whose_session_ended_is_not_pushed_to_while_another_tab_is(
