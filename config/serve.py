@@ -40,7 +40,6 @@ from autobahn.websocket.compress import (
 )
 from daphne.cli import CommandLineInterface
 from daphne.server import Server
-from daphne.ws_protocol import WebSocketProtocol
 
 APPLICATION = "config.asgi:application"
 # How long a shutdown may take to hand turns back before the process exits anyway.
@@ -51,8 +50,7 @@ DRAIN_SECONDS = 1.0
 # permessage-deflate: the server's window (2**WINDOW_BITS bytes of history; zlib's default
 # 15) and memory level (default 8), and the window the client is asked for (it only sends
 # syncs). Compressing takes 2**(WINDOW_BITS + 2) + 2**(MEM_LEVEL + 9) bytes plus ~6 KB, kept
-# for the socket's life; decompressing 2**CLIENT_WINDOW_BITS plus ~7 KB, only while a client
-# message is read (ParleyWebSocketProtocol). 1 KB of history
+# for the socket's life; decompressing 2**CLIENT_WINDOW_BITS plus ~7 KB. 1 KB of history
 # holds the last pushes of a streaming reply, which is what repeats: a 50,000-character prose
 # reply is about its own length on the wire, against ~3x uncompressed (make bench).
 WINDOW_BITS = 10
@@ -80,22 +78,6 @@ def accept_deflate(offers: list) -> PerMessageDeflateOfferAccept | None:
     return None
 
 
-class ParleyWebSocketProtocol(WebSocketProtocol):
-    """daphne's websocket protocol, without an inflater kept between a client's messages.
-
-    Each client message is inflated alone (no context takeover), yet autobahn keeps the last
-    message's inflater (~8 KB) for the socket's life, and a page sends one sync per socket:
-    an idle socket needs none. This reads two private names of autobahn's
-    (docs/developers/decisions/0002-websocket-inflater.md; tests/decisions/ fail if they change).
-    """
-
-    def onMessage(self, payload, isBinary):
-        super().onMessage(payload, isBinary)
-        deflate = self._perMessageCompress
-        if deflate is not None and deflate.client_no_context_takeover:
-            deflate._decompressor = None
-
-
 class ParleyServer(Server):
     def run(self):
         from twisted.internet import defer, reactor
@@ -110,7 +92,6 @@ class ParleyServer(Server):
             # resets allowNullOrigin on every call that does not name it: keep daphne's (the
             # application checks origins, and answers a refused one with a 403).
             factory = self.ws_factory
-            factory.protocol = ParleyWebSocketProtocol
             factory.setProtocolOptions(
                 perMessageCompressionAccept=accept_deflate,
                 allowNullOrigin=factory.allowNullOrigin,
