@@ -158,8 +158,7 @@ def figures(r: dict) -> str:
                 f"| idle {label}: memory each; RSS open → closed; Redis connections open → "
                 f"closed | **{k['kb_each']} KB**; {k['rss_kb']['open'] // 1024} → "
                 f"{k['rss_kb']['closed'] // 1024} MB; {k['redis_connections']['open']} → "
-                f"{k['redis_connections']['closed']} | "
-                + ("≤ 50 KB, given back |" if kind == "websocket" else "– |")
+                f"{k['redis_connections']['closed']} | " + "given back |"
             )
     if s := r.get("transcript"):
         for t, kind in ((s, ""), (s.get("with_tools"), " with 250 tool cards")):
@@ -269,7 +268,6 @@ def plot(r: dict, path: Path) -> None:
             [s[kind]["kb_each"] for kind, _ in shown],
             "Memory per idle connection",
             "KB",
-            goal=50,
         )
     if s := r.get("transcript"):
         tools = s.get("with_tools", {})
