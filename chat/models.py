@@ -139,7 +139,9 @@ class Message(models.Model):
     class Meta:
         verbose_name = _("message")
         verbose_name_plural = _("messages")
-        ordering = ["conversation", "order"]
+        # The column, not the conversation: ordering by a foreign key orders by the related
+        # model's own ordering, a join to chat_conversation on every read of messages.
+        ordering = ["conversation_id", "order"]
         indexes = [models.Index(fields=["conversation", "seq"], name="message_conversation_seq")]
         constraints = [
             models.UniqueConstraint(fields=["conversation", "order"], name="message_order_unique"),

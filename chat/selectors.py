@@ -83,10 +83,10 @@ def conversation_for_user(
         )
     if lock:
         conversations = conversations.select_for_update(of=("self",))
-    conversation = conversations.filter(pk=conversation_id).first()
-    if conversation is None:
-        raise ConversationNotFound
-    return conversation
+    try:
+        return conversations.get(pk=conversation_id)
+    except Conversation.DoesNotExist:
+        raise ConversationNotFound from None
 
 
 # --- What changed after a cursor --------------------------------------------------------------

@@ -30,12 +30,10 @@ from chat.selectors import assistant_newest_first
 def lock(conversation_id: int) -> Conversation:
     """The conversation, its row locked for the rest of the transaction (no access check:
     the turn's runner and the background jobs, which act for the owner)."""
-    conversation = (
-        Conversation.objects.select_for_update(of=("self",)).filter(pk=conversation_id).first()
-    )
-    if conversation is None:
-        raise ConversationNotFound
-    return conversation
+    try:
+        return Conversation.objects.select_for_update(of=("self",)).get(pk=conversation_id)
+    except Conversation.DoesNotExist:
+        raise ConversationNotFound from None
 
 
 def draft_text(message: Message) -> str | None:

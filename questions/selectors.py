@@ -17,13 +17,12 @@ def question_for_user(
     transcript). Raises ConversationNotFound (no access), QuestionAlreadyResolved (no such
     question: a stale or unknown id, as the losers of a race see it)."""
     conversation = conversation_for_user(user=user, conversation_id=conversation_id, lock=lock)
-    question = (
-        Question.objects.select_related("message")
-        .filter(conversation=conversation, tool_call_id=tool_call_id)
-        .first()
-    )
-    if question is None:
-        raise QuestionAlreadyResolved
+    try:
+        question = Question.objects.select_related("message").get(
+            conversation=conversation, tool_call_id=tool_call_id
+        )
+    except Question.DoesNotExist:
+        raise QuestionAlreadyResolved from None
     question.conversation = conversation
     return question
 
@@ -63,10 +62,13 @@ def pending_questions_for_user(*, user) -> list[Question]:
 def draft_answers(conversation_id: int, tool_call_id: str) -> list[Answer]:
     """The saved, unsent answer to a question (questions.services.save_draft), if any; the
     caller has checked access to the conversation."""
-    draft = QuestionDraft.objects.filter(
-        question__conversation_id=conversation_id, question__tool_call_id=tool_call_id
-    ).first()
-    if draft is None or not isinstance(draft.data, list):
+    try:
+        draft = QuestionDraft.objects.only("data").get(
+            question__conversation_id=conversation_id, question__tool_call_id=tool_call_id
+        )
+    except QuestionDraft.DoesNotExist:
+        return []
+    if not isinstance(draft.data, list):
         return []
     answers = []
     for item in draft.data:
