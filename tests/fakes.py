@@ -73,6 +73,11 @@ class WebhookReceiver:
         self.statuses = list(statuses)
         self.requests: list[tuple[dict[str, str], str]] = []
         self.answered: list[int] = []  # the status each request got, in the same order
+        # With `body_bytes`, each answer carries that many bytes of body; `body_sent` counts
+        # what the client took before it closed the connection, set once the answer ends.
+        self.body_bytes = 0
+        self.body_sent: list[int] = []
+        self.answer_ended = threading.Event()
         lock = threading.Lock()
         receiver = self
 
@@ -89,8 +94,17 @@ class WebhookReceiver:
                     status = receiver.statuses.pop(0) if receiver.statuses else 200
                     receiver.answered.append(status)
                 self.send_response(status)
-                self.send_header("Content-Length", "0")
+                self.send_header("Content-Length", str(receiver.body_bytes))
                 self.end_headers()
+                sent, chunk = 0, b"x" * 65536
+                try:
+                    while sent < receiver.body_bytes:
+                        self.wfile.write(chunk[: receiver.body_bytes - sent])
+                        sent += min(len(chunk), receiver.body_bytes - sent)
+                except OSError:
+                    pass  # the client closed the connection
+                receiver.body_sent.append(sent)
+                receiver.answer_ended.set()
 
         self.server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
         self.url = f"http://127.0.0.1:{self.server.server_address[1]}/hook"

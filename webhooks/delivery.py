@@ -72,10 +72,14 @@ def attempt(pk: int) -> None:
         # Connect to the address just checked, not to whatever a second lookup returns (DNS
         # rebinding); the request still names the host, for virtual hosting and TLS.
         address = check_url(delivery.webhook.url)
-        with httpx.Client(
-            timeout=settings.WEBHOOK_TIMEOUT, follow_redirects=False, trust_env=False
-        ) as client:
-            response = client.post(
+        with (
+            httpx.Client(
+                timeout=settings.WEBHOOK_TIMEOUT, follow_redirects=False, trust_env=False
+            ) as client,
+            # Streamed, and closed with the body unread: the status is all a delivery needs,
+            # and a receiver's answer, however large, costs no memory here.
+            client.stream(
+                "POST",
                 url.copy_with(host=address),
                 content=delivery.body.encode(),
                 headers={
@@ -83,8 +87,9 @@ def attempt(pk: int) -> None:
                     "host": url.netloc.decode().rpartition("@")[2],
                 },
                 extensions={"sni_hostname": url.host},
-            )
-        status_code = response.status_code
+            ) as response,
+        ):
+            status_code = response.status_code
         if not 200 <= status_code < 300:
             error = f"HTTP {status_code}"
     except UnsafeUrl as refused:

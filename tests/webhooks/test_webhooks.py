@@ -198,6 +198,18 @@ def test_deliveries_are_signed_per_standard_webhooks(user, conversation, hooked,
     assert row.status == DeliveryStatus.DELIVERED and row.attempts == 1
 
 
+def test_a_receivers_answer_is_not_read_past_its_status(user, conversation, hooked, receiver, ask):
+    """A receiver that answers with a huge body costs the server nothing: the status is all a
+    delivery reads, and the connection is closed with the rest unread."""
+    receiver.body_bytes = 256 * 1024 * 1024
+    ask(user, conversation)
+    assert delivery.deliver_due() == 1
+    assert Delivery.objects.get().status == DeliveryStatus.DELIVERED
+    assert receiver.answer_ended.wait(10)
+    # What loopback's socket buffers take before the receiver notices the close.
+    assert receiver.body_sent[0] < 16 * 1024 * 1024
+
+
 def test_a_failing_receiver_gets_the_same_event_again_later(
     user, conversation, hooked, receiver, clock, ask
 ):
