@@ -7,24 +7,12 @@ refused past the limits; this times the other user's turn alone and under the fl
 import tempfile
 from pathlib import Path
 
-from tests.live_clients import FLOOD_ENV, flood_scenario
-from tests.live_server import LiveServer
+from tests.live_clients import flood_scenario, flood_server
 
 
 def run(model_url: str) -> dict:
-    server = LiveServer(Path(tempfile.mkdtemp(prefix="parley-bench-flood-")), **FLOOD_ENV)
-    server.set_up_database()
-    server.manage(
-        "shell",
-        "-c",
-        "from django.contrib.auth.models import User; "
-        "User.objects.create_user('victim', password='pw-victim-123')",
-    )
-    server.start()
-    try:
+    with flood_server(Path(tempfile.mkdtemp(prefix="parley-bench-flood-"))) as server:
         result = flood_scenario(server)
-    finally:
-        server.stop()
     return {
         "alone_s": round(result["baseline"], 2),
         "flooded_s": round(result["flooded"], 2),

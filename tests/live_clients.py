@@ -14,6 +14,8 @@ from concurrent.futures import ThreadPoolExecutor
 
 import httpx
 
+from tests.live_server import LiveServer
+
 
 class HandshakeRefused(Exception):
     """The server answered the websocket handshake with something other than 101."""
@@ -359,6 +361,24 @@ FLOOD_ENV = {
     "PARLEY_MAX_RUNNING_TURNS": "3",
     "PARLEY_MAX_STREAMS": "10",
 }
+
+
+@contextlib.contextmanager
+def flood_server(workdir):
+    """A started server with the flood's settings and the victim user, stopped after."""
+    server = LiveServer(workdir, **FLOOD_ENV)
+    server.set_up_database()
+    server.manage(
+        "shell",
+        "-c",
+        "from django.contrib.auth.models import User; "
+        "User.objects.create_user('victim', password='pw-victim-123')",
+    )
+    server.start()
+    try:
+        yield server
+    finally:
+        server.stop()
 
 
 async def timed_turn(http: httpx.AsyncClient, headers: dict) -> float:

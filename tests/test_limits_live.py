@@ -5,25 +5,15 @@ the flood slows the other user's turn is a figure of `make bench` (bench/flood.p
 
 import pytest
 
-from tests.live_clients import FLOOD_ENV, flood_scenario
-from tests.live_server import LiveServer
+from tests.live_clients import flood_scenario, flood_server
 
 pytestmark = pytest.mark.live
 
 
 @pytest.fixture(scope="module")
 def server(tmp_path_factory):
-    server = LiveServer(tmp_path_factory.mktemp("limits"), **FLOOD_ENV)
-    server.set_up_database()
-    server.manage(
-        "shell",
-        "-c",
-        "from django.contrib.auth.models import User; "
-        "User.objects.create_user('victim', password='pw-victim-123')",
-    )
-    server.start()
-    yield server
-    server.stop()
+    with flood_server(tmp_path_factory.mktemp("limits")) as server:
+        yield server
 
 
 def test_a_flood_is_refused_past_the_limits_and_another_users_turn_completes(server):
