@@ -25,6 +25,11 @@ def transcript_items(page):
     return page.get_by_role("list", name="Transcript").get_by_role("listitem")
 
 
+def user_messages(page):
+    """The person's own messages (headed "You"), not the agent's, which may quote them."""
+    return transcript_items(page).filter(has=page.get_by_role("heading", name="You", exact=True))
+
+
 def send(page, text):
     page.get_by_role("textbox", name="Message").fill(text)
     page.get_by_role("textbox", name="Message").press("Enter")
