@@ -65,6 +65,9 @@ class Conversation(models.Model):
     )
     parent_tool_call_id = models.CharField(_("parent tool call"), max_length=64, blank=True)
     subagent_index = models.PositiveSmallIntegerField(_("sub-agent number"), default=0)
+    # Set once it spawns a sub-agent: open pages then also look for changed children with
+    # each push, which every other conversation is spared.
+    has_subagents = models.BooleanField(_("has sub-agents"), default=False, editable=False)
 
     class Meta:
         verbose_name = _("conversation")

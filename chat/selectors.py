@@ -58,29 +58,29 @@ def waiting_conversation_ids(*, user) -> set[int]:
     )
 
 
-def conversation_for_user(
-    *, user, conversation_id, lock: bool = False, flag_children: bool = False
-) -> Conversation:
-    """The conversation if `user` may act on it; otherwise ConversationNotFound (never 403).
-    A sub-agent's conversation is never found here: it is read only through its parent
-    (`subagents_of`), and nobody posts to it, stops it or deletes it on its own.
-
-    With lock=True the row is locked (SELECT ... FOR UPDATE) for the caller's transaction.
-    With flag_children=True, `has_children` says whether it has sub-agents, in the same query.
-    """
+def accessible_conversation_id(*, user, conversation_id) -> int:
+    """`conversation_id` as an id `user` may look for, or ConversationNotFound: nobody is
+    signed in, or it is no id at all (the database refuses ids out of range)."""
     if user is None or not user.is_authenticated:
         raise ConversationNotFound
     try:
         conversation_id = int(conversation_id)
     except (ValueError, TypeError):
         raise ConversationNotFound from None
-    if not 0 < conversation_id <= MAX_ID:  # no such id (the database refuses larger ones)
+    if not 0 < conversation_id <= MAX_ID:
         raise ConversationNotFound
+    return conversation_id
+
+
+def conversation_for_user(*, user, conversation_id, lock: bool = False) -> Conversation:
+    """The conversation if `user` may act on it; otherwise ConversationNotFound (never 403).
+    A sub-agent's conversation is never found here: it is read only through its parent
+    (`subagents_of`), and nobody posts to it, stops it or deletes it on its own.
+
+    With lock=True the row is locked (SELECT ... FOR UPDATE) for the caller's transaction.
+    """
+    conversation_id = accessible_conversation_id(user=user, conversation_id=conversation_id)
     conversations = Conversation.objects.filter(owner=user, parent__isnull=True)
-    if flag_children:
-        conversations = conversations.annotate(
-            has_children=Exists(Conversation.objects.filter(parent=OuterRef("pk")))
-        )
     if lock:
         conversations = conversations.select_for_update(of=("self",))
     try:

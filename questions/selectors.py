@@ -3,7 +3,7 @@
 from django.db.models import QuerySet
 
 from chat.models import AgentState, Conversation
-from chat.selectors import conversation_for_user
+from chat.selectors import accessible_conversation_id, conversation_for_user
 from questions.blocks import Answer
 from questions.errors import QuestionAlreadyResolved
 from questions.models import Question, QuestionDraft, QuestionStatus
@@ -13,18 +13,24 @@ def question_for_user(
     *, user, conversation_id: int, tool_call_id: str, lock: bool = False
 ) -> Question:
     """The question of the call `tool_call_id` in one of the user's conversations, with its
-    message; with `lock`, the conversation's row is locked first (every resolution writes the
-    transcript). Raises ConversationNotFound (no access), QuestionAlreadyResolved (no such
-    question: a stale or unknown id, as the losers of a race see it)."""
-    conversation = conversation_for_user(user=user, conversation_id=conversation_id, lock=lock)
+    conversation and message, in one query; with `lock`, the conversation's row is locked
+    (every resolution writes the transcript). Raises ConversationNotFound (no access),
+    QuestionAlreadyResolved (no such question: a stale or unknown id, as the losers of a race
+    see it)."""
+    conversation_id = accessible_conversation_id(user=user, conversation_id=conversation_id)
+    questions = Question.objects.select_related("conversation", "message").filter(
+        conversation_id=conversation_id,
+        conversation__owner=user,
+        conversation__parent__isnull=True,
+        tool_call_id=tool_call_id,
+    )
+    if lock:
+        questions = questions.select_for_update(of=("conversation",))
     try:
-        question = Question.objects.select_related("message").get(
-            conversation=conversation, tool_call_id=tool_call_id
-        )
+        return questions.get()
     except Question.DoesNotExist:
+        conversation_for_user(user=user, conversation_id=conversation_id)  # which error
         raise QuestionAlreadyResolved from None
-    question.conversation = conversation
-    return question
 
 
 def pending_question(conversation: Conversation) -> Question | None:

@@ -27,9 +27,16 @@ class Next:
     # Conversations whose turn ended: a runner of this process still on it stops at once (the
     # lease fences any other: its next write fails).
     cancel: tuple[int, ...] = ()
+    # The turns of `run` already claimed for this process's runner (chat.engine.turns.Claim),
+    # when it runs its turns itself (claims_here).
+    claimed: tuple = ()
 
     def __or__(self, other: "Next") -> "Next":
-        return Next(run=self.run + other.run, cancel=self.cancel + other.cancel)
+        return Next(
+            run=self.run + other.run,
+            cancel=self.cancel + other.cancel,
+            claimed=self.claimed + other.claimed,
+        )
 
 
 NOTHING = Next()
@@ -38,6 +45,10 @@ NOTHING = Next()
 class LocalRunner(Protocol):
     def start_soon(self, conversation_id: int) -> None:
         """From any thread: run the turn on this process's loop."""
+
+    def start_claimed_on_commit(self, claim) -> None:
+        """In the transaction that claimed a turn for this runner (a turns.Claim): run it on
+        this process's loop once that commits."""
 
     def cancel_soon(self, conversation_id: int) -> None:
         """From any thread: stop this process's runner of the turn, if it has one."""
@@ -53,11 +64,26 @@ def bind(runner: LocalRunner | None) -> None:
     _local = runner
 
 
+def claims_here() -> bool:
+    """Whether turns started in this process are claimed for its own runner by the
+    transaction that starts them: a server with a runner and no workers' queue."""
+    return _local is not None and not settings.REDIS_URL
+
+
 def on_commit(next: Next) -> None:
     """Act on `next` once the current transaction commits (at once outside one). Robust: a
-    dispatch that fails is logged, and the sweep finds the turn."""
+    dispatch that fails is logged, and the sweep finds the turn.
+
+    A turn claimed for this process's runner has the history of its first model request read
+    now, in the transaction that claimed it: call this after the transaction's last change to
+    the turn's transcript."""
+    claimed = {claim.lease.conversation_id: claim for claim in next.claimed}
+    local = _local
     for conversation_id in next.run:
-        transaction.on_commit(partial(start, conversation_id), robust=True)
+        if (claim := claimed.get(conversation_id)) is not None and local is not None:
+            local.start_claimed_on_commit(claim)
+        else:
+            transaction.on_commit(partial(start, conversation_id), robust=True)
     for conversation_id in next.cancel:
         transaction.on_commit(partial(cancel, conversation_id), robust=True)
 

@@ -32,6 +32,7 @@ from django.db import transaction
 
 from chat import events
 from chat.engine import dispatch, providers, runtime, turns
+from chat.errors import ConversationNotFound
 
 logger = logging.getLogger("parley.runner")
 
@@ -43,8 +44,9 @@ class Runner:
     def __init__(self, loop: asyncio.AbstractEventLoop) -> None:
         self.loop = loop
         self.tasks: dict[int, asyncio.Task] = {}
-        # Dispatched again while its task was finishing: run once more after it.
-        self.again: set[int] = set()
+        # Dispatched again while its task was finishing: run once more after it, with the
+        # claim taken for that dispatch, if any.
+        self.again: dict[int, runtime.Started | None] = {}
         self.stopping = False
         self.jobs_wake = asyncio.Event()
         self.background: list[asyncio.Task] = []
@@ -53,21 +55,36 @@ class Runner:
     def start_soon(self, conversation_id: int) -> None:
         self.loop.call_soon_threadsafe(self.spawn, conversation_id)
 
+    def start_claimed_on_commit(self, claim: turns.Claim) -> None:
+        history = None
+        if claim.draft is not None:  # the claim started a model request: read what it sends
+            history = runtime.build_history(claim.lease.conversation_id)
+        conversation_id = claim.lease.conversation_id
+        transaction.on_commit(
+            partial(self.loop.call_soon_threadsafe, self.spawn, conversation_id, (claim, history)),
+            robust=True,
+        )
+
     def cancel_soon(self, conversation_id: int) -> None:
         self.loop.call_soon_threadsafe(self.cancel, conversation_id)
 
-    def spawn(self, conversation_id: int) -> None:
-        """Start the turn as a task on this loop, unless this process already runs it."""
+    def spawn(self, conversation_id: int, started: runtime.Started | None = None) -> None:
+        """Start the turn as a task on this loop, unless this process already runs it.
+        `started`: the claim already taken for it (start_claimed_on_commit)."""
         if self.stopping:
-            return  # the sweep of another process (or a worker after this one) takes it
+            # The sweep of another process (or a worker after this one) takes it; a lease
+            # taken for this process is given back first, so that it need not lapse.
+            if started is not None:
+                self.loop.create_task(give_back(started[0].lease), context=contextvars.Context())
+            return
         if conversation_id in self.tasks:
             # The running task may be past its last check: run once more when it is done.
-            self.again.add(conversation_id)
+            self.again[conversation_id] = started or self.again.get(conversation_id)
             return
         # A fresh context (no request's): the turn's database work runs where Channels runs
         # every consumer's, on the process's sync thread, with its one kept connection.
         task = self.loop.create_task(
-            runtime.run_turn(conversation_id), context=contextvars.Context()
+            runtime.run_turn(conversation_id, started), context=contextvars.Context()
         )
         self.tasks[conversation_id] = task
         task.add_done_callback(lambda _: self._finished(conversation_id))
@@ -75,8 +92,7 @@ class Runner:
     def _finished(self, conversation_id: int) -> None:
         self.tasks.pop(conversation_id, None)
         if conversation_id in self.again:
-            self.again.discard(conversation_id)
-            self.spawn(conversation_id)
+            self.spawn(conversation_id, self.again.pop(conversation_id))
 
     def cancel(self, conversation_id: int) -> None:
         task = self.tasks.get(conversation_id)
@@ -145,6 +161,11 @@ class Runner:
                     logger.exception(
                         "could not hand conversation %s to another worker", conversation_id
                     )
+
+
+async def give_back(lease: turns.Lease) -> None:
+    with contextlib.suppress(ConversationNotFound):
+        await database_sync_to_async(turns.release)(lease)
 
 
 _runner: Runner | None = None

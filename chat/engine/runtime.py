@@ -77,8 +77,12 @@ def build_history(conversation_id: int) -> list[HistoryMessage]:
     return history
 
 
+# A claimed turn: its lease, and the history of the model request the claim started (if any).
+Started = tuple[turns.Claim, list[HistoryMessage] | None]
+
+
 @transaction.atomic
-def claim_turn(conversation_id: int) -> tuple[turns.Claim, list[HistoryMessage] | None] | None:
+def claim_turn(conversation_id: int) -> Started | None:
     """Claim the turn and, when its next step is a model request, start that step and read
     its history in the same transaction: the request goes out after one commit."""
     claim = turns.claim(conversation_id, step_limit=settings.AGENT_MAX_STEPS)
@@ -260,13 +264,16 @@ async def _heartbeat(lease: turns.Lease, task: asyncio.Task) -> None:
             logger.exception("could not renew the lease of conversation %s", lease.conversation_id)
 
 
-async def run_turn(conversation_id: int) -> None:
+async def run_turn(conversation_id: int, started: Started | None = None) -> None:
     """Claim the conversation's running turn, if nobody holds it, and drive it to its end.
+    `started`: the claim already taken for this runner (turns.claims_here), with the history
+    of the model request it started; else the turn is claimed here.
 
     Logs one line when the turn is claimed (or taken over from a runner that stopped renewing)
     and one when this runner lets go of it: paused, finished, failed, stopped or handed back.
     """
-    started = await db(claim_turn)(conversation_id)
+    if started is None:
+        started = await db(claim_turn)(conversation_id)
     if started is None:
         return
     claim, history = started

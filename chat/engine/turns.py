@@ -13,6 +13,12 @@ runner whose lease was taken over (it stalled, or the user pressed Stop) can no 
 
 Transitions that start or end a turn return what should happen once they commit
 (dispatch.Next); the caller hands it to dispatch.on_commit. Nothing here starts a runner.
+When this process runs its turns itself (dispatch.claims_here: one process, no queue), a
+transition that starts a turn also claims it for this process's runner, in the same
+transaction, as `claim` would (Next.claimed): the model request goes out as that commits,
+without a claim transaction of its own queued behind the pages that render the very change.
+Should the process die first, the lease lapses and a sweep runs the turn, as for a runner
+that died mid-turn.
 
 A sub-agent's turn is an ordinary turn of a child conversation; its parent waits in
 tool_executing, and stopping or failing the parent stops the running children.
@@ -41,6 +47,7 @@ from chat.blocks import (
     ToolResultBlock,
     parse_blocks,
 )
+from chat.engine import dispatch
 from chat.engine.dispatch import NOTHING, Next
 from chat.models import RUNNING_STATES, AgentState, Conversation, Message, Role
 from chat.selectors import SUBAGENT_STOPPED, assistant_newest_first, last_turn_newest_first
@@ -201,26 +208,8 @@ def claim(conversation_id: int, *, step_limit: int | None = None) -> Claim | Non
     )
     if conversation is None:
         return None
-    taken_from = conversation.lease_owner
-    conversation.lease_owner = RUNNER_ID
-    conversation.lease_expires_at = timezone.now() + lease_duration()
-    conversation.lease_token += 1
-    draft = None
     with Transcript(conversation) as transcript:
-        if (
-            step_limit is not None
-            and conversation.agent_state == AgentState.LLM_REQUESTING
-            and conversation.turn_steps < step_limit
-        ):
-            conversation.turn_steps += 1
-            draft = _open_draft(transcript)
-    return Claim(
-        Lease(conversation.pk, conversation.lease_token),
-        taken_from,
-        is_subagent=conversation.parent_id is not None,
-        turn=TurnState(AgentState(conversation.agent_state), conversation.turn_steps),
-        draft=draft,
-    )
+        return _take_lease(transcript, step_limit=step_limit)
 
 
 @transaction.atomic
@@ -360,7 +349,7 @@ def spawn_subagents(lease: Lease, call: ToolCallBlock, tasks: list[tuple[str, st
     if conversation.children.filter(parent_tool_call_id=call.id).exists():
         _keep_lease(conversation)
         return NOTHING
-    started = []
+    started = NOTHING
     for index, (title, task) in enumerate(tasks):
         child = Conversation.objects.create(
             owner_id=conversation.owner_id,
@@ -368,17 +357,16 @@ def spawn_subagents(lease: Lease, call: ToolCallBlock, tasks: list[tuple[str, st
             parent=conversation,
             parent_tool_call_id=call.id,
             subagent_index=index,
-            agent_state=AgentState.LLM_REQUESTING,
-            lease_expires_at=queued_lease_expiry(),
         )
         with Transcript(child) as transcript:
             transcript.append(role=Role.USER, blocks=[TextBlock(text=task)])
-        started.append(child.pk)
+            started |= _set_running(transcript, AgentState.LLM_REQUESTING)
     # The call's message changes (it now shows the children), so open pages render them.
+    conversation.has_subagents = True
     with Transcript(conversation) as transcript:
         message = _message_with_call(conversation, call.id)
         transcript.update(message, blocks=parse_blocks(message.blocks))
-    return Next(run=tuple(started))
+    return started
 
 
 @transaction.atomic
@@ -449,13 +437,43 @@ def open_tool_calls(conversation: Conversation) -> list[ToolCallBlock]:
 
 
 def _set_running(transcript: Transcript, state: AgentState) -> Next:
-    """Put the turn in the running `state`, for a runner to claim once this commits."""
+    """Put the turn in the running `state`: claimed for this process's runner now when it
+    runs its turns itself, else for any runner to claim once this commits."""
     conversation = transcript.conversation
     conversation.agent_state = state
+    transcript.touch()
+    if dispatch.claims_here():
+        claim = _take_lease(transcript, step_limit=settings.AGENT_MAX_STEPS)
+        return Next(run=(conversation.pk,), claimed=(claim,))
     conversation.lease_owner = ""
     conversation.lease_expires_at = queued_lease_expiry()
-    transcript.touch()
     return Next(run=(conversation.pk,))
+
+
+def _take_lease(transcript: Transcript, *, step_limit: int | None) -> Claim:
+    """Give the running turn's lease to this process's runner (a new fencing token). With
+    `step_limit`, a turn whose next step is a model request also has that request started
+    (as begin_step does), unless it already made `step_limit` of them."""
+    conversation = transcript.conversation
+    taken_from = conversation.lease_owner
+    conversation.lease_owner = RUNNER_ID
+    conversation.lease_expires_at = timezone.now() + lease_duration()
+    conversation.lease_token += 1
+    draft = None
+    if (
+        step_limit is not None
+        and conversation.agent_state == AgentState.LLM_REQUESTING
+        and conversation.turn_steps < step_limit
+    ):
+        conversation.turn_steps += 1
+        draft = _open_draft(transcript)
+    return Claim(
+        Lease(conversation.pk, conversation.lease_token),
+        taken_from,
+        is_subagent=conversation.parent_id is not None,
+        turn=TurnState(AgentState(conversation.agent_state), conversation.turn_steps),
+        draft=draft,
+    )
 
 
 def _held(lease: Lease, *states: AgentState) -> Conversation:

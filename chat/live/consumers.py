@@ -358,12 +358,10 @@ class ConversationConsumer(SignedInConsumer):
 
     def render_fresh(self, after: int) -> tuple[str, int, bool]:
         """render_changes, read and rendered for this tab."""
-        parent = conversation_for_user(
-            user=self.user, conversation_id=self.conversation_id, flag_children=True
-        )
+        parent = conversation_for_user(user=self.user, conversation_id=self.conversation_id)
         # Children first: one that exists now is also in the parent's changes read after it
         # (or already on the page), so its section is there for the pushed parts to replace.
-        subagents = changed_subagents(parent, self.sent_subagents) if parent.has_children else []
+        subagents = changed_subagents(parent, self.sent_subagents) if parent.has_subagents else []
         changes = transcript_changes(
             user=self.user, conversation_id=self.conversation_id, after=after, first=parent
         )

@@ -6,11 +6,11 @@ nobody holds. A turn gives its lease back in the very change that pauses or ends
 import asyncio
 
 import pytest
-from asgiref.sync import async_to_sync
+from asgiref.sync import async_to_sync, sync_to_async
 
 from chat import services
 from chat.blocks import TextBlock, parse_blocks
-from chat.engine import runner, runtime, turns
+from chat.engine import dispatch, runner, runtime, turns
 from chat.engine.providers.base import TextDelta
 from chat.engine.runner import Runner
 from chat.models import AgentState, Conversation, Role
@@ -36,7 +36,7 @@ def turns_run(monkeypatch):
 
     runs = Runs()
 
-    async def run_turn(conversation_id: int) -> None:
+    async def run_turn(conversation_id: int, started=None) -> None:
         runs.append(conversation_id)
         runs.started.set()
         if runs.hold:
@@ -187,3 +187,89 @@ def test_a_turn_that_pauses_gives_its_lease_back_in_that_very_change(
     # The model got the answer at once, as the result of its question.
     last = ended.messages.order_by("order").last()
     assert parse_blocks(last.blocks) == [TextBlock(text="Thanks: Pepperoni")]
+
+
+def claiming_elsewhere(conversation_id):
+    raise AssertionError("the turn was claimed again after the commit that started it")
+
+
+@pytest.mark.django_db
+def test_where_the_process_runs_its_own_turns_the_answer_claims_the_turn_it_resumes(
+    user, conversation, ask, committed, monkeypatch
+):
+    """One process and no queue: the answer's transaction takes the lease for this process's
+    runner and starts the model request (its draft opened, its history read), so the request
+    goes out as the answer commits, and the runner claims nothing again."""
+    ask(user, conversation)
+    monkeypatch.setattr(runtime, "claim_turn", claiming_elsewhere)
+
+    def answer() -> tuple[Conversation, int]:
+        with committed():
+            questions.answer_question(
+                user=user,
+                conversation_id=conversation.pk,
+                tool_call_id="q1",
+                answers=[Answer(labels=["Funghi"])],
+            )
+            claimed = Conversation.objects.get(pk=conversation.pk)
+            return claimed, claimed.messages.filter(is_draft=True).count()
+
+    async def answer_here() -> tuple[Conversation, int]:
+        process = Runner(asyncio.get_running_loop())
+        monkeypatch.setattr(runner, "_runner", process)
+        monkeypatch.setattr(dispatch, "_local", process)
+        claimed = await sync_to_async(answer)()
+        await asyncio.sleep(0)  # the commit handed the turn to this loop
+        await runner.wait_for_turns()
+        return claimed
+
+    claimed, drafts = async_to_sync(answer_here)()
+    # Before the commit: the answer's own transaction held the lease and the open step.
+    assert (claimed.agent_state, claimed.lease_owner) == (
+        AgentState.LLM_REQUESTING,
+        turns.RUNNER_ID,
+    )
+    assert (claimed.turn_steps, drafts) == (1, 1)
+    ended = Conversation.objects.get(pk=conversation.pk)
+    assert ended.agent_state == AgentState.IDLE
+    last = ended.messages.order_by("order").last()
+    assert parse_blocks(last.blocks) == [TextBlock(text="Thanks: Funghi")]
+
+
+@pytest.mark.django_db
+def test_a_stopping_process_gives_back_a_turn_claimed_for_it_at_once(
+    user, conversation, committed, use, monkeypatch
+):
+    model = use(FakeProvider([TextDelta("Never sent.")]))
+
+    def post() -> None:
+        with committed():
+            services.post_user_message(user=user, conversation_id=conversation.pk, text="Hi")
+
+    async def post_while_stopping() -> dict:
+        process = Runner(asyncio.get_running_loop())
+        monkeypatch.setattr(dispatch, "_local", process)
+        process.stopping = True  # after the transaction claimed the turn, before it started
+        await sync_to_async(post)()
+        await asyncio.sleep(0)
+        await asyncio.wait(asyncio.all_tasks() - {asyncio.current_task()})
+        return process.tasks
+
+    assert async_to_sync(post_while_stopping)() == {}
+    stored = Conversation.objects.get(pk=conversation.pk)
+    assert (stored.lease_owner, stored.lease_expires_at) == ("", None)
+    assert turns.stale_runs() == [conversation.pk]  # for any process's sweep, now
+    assert model.histories == []
+
+
+@pytest.mark.django_db
+def test_with_a_workers_queue_a_turn_is_left_for_a_worker_to_claim(
+    user, conversation, dispatched, settings, monkeypatch
+):
+    settings.REDIS_URL = "redis://127.0.0.1:6379/15"
+    monkeypatch.setattr(dispatch, "_local", Runner(asyncio.new_event_loop()))
+    services.post_user_message(user=user, conversation_id=conversation.pk, text="Hi")
+    queued = Conversation.objects.get(pk=conversation.pk)
+    assert queued.lease_owner == ""
+    assert queued.lease_expires_at is not None  # lapses if the worker that took it dies
+    assert not queued.messages.filter(is_draft=True).exists()
