@@ -53,7 +53,8 @@ class Transcript:
     def __init__(self, conversation: Conversation) -> None:
         self.conversation = conversation
         self.seq_before = conversation.seq
-        self._last_order: int | None = None
+        self._newest: Message | None = None
+        self._newest_read = False
         # The `order` of the first message this edit appended (None: none yet).
         self.first_appended: int | None = None
         self._appended: dict | None = None  # the edit's one change, if it was a streamed append
@@ -100,23 +101,26 @@ class Transcript:
         """Whether `message` was written by this edit (open pages read it after commit)."""
         return message.seq > self.seq_before
 
-    def append(self, *, role: Role, blocks: list[Block], is_draft: bool = False) -> Message:
-        if self._last_order is None:
-            newest = (
-                Message.objects.filter(conversation=self.conversation)
-                .order_by("-order")
-                .values_list("order", flat=True)
-                .first()
+    def newest(self) -> Message | None:
+        """The conversation's newest message, superseded or not (read once per edit): what
+        the next message appended follows."""
+        if not self._newest_read:
+            self._newest = (
+                Message.objects.filter(conversation=self.conversation).order_by("-order").first()
             )
-            self._last_order = -1 if newest is None else newest
+            self._newest_read = True
+        return self._newest
+
+    def append(self, *, role: Role, blocks: list[Block], is_draft: bool = False) -> Message:
+        newest = self.newest()
+        order = 0 if newest is None else newest.order + 1
         seq = self.touch()
-        self._last_order += 1
         if self.first_appended is None:
-            self.first_appended = self._last_order
+            self.first_appended = order
         message = Message.objects.create(
             conversation=self.conversation,
             role=role,
-            order=self._last_order,
+            order=order,
             blocks=dump_blocks(blocks),
             search_text=searchable_text(blocks),
             is_draft=is_draft,
@@ -125,6 +129,7 @@ class Transcript:
             created_at=self.conversation.updated_at,
             updated_at=self.conversation.updated_at,
         )
+        self._newest = message
         self._show_results(blocks)
         return message
 

@@ -256,7 +256,7 @@ def stream_text(lease: Lease, text: str) -> Draft:
     """The model's text so far, shown in the turn's draft message; returns that draft."""
     conversation = _held(lease, AgentState.LLM_REQUESTING)
     with Transcript(conversation) as transcript:
-        draft = _draft(conversation)
+        draft = _draft(transcript)
         if draft is None:
             draft = transcript.append(
                 role=Role.ASSISTANT, blocks=[TextBlock(text=text)], is_draft=True
@@ -274,7 +274,7 @@ def complete_step(lease: Lease, *, text: str, tool_calls: list[ToolCallBlock]) -
     tool_calls = _with_unique_ids(conversation, tool_calls)
     blocks = ([TextBlock(text=text)] if text else []) + list(tool_calls)
     with Transcript(conversation) as transcript:
-        draft = _draft(conversation)
+        draft = _draft(transcript)
         if draft is not None:
             # Even when empty: open tabs show the draft, so it is kept (and hidden) rather than
             # deleted, which the catch-up protocol could not express.
@@ -540,7 +540,7 @@ def _open_draft(transcript: Transcript) -> Draft:
     """The draft the step's reply streams into, made (empty) as the step starts: open pages
     render it while the model request is on its way (an empty draft is not shown), so the
     first text reaches them as a plain append. The step's start is a change either way."""
-    draft = _draft(transcript.conversation)
+    draft = _draft(transcript)
     if draft is None:
         draft = transcript.append(role=Role.ASSISTANT, blocks=[TextBlock(text="")], is_draft=True)
     else:
@@ -548,17 +548,19 @@ def _open_draft(transcript: Transcript) -> Draft:
     return Draft(draft.pk, draft_text(draft))
 
 
-def _draft(conversation: Conversation) -> Message | None:
-    return (
-        Message.objects.filter(conversation=conversation, is_draft=True).order_by("-order").first()
-    )
+def _draft(transcript: Transcript) -> Message | None:
+    """The turn's streaming draft, if it has one: while it does, the draft is the newest
+    message (nothing else is appended while a model request streams, and every way a step
+    ends turns it into a message first)."""
+    newest = transcript.newest()
+    return newest if newest is not None and newest.is_draft else None
 
 
 def _finalize_draft(transcript: Transcript) -> None:
     """Keep what the turn's draft shows, as a message that is no longer a draft. A draft that
     never got any text is kept too, empty and hidden, as complete_step keeps one: open tabs
     have it, and a deletion is not a change they would see."""
-    draft = _draft(transcript.conversation)
+    draft = _draft(transcript)
     if draft is None:
         return
     blocks = [b for b in parse_blocks(draft.blocks) if not isinstance(b, TextBlock) or b.text]

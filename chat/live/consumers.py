@@ -126,14 +126,20 @@ class SignedInConsumer(AsyncWebsocketConsumer):
                 await self.sign_out()
                 return
 
-    def session_still_valid(self) -> bool:
-        """Read the session now: whether it still signs this user in."""
-        read_at = time.monotonic()
+    def session_still_valid(self, *, afresh: bool = False) -> bool:
+        """Whether the session still signs this user in: as read by any socket of it in this
+        process within AUTH_RECHECK_SECONDS (sessions.SessionReads), or, `afresh`, now."""
         # Without a session in the scope (tests that set the user themselves), the user is all
         # there is; config.asgi always puts the consumer behind AuthMiddlewareStack.
-        if "session" in self.scope and not sessions.session_still_valid(
-            self.session_key(), self.user.pk
-        ):
+        if "session" not in self.scope:
+            self.session_read_at = time.monotonic()
+            return True
+        key = self.session_key()
+        if not key:
+            return False
+        read = None if afresh else sessions.session_reads.recent(key)
+        read_at, user_id = read or sessions.session_reads.read(key)
+        if user_id != self.user.pk:
             return False
         self.session_read_at = read_at
         return True
@@ -150,10 +156,9 @@ class SignedInConsumer(AsyncWebsocketConsumer):
 
     async def auth_changed(self, event: dict) -> None:
         """The user's credentials changed: close unless this session is still good."""
-        if (
-            sessions.ended_here(event, self.session_key())
-            or not await database_sync_to_async(self.session_still_valid)()
-        ):
+        if sessions.ended_here(event, self.session_key()) or not await database_sync_to_async(
+            self.session_still_valid
+        )(afresh=True):
             await self.sign_out()
 
     async def sign_out(self) -> None:

@@ -10,6 +10,8 @@ emits these as signals, so this boundary listens to them) and when a token is re
 """
 
 import hashlib
+import threading
+import time
 from importlib import import_module
 from types import SimpleNamespace
 
@@ -40,6 +42,46 @@ def session_user_id(session_key: str | None) -> int | None:
 
 def session_still_valid(session_key: str | None, user_id: int) -> bool:
     return session_user_id(session_key) == user_id
+
+
+class SessionReads:
+    """This process's latest read of each session, shared by the session's open sockets.
+
+    A page has two sockets (its conversation's and the live channel), and a person often has
+    several tabs: each would read the same session every AUTH_RECHECK_SECONDS while pushes
+    come. A read another socket of the session made within that time answers for it too
+    (an ended session is still noticed within AUTH_RECHECK_SECONDS of the last good read), so
+    a process reads each session about once a beat, whatever its number of sockets;
+    `auth.changed` still makes each socket read afresh. Reads too old to answer are dropped
+    as new ones come."""
+
+    def __init__(self) -> None:
+        self.reads: dict[str, tuple[float, int | None]] = {}
+        self.lock = threading.Lock()
+        self.prune_at = 64
+
+    def recent(self, session_key: str) -> tuple[float, int | None] | None:
+        """(when it was read, by time.monotonic(); the user id it signed in, or None), if
+        read within the last AUTH_RECHECK_SECONDS."""
+        with self.lock:
+            read = self.reads.get(session_key)
+        if read is not None and time.monotonic() - read[0] < AUTH_RECHECK_SECONDS:
+            return read
+        return None
+
+    def read(self, session_key: str) -> tuple[float, int | None]:
+        """Read the session now (session_user_id), and keep the read for the other sockets."""
+        read = (time.monotonic(), session_user_id(session_key))  # the time before the read
+        with self.lock:
+            self.reads[session_key] = read
+            if len(self.reads) >= self.prune_at:
+                stale = read[0] - AUTH_RECHECK_SECONDS
+                self.reads = {k: r for k, r in self.reads.items() if r[0] > stale}
+                self.prune_at = max(64, 2 * len(self.reads))
+        return read
+
+
+session_reads = SessionReads()
 
 
 def ended_here(event: dict, session_key: str | None) -> bool:

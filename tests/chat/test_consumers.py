@@ -256,6 +256,9 @@ async def test_auth_changes_close_the_socket_at_once_through_the_user_group(
     client = Client()
     await db(client.force_login)(user)
     communicator = await signed_in_socket(client, conversation.pk)
+    # A good read of the session, which the process's other sockets of it would take: the
+    # event reads the session afresh all the same.
+    await db(sessions.session_reads.read)(client.session.session_key)
 
     def act():
         if change == "password":
@@ -272,6 +275,19 @@ async def test_auth_changes_close_the_socket_at_once_through_the_user_group(
         "type": "websocket.close",
         "code": 4401,
     }
+
+
+def test_the_sockets_of_a_session_in_a_process_share_one_read_of_it_a_beat(monkeypatch):
+    reads = []
+    monkeypatch.setattr(sessions, "session_user_id", lambda key: reads.append(key) or 7)
+    shared = sessions.SessionReads()
+    first = shared.read("a-session")
+    assert shared.recent("a-session") == first  # what another socket of it takes
+    assert shared.recent("another-session") is None
+    assert reads == ["a-session"]
+    later = first[0] + sessions.AUTH_RECHECK_SECONDS
+    monkeypatch.setattr(sessions.time, "monotonic", lambda: later)
+    assert shared.recent("a-session") is None  # a beat old: read again
 
 
 async def test_a_sign_in_elsewhere_does_not_close_the_socket(user, conversation):
