@@ -56,6 +56,9 @@ class Runner:
         self.loop.call_soon_threadsafe(self.spawn, conversation_id)
 
     def start_claimed_on_commit(self, claim: turns.Claim) -> None:
+        """In the transaction that claimed the turn for this runner: read the history of the
+        model request the claim started (in that transaction, so it is the one committed), and
+        start the turn here once the transaction commits."""
         history = None
         if claim.draft is not None:  # the claim started a model request: read what it sends
             history = runtime.build_history(claim.lease.conversation_id)
@@ -164,6 +167,7 @@ class Runner:
 
 
 async def give_back(lease: turns.Lease) -> None:
+    """Free a turn's lease at once (turns.release), for another process's sweep."""
     with contextlib.suppress(ConversationNotFound):
         await database_sync_to_async(turns.release)(lease)
 
