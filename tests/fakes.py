@@ -77,6 +77,9 @@ class WebhookReceiver:
         # what the client took before it closed the connection, set once the answer ends.
         self.body_bytes = 0
         self.body_sent: list[int] = []
+        # With `trickle` (seconds), the answer's status line and headers go out a byte at a
+        # time, this long apart, for as long as the client listens.
+        self.trickle = 0.0
         self.answer_ended = threading.Event()
         lock = threading.Lock()
         receiver = self
@@ -93,6 +96,9 @@ class WebhookReceiver:
                     )
                     status = receiver.statuses.pop(0) if receiver.statuses else 200
                     receiver.answered.append(status)
+                if receiver.trickle:
+                    self.trickle_answer(status)
+                    return
                 self.send_response(status)
                 self.send_header("Content-Length", str(receiver.body_bytes))
                 self.end_headers()
@@ -104,6 +110,19 @@ class WebhookReceiver:
                 except OSError:
                     pass  # the client closed the connection
                 receiver.body_sent.append(sent)
+                receiver.answer_ended.set()
+
+            def trickle_answer(self, status: int) -> None:
+                import time
+
+                try:
+                    for byte in f"HTTP/1.1 {status} OK\r\nContent-Length: 0\r\n\r\n".encode():
+                        self.wfile.write(bytes([byte]))
+                        self.wfile.flush()
+                        time.sleep(receiver.trickle)
+                except OSError:
+                    pass  # the client closed the connection
+                self.close_connection = True
                 receiver.answer_ended.set()
 
         self.server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)

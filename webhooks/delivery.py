@@ -8,6 +8,7 @@ current timestamp (Standard Webhooks). Failures are retried with exponential bac
 row is marked failed after WEBHOOK_MAX_ATTEMPTS.
 """
 
+import asyncio
 import logging
 from datetime import timedelta
 
@@ -68,12 +69,30 @@ def attempt(pk: int) -> None:
         return  # its webhook was deleted meanwhile
     status_code, error = None, ""
     try:
-        url = httpx.URL(delivery.webhook.url)
+        # A fresh event loop for the attempt: this runs on a sweep job's thread, which has none.
+        status_code = asyncio.run(post(delivery))
+        if not 200 <= status_code < 300:
+            error = f"HTTP {status_code}"
+    except UnsafeUrl as refused:
+        error = str(refused.message)
+    except TimeoutError:
+        error = f"No answer within WEBHOOK_TIMEOUT ({settings.WEBHOOK_TIMEOUT:g} s)"
+    except httpx.HTTPError as failure:
+        error = f"{type(failure).__name__}: {failure}"[:500]
+    record(delivery, status_code=status_code, error=error)
+
+
+async def post(delivery: Delivery) -> int:
+    """POST the delivery and return the receiver's status, all within WEBHOOK_TIMEOUT: httpx's
+    timeouts bound each read, and a receiver that trickles its answer a byte at a time would
+    otherwise hold the attempt (and the sweep's thread) for as long as it likes."""
+    url = httpx.URL(delivery.webhook.url)
+    async with asyncio.timeout(settings.WEBHOOK_TIMEOUT):
         # Connect to the address just checked, not to whatever a second lookup returns (DNS
         # rebinding); the request still names the host, for virtual hosting and TLS.
-        address = check_url(delivery.webhook.url)
-        with (
-            httpx.Client(
+        address = await asyncio.to_thread(check_url, delivery.webhook.url)
+        async with (
+            httpx.AsyncClient(
                 timeout=settings.WEBHOOK_TIMEOUT, follow_redirects=False, trust_env=False
             ) as client,
             # Streamed, and closed with the body unread: the status is all a delivery needs,
@@ -89,14 +108,7 @@ def attempt(pk: int) -> None:
                 extensions={"sni_hostname": url.host},
             ) as response,
         ):
-            status_code = response.status_code
-        if not 200 <= status_code < 300:
-            error = f"HTTP {status_code}"
-    except UnsafeUrl as refused:
-        error = str(refused.message)
-    except httpx.HTTPError as failure:
-        error = f"{type(failure).__name__}: {failure}"[:500]
-    record(delivery, status_code=status_code, error=error)
+            return response.status_code
 
 
 def record(delivery: Delivery, *, status_code: int | None, error: str) -> None:
