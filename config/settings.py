@@ -381,6 +381,9 @@ WEBHOOK_ALLOW_PRIVATE_NETWORKS = env_bool("WEBHOOK_ALLOW_PRIVATE_NETWORKS")
 WEBHOOK_MAX_ATTEMPTS = int(os.environ.get("WEBHOOK_MAX_ATTEMPTS", "8"))
 WEBHOOK_RETRY_SECONDS = float(os.environ.get("WEBHOOK_RETRY_SECONDS", "10"))
 WEBHOOK_TIMEOUT = float(os.environ.get("WEBHOOK_TIMEOUT", "5"))
+# Attempts a process makes at once, and at most this many of them for one user's webhooks.
+WEBHOOK_CONCURRENCY = int(os.environ.get("WEBHOOK_CONCURRENCY", "10"))
+WEBHOOK_USER_SHARE = int(os.environ.get("WEBHOOK_USER_SHARE", "2"))
 # The channel that `manage.py worker` serves when REDIS_URL is set.
 PARLEY_RUN_CHANNEL = "parley-runs"
 # Limits per user (0: no limit): turns running at once, messages and new conversations per

@@ -80,6 +80,8 @@ class WebhookReceiver:
         # With `trickle` (seconds), the answer's status line and headers go out a byte at a
         # time, this long apart, for as long as the client listens.
         self.trickle = 0.0
+        self.in_flight = 0  # requests being answered now; the most at once so far:
+        self.most_in_flight = 0
         self.answer_ended = threading.Event()
         lock = threading.Lock()
         receiver = self
@@ -89,6 +91,16 @@ class WebhookReceiver:
                 pass
 
             def do_POST(self) -> None:
+                with lock:
+                    receiver.in_flight += 1
+                    receiver.most_in_flight = max(receiver.most_in_flight, receiver.in_flight)
+                try:
+                    self.answer()
+                finally:
+                    with lock:
+                        receiver.in_flight -= 1
+
+            def answer(self) -> None:
                 body = self.rfile.read(int(self.headers.get("Content-Length", 0))).decode()
                 with lock:
                     receiver.requests.append(

@@ -6,10 +6,17 @@ time the attempt may take, so concurrent sweeps skip it; a process that dies mid
 leaves it due again later. Every attempt sends the same `webhook-id`, signed afresh with the
 current timestamp (Standard Webhooks). Failures are retried with exponential backoff, and the
 row is marked failed after WEBHOOK_MAX_ATTEMPTS.
+
+A round's attempts run side by side (WEBHOOK_CONCURRENCY), each ended at WEBHOOK_TIMEOUT
+however slowly its receiver answers, and one owner's webhooks take at most
+WEBHOOK_USER_SHARE of a round: a user whose receivers are slow delays only their own
+deliveries. The job runs on a thread of its own (chat.engine.runner), so question deadlines
+never wait for it.
 """
 
 import asyncio
 import logging
+from collections import Counter
 from datetime import timedelta
 
 import httpx
@@ -23,31 +30,49 @@ from webhooks.models import Delivery, DeliveryStatus
 
 logger = logging.getLogger("parley.webhooks")
 
+# Each round claims at most BATCH due deliveries, looked for among the LOOK_AHEAD due first.
 BATCH = 20
+LOOK_AHEAD = 200
 MAX_BACKOFF = timedelta(hours=6)
 USER_AGENT = "Parley-Webhooks/1"
 
 
 def deliver_due() -> int:
-    """Attempt every delivery that is due (up to BATCH). Returns how many were attempted."""
+    """Attempt the deliveries that are due, WEBHOOK_CONCURRENCY at a time, taking at most
+    WEBHOOK_USER_SHARE of them per owner in a round: one user's slow receivers hold some of
+    the round's slots for at most WEBHOOK_TIMEOUT, never all of them. Returns how many were
+    attempted."""
     now = timezone.now()
-    due = list(
-        Delivery.objects.filter(status=DeliveryStatus.PENDING, next_attempt_at__lte=now)
-        .order_by("next_attempt_at")
-        .values_list("pk", "next_attempt_at")[:BATCH]
+    due = Delivery.objects.filter(status=DeliveryStatus.PENDING, next_attempt_at__lte=now).order_by(
+        "next_attempt_at"
     )
-    attempted = 0
-    for pk, next_attempt_at in due:
-        claimed = Delivery.objects.filter(
+    taken: Counter = Counter()
+    claimed = []
+    for pk, next_attempt_at, owner_id in due.values_list(
+        "pk", "next_attempt_at", "webhook__owner_id"
+    )[:LOOK_AHEAD]:
+        if taken[owner_id] >= settings.WEBHOOK_USER_SHARE:
+            continue  # left for the next round
+        won = Delivery.objects.filter(
             pk=pk, status=DeliveryStatus.PENDING, next_attempt_at=next_attempt_at
         ).update(
             next_attempt_at=now + timedelta(seconds=settings.WEBHOOK_TIMEOUT * 3 + 30),
             attempts=F("attempts") + 1,
         )
-        if claimed:
-            attempt(pk)
-            attempted += 1
-    return attempted
+        if won:
+            taken[owner_id] += 1
+            claimed.append(pk)
+            if len(claimed) == BATCH:
+                break
+    if not claimed:
+        return 0
+    deliveries = list(Delivery.objects.select_related("webhook").filter(pk__in=claimed))
+    # A fresh event loop for the round: this runs on a sweep job's thread, which has none.
+    for delivery, (status_code, error) in zip(
+        deliveries, asyncio.run(attempt_all(deliveries)), strict=True
+    ):
+        record(delivery, status_code=status_code, error=error)
+    return len(deliveries)
 
 
 def headers_for(delivery: Delivery, secret: str) -> dict[str, str]:
@@ -62,24 +87,28 @@ def headers_for(delivery: Delivery, secret: str) -> dict[str, str]:
     }
 
 
-def attempt(pk: int) -> None:
-    """One attempt of a claimed delivery, and its outcome recorded."""
-    delivery = Delivery.objects.select_related("webhook").filter(pk=pk).first()
-    if delivery is None:
-        return  # its webhook was deleted meanwhile
-    status_code, error = None, ""
+async def attempt_all(deliveries: list[Delivery]) -> list[tuple[int | None, str]]:
+    """Attempt each delivery, WEBHOOK_CONCURRENCY at a time: (its status code, its error)."""
+    slots = asyncio.Semaphore(settings.WEBHOOK_CONCURRENCY)
+
+    async def attempt(delivery: Delivery) -> tuple[int | None, str]:
+        async with slots:
+            return await attempt_one(delivery)
+
+    return await asyncio.gather(*map(attempt, deliveries))
+
+
+async def attempt_one(delivery: Delivery) -> tuple[int | None, str]:
+    """One attempt of a claimed delivery: (the receiver's status code, the error if any)."""
     try:
-        # A fresh event loop for the attempt: this runs on a sweep job's thread, which has none.
-        status_code = asyncio.run(post(delivery))
-        if not 200 <= status_code < 300:
-            error = f"HTTP {status_code}"
+        status_code = await post(delivery)
     except UnsafeUrl as refused:
-        error = str(refused.message)
+        return None, str(refused.message)
     except TimeoutError:
-        error = f"No answer within WEBHOOK_TIMEOUT ({settings.WEBHOOK_TIMEOUT:g} s)"
+        return None, f"No answer within WEBHOOK_TIMEOUT ({settings.WEBHOOK_TIMEOUT:g} s)"
     except httpx.HTTPError as failure:
-        error = f"{type(failure).__name__}: {failure}"[:500]
-    record(delivery, status_code=status_code, error=error)
+        return None, f"{type(failure).__name__}: {failure}"[:500]
+    return status_code, "" if 200 <= status_code < 300 else f"HTTP {status_code}"
 
 
 async def post(delivery: Delivery) -> int:

@@ -11,9 +11,10 @@ sweeps, every PARLEY_SWEEP_SECONDS, for running turns whose lease has lapsed and
 them again.
 
 Apps add background jobs of their own to the sweep (`every_sweep`, from AppConfig.ready()):
-question deadlines, webhook deliveries. They run on a loop of their own beside the turn sweep,
-so a slow job never delays finding a lost turn; `run_jobs_soon_on_commit` runs them at once
-after a commit instead of at the next sweep.
+question deadlines, webhook deliveries. Each runs on a loop and a thread of its own beside
+the turn sweep, so a slow job delays neither finding a lost turn nor another job (slow webhook
+receivers never hold up a deadline); `run_jobs_soon_on_commit` runs them at once after a
+commit instead of at the next sweep.
 """
 
 import asyncio
@@ -48,7 +49,7 @@ class Runner:
         # claim taken for that dispatch, if any.
         self.again: dict[int, runtime.Started | None] = {}
         self.stopping = False
-        self.jobs_wake = asyncio.Event()
+        self.job_wakes: list[asyncio.Event] = []  # one per background job (job_forever)
         self.background: list[asyncio.Task] = []
 
     # dispatch.LocalRunner: called from any thread.
@@ -120,26 +121,26 @@ class Runner:
                 logger.exception("sweep failed")
             await asyncio.sleep(settings.PARLEY_SWEEP_SECONDS)
 
-    async def run_jobs_once(self) -> None:
-        # On a thread of their own (asgiref's ThreadSensitiveContext): a job may wait on the
-        # network (a webhook delivery), and the sync thread every socket and turn uses would
-        # wait with it.
+    async def job_forever(self, job: Callable[[], None]) -> None:
+        """Run `job` on every sweep, and when woken, on a thread of its own (asgiref's
+        ThreadSensitiveContext), kept for the process's life: a job may wait on the network
+        (a webhook receiver that takes its time), and neither another job (a question's
+        deadline), nor a turn or a page's push on the process's sync thread, waits with it."""
+        wake = asyncio.Event()
+        self.job_wakes.append(wake)
         async with ThreadSensitiveContext():
-            for job in list(_jobs):
+            while True:
+                wake.clear()
                 try:
                     await database_sync_to_async(job)()
                 except Exception:
                     logger.exception("sweep job %s failed", getattr(job, "__qualname__", job))
-
-    async def jobs_forever(self) -> None:
-        while True:
-            self.jobs_wake.clear()
-            await self.run_jobs_once()
-            with contextlib.suppress(TimeoutError):
-                await asyncio.wait_for(self.jobs_wake.wait(), timeout=settings.PARLEY_SWEEP_SECONDS)
+                with contextlib.suppress(TimeoutError):
+                    await asyncio.wait_for(wake.wait(), timeout=settings.PARLEY_SWEEP_SECONDS)
 
     def wake_jobs(self) -> None:
-        self.loop.call_soon_threadsafe(self.jobs_wake.set)
+        for wake in self.job_wakes:
+            self.loop.call_soon_threadsafe(wake.set)
 
     async def shutdown(self, grace: float) -> None:
         """Stop running turns here at once and hand them over: each cancelled turn gives its
@@ -200,7 +201,7 @@ def start_in_this_loop() -> None:
     events.bind_loop(loop)
     if not settings.REDIS_URL:
         dispatch.bind(_runner)
-    for work in (_runner.sweep_forever(), _runner.jobs_forever()):
+    for work in (_runner.sweep_forever(), *map(_runner.job_forever, _jobs)):
         _runner.background.append(loop.create_task(work, context=contextvars.Context()))
     loop.run_in_executor(None, partial(warm_up, loop))
 

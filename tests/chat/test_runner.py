@@ -4,6 +4,7 @@ hands its turns back and takes no new one once it is stopping, and its sweep fin
 nobody holds. A turn gives its lease back in the very change that pauses or ends it."""
 
 import asyncio
+import threading
 
 import pytest
 from asgiref.sync import async_to_sync, sync_to_async
@@ -273,3 +274,30 @@ def test_with_a_workers_queue_a_turn_is_left_for_a_worker_to_claim(
     assert queued.lease_owner == ""
     assert queued.lease_expires_at is not None  # lapses if the worker that took it dies
     assert not queued.messages.filter(is_draft=True).exists()
+
+
+async def test_a_slow_background_job_holds_up_no_other(monkeypatch):
+    """Each job has its loop and thread: webhook deliveries waiting on a slow receiver do not
+    keep question deadlines from running, on the sweep or when woken after a commit."""
+    loop = asyncio.get_running_loop()
+    release = threading.Event()
+    quick_runs = asyncio.Queue()
+
+    def slow() -> None:
+        release.wait(10)
+
+    def quick() -> None:
+        loop.call_soon_threadsafe(quick_runs.put_nowait, threading.get_ident())
+
+    process = Runner(loop)
+    jobs = [loop.create_task(process.job_forever(job)) for job in (slow, quick)]
+    try:
+        first = await asyncio.wait_for(quick_runs.get(), 5)
+        process.wake_jobs()  # as after a commit
+        assert await asyncio.wait_for(quick_runs.get(), 5) == first  # its own kept thread
+        assert not release.is_set()  # the slow job is still waiting all along
+    finally:
+        release.set()
+        for job in jobs:
+            job.cancel()
+        await asyncio.gather(*jobs, return_exceptions=True)

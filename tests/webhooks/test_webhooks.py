@@ -226,6 +226,48 @@ def test_a_receiver_that_trickles_its_answer_gets_no_more_than_the_timeout(
     assert row.last_error == "No answer within WEBHOOK_TIMEOUT (0.5 s)"
 
 
+def test_a_rounds_deliveries_are_attempted_side_by_side(
+    user, conversation, hooked, receiver, ask, model, settings
+):
+    settings.WEBHOOK_TIMEOUT = 0.5
+    receiver.trickle = 0.1
+    ask(user, conversation)
+    model.responses.clear()
+    ask(user, services.create_conversation(owner=user, title="Second"))
+    assert delivery.deliver_due() == 2
+    assert receiver.most_in_flight == 2  # not one after the other
+
+
+def test_one_users_slow_receivers_take_only_their_share_of_a_round(
+    user, other_user, conversation, hooked, receiver, ask, model, settings
+):
+    """A user whose receivers take their time delays their own deliveries, not everyone's."""
+    settings.WEBHOOK_TIMEOUT = 0.5
+    settings.WEBHOOK_USER_SHARE = 1
+    receiver.trickle = 0.1
+    for each in (conversation, *(services.create_conversation(owner=user) for _ in range(2))):
+        model.responses.clear()
+        ask(user, each)
+    theirs = WebhookReceiver()
+    try:
+        create_webhook(user=other_user, url=theirs.url)
+        model.responses.clear()
+        ask(other_user, services.create_conversation(owner=other_user))
+        assert delivery.deliver_due() == 2  # one of each user's
+        assert theirs.answered == [200]
+    finally:
+        theirs.close()
+    attempts = sorted(
+        Delivery.objects.values_list("webhook__owner__username", "status", "attempts")
+    )
+    assert attempts == [
+        ("ada", "pending", 0),
+        ("ada", "pending", 0),
+        ("ada", "pending", 1),  # timed out: retried later
+        ("mallory", "delivered", 1),
+    ]
+
+
 def test_a_failing_receiver_gets_the_same_event_again_later(
     user, conversation, hooked, receiver, clock, ask
 ):
