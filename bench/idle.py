@@ -160,7 +160,9 @@ def run(model_url: str) -> dict:
     results = {}
     for kind in ("websocket", "websocket_plain", "sse"):
         # A process of its own for each: memory another kind freed would be reused.
-        with parley(model_url, REDIS_URL=redis_url, PARLEY_MAX_STREAMS="0") as [server]:
+        with parley(
+            model_url, REDIS_URL=redis_url, PARLEY_MAX_STREAMS="0", PARLEY_MAX_SOCKETS="0"
+        ) as [server]:
             results[kind] = asyncio.run(measure(server, redis_url, kind))
         flush_redis(redis_url)
     return results

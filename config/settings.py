@@ -393,6 +393,9 @@ PARLEY_MAX_RUNNING_TURNS = int(os.environ.get("PARLEY_MAX_RUNNING_TURNS", "3"))
 PARLEY_MESSAGES_PER_MINUTE = int(os.environ.get("PARLEY_MESSAGES_PER_MINUTE", "30"))
 PARLEY_CONVERSATIONS_PER_MINUTE = int(os.environ.get("PARLEY_CONVERSATIONS_PER_MINUTE", "20"))
 PARLEY_MAX_STREAMS = int(os.environ.get("PARLEY_MAX_STREAMS", "10"))
+# Websockets one user may hold open on one web process (each page has two): what a push
+# costs a process grows with its sockets, so one user cannot slow everyone else's.
+PARLEY_MAX_SOCKETS = int(os.environ.get("PARLEY_MAX_SOCKETS", "40"))
 PARLEY_LOGIN_FAILURES_PER_ACCOUNT = int(os.environ.get("PARLEY_LOGIN_FAILURES_PER_ACCOUNT", "10"))
 PARLEY_LOGIN_FAILURES_PER_ADDRESS = int(os.environ.get("PARLEY_LOGIN_FAILURES_PER_ADDRESS", "30"))
 PARLEY_LOGIN_LOCKOUT_SECONDS = int(os.environ.get("PARLEY_LOGIN_LOCKOUT_SECONDS", "900"))

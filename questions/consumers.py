@@ -39,7 +39,8 @@ class AttentionConsumer(SignedInConsumer):
         self.inbox = query.get("inbox") == ["1"]
         # The attention group for what waits and reminders; the user group for auth.changed
         # and the inbox's fragments.
-        await self.join(attention_group(self.user.pk), user_group(self.user.pk))
+        if not await self.join(attention_group(self.user.pk), user_group(self.user.pk)):
+            return
         await self.accept()
         # The page was rendered before the socket opened: catch up on anything in between.
         await self.push()

@@ -33,6 +33,8 @@
       show("conversation-gone", true);
     } else if (event.detail.event.code === 4401) {
       window.location.reload();  // signed out: the page sends them to the login form
+    } else if (event.detail.event.code === 4429) {
+      show("too-many-sockets", true);  // the user's other tabs hold every socket allowed
     } else {
       show("connection-lost", true);
     }

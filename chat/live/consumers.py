@@ -29,6 +29,7 @@ from functools import cached_property
 from channels.consumer import get_handler_name
 from channels.db import database_sync_to_async
 from channels.generic.websocket import AsyncWebsocketConsumer
+from django.conf import settings
 from django.http import HttpRequest
 from django.template.loader import render_to_string
 from django.utils import translation
@@ -47,6 +48,7 @@ logger = logging.getLogger("parley.events")
 # Close codes in the private range: the page does not reconnect after them.
 CLOSE_NOT_FOUND = 4404
 CLOSE_SIGNED_OUT = 4401
+CLOSE_TOO_MANY_SOCKETS = 4429
 # While a turn runs, check again this long after each push, in case its last event was
 # dropped (channel layers drop messages to a full queue).
 RECHECK_SECONDS = 1.5
@@ -68,6 +70,32 @@ def header_key(conversation: Conversation, cursor: int) -> tuple:
     then."""
     idle = conversation.agent_state in (AgentState.IDLE, AgentState.ERROR)
     return (str(conversation), conversation.agent_state, cursor if idle else None)
+
+
+class OpenSockets:
+    """The websockets each user holds open on this process (PARLEY_MAX_SOCKETS at most).
+    Only the event loop's thread takes and gives back, so no lock is needed."""
+
+    def __init__(self) -> None:
+        self.counts: dict[int, int] = {}
+
+    def take(self, user_id: int) -> bool:
+        limit = settings.PARLEY_MAX_SOCKETS
+        count = self.counts.get(user_id, 0)
+        if limit > 0 and count >= limit:
+            return False
+        self.counts[user_id] = count + 1
+        return True
+
+    def give_back(self, user_id: int) -> None:
+        count = self.counts.get(user_id, 0) - 1
+        if count > 0:
+            self.counts[user_id] = count
+        else:
+            self.counts.pop(user_id, None)
+
+
+open_sockets = OpenSockets()
 
 
 class SignedInConsumer(AsyncWebsocketConsumer):
@@ -99,17 +127,28 @@ class SignedInConsumer(AsyncWebsocketConsumer):
         self.session_read_at = time.monotonic()  # the handshake authenticated it just now
         self.watch: asyncio.Task | None = None
         self.groups_joined: tuple[str, ...] = ()
+        self.counted = False  # holds one of the user's open sockets (open_sockets)
         await super().websocket_connect(message)
 
-    async def join(self, *groups: str) -> None:
+    async def join(self, *groups: str) -> bool:
         """Listen on these channel-layer groups (left again on disconnect), and start
-        watching the session."""
+        watching the session. False when the user already holds PARLEY_MAX_SOCKETS open
+        here: the socket is accepted and closed at once, with a code the page explains."""
+        if not open_sockets.take(self.user.pk):
+            await self.accept()
+            await self.close(code=CLOSE_TOO_MANY_SOCKETS)
+            return False
+        self.counted = True
         self.groups_joined = groups
         for group in groups:
             await self.channel_layer.group_add(group, self.channel_name)
         self.watch = asyncio.create_task(self.watch_session())
+        return True
 
     async def disconnect(self, code: int) -> None:
+        if self.counted:
+            self.counted = False
+            open_sockets.give_back(self.user.pk)
         if self.watch is not None:
             self.watch.cancel()
         for group in self.groups_joined:
@@ -213,8 +252,8 @@ class ConversationConsumer(SignedInConsumer):
             await self.close()  # before accept: the handshake is refused (HTTP 403)
             return
         self.created_at = conversation.created_at  # which conversation this id is (renders)
-        await self.join(conversation_group(self.conversation_id), user_group(self.user.pk))
-        await self.accept()
+        if await self.join(conversation_group(self.conversation_id), user_group(self.user.pk)):
+            await self.accept()
 
     async def disconnect(self, code: int) -> None:
         if self.recheck is not None:

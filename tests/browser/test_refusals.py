@@ -58,3 +58,37 @@ def test_limits_and_lockouts_are_shown_where_the_person_acted(start_server, open
     expect(
         page.get_by_role("alert").filter(has_text="You started too many conversations")
     ).to_be_visible()
+
+
+# Opens the person's live channel again and again from this tab until the server refuses one
+# (close code 4429), keeping the others open: their other tabs holding every socket allowed.
+HOLD_EVERY_SOCKET = """async () => {
+  window.heldSockets = [];
+  for (let i = 0; i < 200; i++) {
+    const code = await new Promise((resolve) => {
+      const socket = new WebSocket(`ws://${location.host}/ws/me/`);
+      socket.onmessage = () => resolve(0);
+      socket.onclose = (event) => resolve(event.code);
+      window.heldSockets.push(socket);
+    });
+    if (code) { return code; }
+  }
+  return 0;
+}"""
+
+
+def test_a_page_past_the_users_socket_limit_says_so(context, page):
+    log_in(page)
+    others = context.new_page()
+    others.goto("/")
+    assert others.evaluate(HOLD_EVERY_SOCKET) == 4429
+    late = context.new_page()  # one tab more: its socket finds no place left
+    late.goto("/")
+    refusal = late.get_by_role("alert").filter(has_text="Too many Parley tabs are open")
+    expect(refusal).to_be_visible()
+
+    others.evaluate("() => window.heldSockets.forEach((socket) => socket.close())")
+    others.close()
+    late.reload()
+    expect(refusal).to_be_hidden()
+    new_conversation(late)  # the page works again

@@ -411,3 +411,24 @@ async def test_an_event_of_a_type_it_does_not_know_leaves_the_socket_open(user, 
     await db(fail_turn)(conversation.pk)
     assert ">Retry</button>" in await pushed_until(communicator, ">Retry</button>")
     await communicator.disconnect()
+
+
+async def test_a_user_holds_at_most_parley_max_sockets_open_and_others_are_unaffected(
+    user, other_user, conversation, settings
+):
+    """Past the limit a socket is accepted and closed at once with 4429, which the page
+    explains (tests/browser/test_refusals.py); closing one frees its place."""
+    settings.PARLEY_MAX_SOCKETS = 2
+    theirs = await db(services.create_conversation)(owner=other_user, title="Theirs")
+    held = [(await connect_as(user, conversation.pk))[0] for _ in range(2)]
+    refused, connected = await connect_as(user, conversation.pk)
+    assert connected  # accepted, so that the page can read why it closed
+    assert await refused.receive_output() == {"type": "websocket.close", "code": 4429}
+    other, connected = await connect_as(other_user, theirs.pk)
+    assert connected and await other.receive_nothing()
+
+    await held[0].disconnect()
+    again, connected = await connect_as(user, conversation.pk)
+    assert connected and await again.receive_nothing()
+    for communicator in (held[1], other, again):
+        await communicator.disconnect()
