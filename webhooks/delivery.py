@@ -106,7 +106,7 @@ async def attempt_one(delivery: Delivery) -> tuple[int | None, str]:
         return None, str(refused.message)
     except TimeoutError:
         return None, f"No answer within WEBHOOK_TIMEOUT ({settings.WEBHOOK_TIMEOUT:g} s)"
-    except httpx.HTTPError as failure:
+    except (httpx.HTTPError, httpx.InvalidURL) as failure:
         return None, f"{type(failure).__name__}: {failure}"[:500]
     return status_code, "" if 200 <= status_code < 300 else f"HTTP {status_code}"
 
