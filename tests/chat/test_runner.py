@@ -174,12 +174,7 @@ def test_a_turn_that_pauses_gives_its_lease_back_in_that_very_change(
 
     caplog.set_level("INFO", logger="parley.runtime")
     with committed():
-        questions.answer_question(
-            user=user,
-            conversation_id=conversation.pk,
-            tool_call_id="q1",
-            answers=[Answer(labels=["Pepperoni"])],
-        )
+        choose(user, conversation, "Pepperoni")
     ended = Conversation.objects.get(pk=conversation.pk)
     assert ended.agent_state == AgentState.IDLE
     assert (ended.lease_owner, ended.lease_expires_at) == ("", None)
@@ -188,6 +183,16 @@ def test_a_turn_that_pauses_gives_its_lease_back_in_that_very_change(
     # The model got the answer at once, as the result of its question.
     last = ended.messages.order_by("order").last()
     assert parse_blocks(last.blocks) == [TextBlock(text="Thanks: Pepperoni")]
+
+
+def choose(user, conversation, label: str) -> None:
+    """Answer the pending question q1 with one option."""
+    questions.answer_question(
+        user=user,
+        conversation_id=conversation.pk,
+        tool_call_id="q1",
+        answers=[Answer(labels=[label])],
+    )
 
 
 def claiming_elsewhere(conversation_id):
@@ -206,12 +211,7 @@ def test_where_the_process_runs_its_own_turns_the_answer_claims_the_turn_it_resu
 
     def answer() -> tuple[Conversation, int]:
         with committed():
-            questions.answer_question(
-                user=user,
-                conversation_id=conversation.pk,
-                tool_call_id="q1",
-                answers=[Answer(labels=["Funghi"])],
-            )
+            choose(user, conversation, "Funghi")
             claimed = Conversation.objects.get(pk=conversation.pk)
             return claimed, claimed.messages.filter(is_draft=True).count()
 
