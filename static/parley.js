@@ -130,15 +130,64 @@
     return Array.prototype.slice.call(document.querySelectorAll(".question-pending"));
   }
 
+  // Typing never answers a question: a question that arrives while the person is typing
+  // (a text field other than the question's own has text, or was edited in the last second)
+  // does not take the focus, so the next keystrokes do not answer it. It is announced instead
+  // (a status for screen readers), with an "Answer ↑" button and Alt+Up to go to it.
+  var edited = { field: null, at: 0 };
+  function isTextField(el) {
+    return !!el && (el.tagName === "TEXTAREA" || el.isContentEditable ||
+      (el.tagName === "INPUT" && /^(text|search|email|url|tel|password|number)$/.test(el.type)));
+  }
+  document.addEventListener("input", function (event) {
+    if (isTextField(event.target)) { edited = { field: event.target, at: Date.now() }; }
+  });
+  function typing() {
+    var el = document.activeElement;
+    if (!isTextField(el) || el.closest(".question-pending")) { return false; }
+    return el.value !== "" || (edited.field === el && Date.now() - edited.at < 1000);
+  }
+
+  var waitingId = null;  // the question that arrived while the person was typing
+  function setWaiting(id) {
+    waitingId = id;
+    var status = document.getElementById("question-waiting-status");
+    var jump = document.getElementById("question-jump");
+    if (status) { status.textContent = id ? status.getAttribute("data-text") : ""; }
+    if (jump) { jump.hidden = !id; }
+  }
+  function goToWaiting() {
+    var block = waitingId && document.getElementById(waitingId);
+    setWaiting(null);
+    if (block && block.classList.contains("question-pending")) {
+      block.scrollIntoView({ block: "center" });
+      focusQuestion(block);
+    }
+  }
+
   var known = {};
   function noticeNewQuestions() {
     pendingQuestions().forEach(function (block) {
       if (!known[block.id]) {
         known[block.id] = true;
-        focusQuestion(block);
+        if (typing()) { setWaiting(block.id); } else { focusQuestion(block); }
       }
     });
+    var waiting = waitingId && document.getElementById(waitingId);
+    if (waitingId && !(waiting && waiting.classList.contains("question-pending"))) { setWaiting(null); }
   }
+
+  document.addEventListener("click", function (event) {
+    if (event.target.closest && event.target.closest("#question-jump")) { goToWaiting(); }
+  });
+  // The button lives in the composer, which a send swaps for a new one.
+  document.addEventListener("htmx:afterSettle", function () { setWaiting(waitingId); });
+  document.addEventListener("keydown", function (event) {
+    if (waitingId && event.altKey && event.key === "ArrowUp" && !event.ctrlKey && !event.metaKey) {
+      event.preventDefault();
+      goToWaiting();
+    }
+  });
 
   document.addEventListener("DOMContentLoaded", function () {
     var blocks = pendingQuestions();
@@ -183,14 +232,14 @@
     var block = event.target.closest && event.target.closest(".question-pending");
     if (!block) { return; }
     var form = block.querySelector("form");
-    var typing = event.target.classList.contains("custom-input");
+    var inAnswerBox = event.target.classList.contains("custom-input");
     if (event.key === "Escape") {
       event.preventDefault();
       var composer = document.getElementById("composer-text");
       if (composer) { composer.focus(); }
       return;
     }
-    if (event.key === "Enter" && !event.isComposing && typing && !event.shiftKey && !event.altKey) {
+    if (event.key === "Enter" && !event.isComposing && inAnswerBox && !event.shiftKey && !event.altKey) {
       // Enter in the typed-answer box submits the typed answer (not the first option).
       event.preventDefault();
       var submitTyped = block.querySelector(".question-submit");
@@ -204,8 +253,10 @@
       return;
     }
     var list = options(block);
-    // Number keys pick (or toggle) the nth option of the question the focus is in.
-    if (!typing && /^[1-9]$/.test(event.key) && !event.ctrlKey && !event.metaKey && !event.altKey) {
+    // Number keys pick (or toggle) the nth option of the question the focus is in; never
+    // of a confirmation, which takes Enter or a click on the button itself.
+    if (block.classList.contains("question-confirm") && /^[1-9]$/.test(event.key)) { return; }
+    if (!inAnswerBox && /^[1-9]$/.test(event.key) && !event.ctrlKey && !event.metaKey && !event.altKey) {
       var item = event.target.closest(".question-item") || block;
       var own = options(item).length ? options(item) : list;
       var chosen = own[Number(event.key) - 1];
@@ -217,7 +268,7 @@
       return;
     }
     if (["ArrowDown", "ArrowUp", "ArrowLeft", "ArrowRight", "Home", "End"].indexOf(event.key) < 0) { return; }
-    if (typing) { return; }  // the caret moves there
+    if (inAnswerBox) { return; }  // the caret moves there
     var index = list.indexOf(event.target);
     if (index < 0) { return; }
     event.preventDefault();

@@ -382,3 +382,42 @@ def test_no_page_scrolls_sideways_on_a_phone_and_touch_shows_no_enter_hint(
     assert not scrolls_sideways(page), "settings"
     page.get_by_role("link", name="API tokens").click()
     assert not scrolls_sideways(page), "tokens"
+
+
+def test_a_question_that_comes_while_typing_takes_no_keystrokes(context, page):
+    """Typing never answers a question: one that arrives while the composer holds text stays
+    where it is; it is announced, with "Answer ↑" and Alt+Up to go to it."""
+    log_in(page)
+    new_conversation(page)
+    box = page.get_by_role("textbox", name="Message")
+    box.fill("Half a thought")
+    elsewhere = context.new_page()  # the question comes from another tab's message
+    elsewhere.goto(page.url)
+    ask(elsewhere, "pizza")
+    group = page.get_by_role("group", name="Pizza", exact=True)
+    expect(group).to_be_visible()
+    announced = page.get_by_role("status").filter(has_text="The agent asked a question")
+    expect(announced).to_be_attached()
+    expect(box).to_be_focused()
+    page.keyboard.press("1")
+    expect(box).to_have_value("Half a thought1")
+    jump = page.get_by_role("button", name="Answer ↑")
+    expect(jump).to_be_visible()
+    page.keyboard.press("Alt+ArrowUp")
+    expect(group.get_by_role("button", name="Margherita")).to_be_focused()
+    expect(jump).to_be_hidden()
+    page.keyboard.press("2")
+    expect(last_reply(page)).to_contain_text("ordering: Pepperoni")
+    expect(box).to_have_value("Half a thought1")
+
+
+def test_number_keys_never_answer_a_confirmation(page):
+    log_in(page)
+    new_conversation(page)
+    group = ask(page, "delete")
+    no = group.get_by_role("button", name="No")
+    expect(no).to_be_focused()
+    page.keyboard.press("1")  # "Yes", were number keys to answer it
+    page.keyboard.press("Enter")  # the focused button itself
+    expect(last_reply(page)).to_contain_text('"confirmed": false')
+    expect(page.locator(".message-assistant").filter(has_text='"confirmed": true')).to_have_count(0)
