@@ -95,9 +95,9 @@ def conversation_for_user(*, user, conversation_id, lock: bool = False) -> Conve
 def messages_changed_since(*, conversation_id: int, after: int) -> list[Message]:
     """Messages created or changed after the change cursor `after`, in transcript order."""
     return list(
-        Message.objects.filter(
-            conversation_id=conversation_id, seq__gt=min(after, MAX_ID)
-        ).order_by("order")
+        Message.objects.filter(conversation_id=conversation_id, seq__gt=min(after, MAX_ID))
+        .defer("search_text")  # what search reads; pages never show it
+        .order_by("order")
     )
 
 
