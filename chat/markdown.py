@@ -12,6 +12,8 @@ from pygments.lexers import get_lexer_by_name
 from pygments.token import STANDARD_TYPES
 from pygments.util import ClassNotFound
 
+from chat.text import drop_invisible
+
 # Token spans only (no wrapper): markdown-it wraps them in <pre><code class="language-…">.
 _formatter = HtmlFormatter(nowrap=True)
 
@@ -55,7 +57,7 @@ def render_markdown(text: str) -> SafeString:
 
 
 def _render(text: str) -> SafeString:
-    html = _renderer.render(text)
+    html = _renderer.render(drop_invisible(text))
     clean = nh3.clean(
         html,
         tags=ALLOWED_TAGS,

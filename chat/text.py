@@ -13,6 +13,9 @@ import unicodedata
 _DROPPED_CATEGORIES = frozenset({"Cc", "Cf", "Co", "Cs"})
 _JOINERS = frozenset({"\u200c", "\u200d"})
 _WHITESPACE_CONTROLS = frozenset("\t\n\r\x0b\x0c")
+# The control characters that lay text out; every other one is invisible.
+_LAYOUT = frozenset("\t\n\r")
+_ASCII_CONTROLS = dict.fromkeys(c for c in [*range(32), 127] if chr(c) not in _LAYOUT)
 
 
 def _visible(char: str, *, unassigned: bool = True) -> bool:
@@ -37,6 +40,15 @@ def clean_text(value: str, *, multiline: bool = False) -> str:
     if multiline:
         return "\n".join(" ".join(line.split()) for line in text.strip().splitlines()).strip()
     return " ".join(text.split())
+
+
+def drop_invisible(value: str) -> str:
+    """Text a model or a tool wrote, as Parley stores and shows it: invisible characters
+    dropped, every other character kept as it came (layout, edges). A character at a time, so
+    a stream's pieces can be cleaned one by one."""
+    if value.isascii():
+        return value.translate(_ASCII_CONTROLS)
+    return "".join(c for c in value if c in _LAYOUT or _visible(c))
 
 
 def clean_message(value: str) -> str:

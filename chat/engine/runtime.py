@@ -23,6 +23,7 @@ from chat.engine.providers.base import HistoryMessage, ProviderError, TextDelta,
 from chat.engine.tools import Paused, Refusal, ToolContext
 from chat.errors import ConversationNotFound
 from chat.models import AgentState, Message
+from chat.text import drop_invisible
 
 logger = logging.getLogger("parley.runtime")
 
@@ -174,11 +175,10 @@ async def request_model(
         try:
             async for event in provider.stream(history=history, tools=specs):
                 if isinstance(event, TextDelta):
-                    await writer.add(event.text)
+                    await writer.add(drop_invisible(event.text))
                 elif isinstance(event, ToolCallRequest):
-                    calls.append(
-                        ToolCallBlock(id=event.id, name=event.name, arguments=event.arguments)
-                    )
+                    name = drop_invisible(event.name)
+                    calls.append(ToolCallBlock(id=event.id, name=name, arguments=event.arguments))
             await writer.show_ahead()
             return writer.text, calls
         except ProviderError as error:

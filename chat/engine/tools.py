@@ -15,6 +15,7 @@ from typing import TYPE_CHECKING
 from pydantic import BaseModel, ConfigDict, ValidationError
 
 from chat.blocks import ToolCallBlock, ToolResultBlock
+from chat.text import drop_invisible
 
 if TYPE_CHECKING:
     from chat.engine.dispatch import Next
@@ -206,7 +207,10 @@ async def run(call: ToolCallBlock, context: ToolContext) -> Outcome:
         )
     if context.is_subagent and tool.subagent_refusal is not None:
         return ToolResultBlock.error(call.id, tool.subagent_refusal)
-    return await tool.run(call, context)
+    outcome = await tool.run(call, context)
+    if isinstance(outcome, ToolResultBlock):  # what the tool wrote is shown, and read by the model
+        return outcome.model_copy(update={"content": drop_invisible(outcome.content)})
+    return outcome
 
 
 def template_for_action(action_type: str) -> str | None:

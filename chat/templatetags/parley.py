@@ -9,6 +9,7 @@ from chat.engine import providers, tools
 from chat.engine.subagents import TOOL_NAME as SPAWN_AGENTS
 from chat.markdown import render_markdown
 from chat.models import AgentState, Conversation, Message
+from chat.text import drop_invisible
 
 register = template.Library()
 
@@ -27,7 +28,11 @@ def translate_stored(msgid: str) -> str:
 
 @register.filter
 def pretty_json(value) -> str:
-    return json.dumps(value, ensure_ascii=False, indent=2, sort_keys=True, default=str)
+    """JSON a model or a tool wrote (tool arguments, stored blocks), laid out to read, without
+    the invisible characters that could make it read as something else."""
+    return drop_invisible(
+        json.dumps(value, ensure_ascii=False, indent=2, sort_keys=True, default=str)
+    )
 
 
 @register.filter
