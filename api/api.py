@@ -161,6 +161,10 @@ class SubagentOut(ConversationOut):
     toolCallId: str = Field(description="The parent's spawn_agents call that started it.")
     number: int = Field(description="Its task's place in that call, from 1.")
     status: str = Field(description="running, done, failed or stopped")
+    superseded: bool = Field(
+        description="Its spawn_agents call was replaced by Regenerate or an edit: kept for the "
+        "record, like the call's message, but no longer part of the conversation."
+    )
     messages: list[MessageOut]
 
 
@@ -218,11 +222,16 @@ def create_conversation(request, body: ConversationIn):
 )
 def get_conversation(request, conversation_id: int):
     conversation = conversation_for_user(user=request.user, conversation_id=conversation_id)
+    messages = list(conversation.messages.order_by("order"))
+    superseded_calls = results.tool_call_ids([m for m in messages if m.superseded])
     return {
         **results.conversation_data(conversation),
         "pendingQuestion": results.question_data(pending_question(conversation)),
-        "messages": [results.message_data(m) for m in conversation.messages.order_by("order")],
-        "children": [results.subagent_data(s) for s in subagents_of(conversation)],
+        "messages": [results.message_data(m) for m in messages],
+        "children": [
+            results.subagent_data(s, superseded_calls=superseded_calls)
+            for s in subagents_of(conversation)
+        ],
     }
 
 

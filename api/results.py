@@ -1,6 +1,6 @@
 """What the API returns: messages, pending questions and agent results, as plain dicts."""
 
-from chat.blocks import TextBlock, parse_blocks
+from chat.blocks import TextBlock, ToolCallBlock, parse_blocks
 from chat.models import RUNNING_STATES, AgentState, Conversation, Message, Role
 from chat.selectors import Subagent
 from questions.models import Question
@@ -40,13 +40,27 @@ def conversation_data(conversation: Conversation) -> dict:
     }
 
 
-def subagent_data(subagent: Subagent) -> dict:
+def subagent_data(subagent: Subagent, *, superseded_calls: set[str]) -> dict:
+    """A sub-agent as its parent lists it; `superseded_calls`: the parent's tool calls in
+    superseded messages (tool_call_ids)."""
+    call_id = subagent.conversation.parent_tool_call_id
     return {
         **conversation_data(subagent.conversation),
-        "toolCallId": subagent.conversation.parent_tool_call_id,
+        "toolCallId": call_id,
         "number": subagent.number,
         "status": subagent.status,
+        "superseded": call_id in superseded_calls,
         "messages": [message_data(m) for m in subagent.messages],
+    }
+
+
+def tool_call_ids(messages: list[Message]) -> set[str]:
+    """The ids of the tool calls in `messages`."""
+    return {
+        block.id
+        for message in messages
+        for block in parse_blocks(message.blocks)
+        if isinstance(block, ToolCallBlock)
     }
 
 

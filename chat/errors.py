@@ -62,6 +62,17 @@ class NotLastMessage(ParleyError):
     default_message = _("Only your last message can be edited.")
 
 
+class SearchTooLong(ParleyError):
+    def __init__(self, limit: int) -> None:
+        super().__init__(
+            _("Search for at most %(limit)s characters.") % {"limit": limit},
+        )
+
+
+class SearchTooSlow(ParleyError):
+    default_message = _("That search took too long. Try more specific words.")
+
+
 class RateLimited(ParleyError):
     """Too much at once: HTTP 429, with the seconds after which trying again may work."""
 
@@ -108,4 +119,24 @@ class TooManyStreams(RateLimited):
             retry_after,
             _("Too many event streams are open for you (at most %(limit)s). Close one first.")
             % {"limit": settings.PARLEY_MAX_STREAMS},
+        )
+
+
+class TooManySearches(RateLimited):
+    def __init__(self, retry_after: int) -> None:
+        super().__init__(
+            retry_after,
+            _("You searched too often in a minute. Try again in %(seconds)s seconds.")
+            % {"seconds": max(1, int(retry_after))},
+        )
+
+
+class TooManySubagents(Exception):
+    """Starting these sub-agents would pass PARLEY_MAX_RUNNING_SUBAGENTS. Its words are for
+    the model, which gets them as the spawn call's error result."""
+
+    def __init__(self, *, running: int, limit: int) -> None:
+        super().__init__(
+            f"At most {limit} sub-agents may run at once for this user, and {running} are "
+            f"running now. Start at most {max(0, limit - running)}, or do the tasks yourself."
         )

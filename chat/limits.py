@@ -16,7 +16,9 @@ from chat.errors import (
     TooManyConversations,
     TooManyMessages,
     TooManyRunningTurns,
+    TooManySearches,
     TooManyStreams,
+    TooManySubagents,
 )
 from chat.models import RUNNING_STATES, Conversation
 
@@ -74,6 +76,13 @@ def check_conversation_rate(*, user) -> None:
         raise TooManyConversations(wait)
 
 
+def check_search_rate(*, user) -> None:
+    """Raise TooManySearches past PARLEY_SEARCHES_PER_MINUTE."""
+    wait = count_in_window("searches", user.pk, settings.PARLEY_SEARCHES_PER_MINUTE)
+    if wait is not None:
+        raise TooManySearches(wait)
+
+
 def check_turn_slot(*, user, conversation: Conversation) -> None:
     """Raise TooManyRunningTurns when `user` already has PARLEY_MAX_RUNNING_TURNS turns
     running elsewhere. Caller is in a transaction: the user's row is locked, so two
@@ -81,14 +90,34 @@ def check_turn_slot(*, user, conversation: Conversation) -> None:
     limit = settings.PARLEY_MAX_RUNNING_TURNS
     if limit <= 0:
         return
-    list(get_user_model().objects.select_for_update().filter(pk=user.pk).values_list("pk"))
+    _lock_user(user.pk)
     running = (
-        Conversation.objects.filter(owner=user, agent_state__in=RUNNING_STATES)
+        Conversation.objects.filter(owner=user, parent__isnull=True, agent_state__in=RUNNING_STATES)
         .exclude(pk=conversation.pk)
         .count()
     )
     if running >= limit:
         raise TooManyRunningTurns(RUNNING_TURN_RETRY_SECONDS)
+
+
+def check_subagent_slots(*, owner_id: int, wanted: int) -> None:
+    """Raise TooManySubagents when `wanted` more sub-agents would pass the owner's
+    PARLEY_MAX_RUNNING_SUBAGENTS: sub-agents have a cap of their own, beside the turns the
+    person started (check_turn_slot). Caller is in a transaction: the owner's row is locked,
+    so two spawns cannot both take the last slots."""
+    limit = settings.PARLEY_MAX_RUNNING_SUBAGENTS
+    if limit <= 0:
+        return
+    _lock_user(owner_id)
+    running = Conversation.objects.filter(
+        owner_id=owner_id, parent__isnull=False, agent_state__in=RUNNING_STATES
+    ).count()
+    if running + wanted > limit:
+        raise TooManySubagents(running=running, limit=limit)
+
+
+def _lock_user(user_id: int) -> None:
+    list(get_user_model().objects.select_for_update().filter(pk=user_id).values_list("pk"))
 
 
 class StreamSlot:

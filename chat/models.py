@@ -2,6 +2,7 @@
 messages and the change cursor) and chat.engine.turns (the agent's state and lease)."""
 
 from django.conf import settings
+from django.contrib.postgres.search import SearchVector, SearchVectorField
 from django.db import models
 from django.db.models import Q
 from django.utils import timezone
@@ -101,6 +102,27 @@ class Conversation(models.Model):
         return self.parent_id is not None
 
 
+# PostgreSQL's "simple" text-search configuration: words as written, in any language (no
+# stemming for one language that would miss the words of another).
+SEARCH_CONFIG = "simple"
+
+
+class SearchDocument(SearchVector):
+    """The words of a message that PostgreSQL's full-text search reads (a tsvector). SQLite
+    has no text search: there the column is empty, and search matches parts of search_text."""
+
+    def as_sqlite(self, compiler, connection, **extra_context):
+        return "''", []
+
+
+class MessageManager(models.Manager):
+    """Messages as pages, pushes and the agent read them: without the two copies of their
+    words that only search reads (search_text, search_vector), which can be large."""
+
+    def get_queryset(self):
+        return super().get_queryset().defer("search_text", "search_vector")
+
+
 class Role(models.TextChoices):
     # Written by the person in the browser (or an API client).
     USER = "user", _("User")
@@ -126,6 +148,14 @@ class Message(models.Model):
     # The words of `blocks` that search finds (chat.blocks.searchable_text), kept beside them
     # by every transcript write.
     search_text = models.TextField(_("searchable text"), blank=True, default="", editable=False)
+    # search_text as PostgreSQL's search reads it, kept by the database itself; its GIN index
+    # (migration 0010, PostgreSQL only) makes a search cost the matches, not the transcripts.
+    search_vector = models.GeneratedField(
+        expression=SearchDocument("search_text", config=SEARCH_CONFIG),
+        output_field=SearchVectorField(),
+        db_persist=True,
+        verbose_name=_("search vector"),
+    )
     # An assistant message still being streamed by a running turn.
     is_draft = models.BooleanField(_("draft"), default=False)
     # Replaced by a later attempt at the same turn (Regenerate, or an edited user message):
@@ -138,6 +168,8 @@ class Message(models.Model):
     seq = models.PositiveBigIntegerField(_("changed at change"))
     created_at = models.DateTimeField(_("created"), default=timezone.now, editable=False)
     updated_at = models.DateTimeField(_("updated"), default=timezone.now)
+
+    objects = MessageManager()
 
     class Meta:
         verbose_name = _("message")

@@ -1,24 +1,25 @@
 """Reads. Every read of a conversation for a person goes through `conversation_for_user`."""
 
 from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass
 from functools import cached_property
 
-from django.contrib.postgres.search import SearchQuery, SearchVector
-from django.db import connection
-from django.db.models import Exists, OuterRef, Q, QuerySet
+from django.conf import settings
+from django.contrib.postgres.search import SearchQuery
+from django.db import OperationalError, connection, transaction
+from django.db.models import Q, QuerySet
 from django.utils.translation import gettext_lazy as _
 from django.utils.translation import gettext_noop
 
 from chat.blocks import ErrorBlock, TextBlock, ToolResultBlock, parse_blocks
-from chat.errors import ConversationNotFound
-from chat.models import AgentState, Conversation, Message, Role
+from chat.errors import ConversationNotFound, SearchTooSlow
+from chat.models import SEARCH_CONFIG, AgentState, Conversation, Message, Role
 
-# PostgreSQL's "simple" text-search configuration: words as written, in any language (no
-# stemming for one language that would miss the words of another).
-SEARCH_CONFIG = "simple"
 # The largest id or change cursor a column of ours holds (a signed 64-bit integer).
 MAX_ID = 2**63 - 1
+# PostgreSQL's SQLSTATE for a statement cancelled (by statement_timeout, say).
+QUERY_CANCELED = "57014"
 
 
 def conversations_for_user(*, user) -> QuerySet[Conversation]:
@@ -29,24 +30,47 @@ def conversations_for_user(*, user) -> QuerySet[Conversation]:
     )
 
 
-def search_conversations_for_user(*, user, query: str) -> QuerySet[Conversation]:
-    """The user's conversations whose title or message text matches `query`, most recently
-    active first: PostgreSQL's full-text search (web-search syntax: words, "a phrase", -not,
-    or) on PostgreSQL, a case-insensitive substring match elsewhere. Titles are short: a part
-    of a word finds them too."""
-    conversations = conversations_for_user(user=user)
-    query = " ".join(query.split())
-    if not query:
-        return conversations
-    messages = Message.objects.filter(conversation=OuterRef("pk"), is_draft=False)
+def search_conversations_for_user(*, user, query: str, limit: int | None = None) -> list:
+    """Up to `limit` of the user's conversations whose title or message text matches `query`
+    (clean, not empty), most recently active first: PostgreSQL's full-text search (web-search
+    syntax: words, "a phrase", -not, or) through the messages' GIN index on PostgreSQL, a
+    case-insensitive substring match elsewhere. Titles are short: a part of a word finds them
+    too. Raises SearchTooSlow past PARLEY_SEARCH_TIMEOUT (PostgreSQL)."""
+    messages = Message.objects.filter(is_draft=False)
     if connection.vendor == "postgresql":
         words = SearchQuery(query, search_type="websearch", config=SEARCH_CONFIG)
-        in_messages = messages.annotate(
-            document=SearchVector("search_text", config=SEARCH_CONFIG)
-        ).filter(document=words)
+        messages = messages.filter(search_vector=words)
     else:
-        in_messages = messages.filter(search_text__icontains=query)
-    return conversations.filter(Q(title__icontains=query) | Exists(in_messages))
+        messages = messages.filter(search_text__icontains=query)
+    found = conversations_for_user(user=user).filter(
+        Q(title__icontains=query) | Q(pk__in=messages.values("conversation_id"))
+    )[:limit]
+    try:
+        with statement_timeout(settings.PARLEY_SEARCH_TIMEOUT):
+            return list(found)
+    except OperationalError as error:
+        if statement_timed_out(error):
+            raise SearchTooSlow from None
+        raise
+
+
+@contextmanager
+def statement_timeout(seconds: float) -> Iterator[None]:
+    """On PostgreSQL, statements inside are cancelled after `seconds` (0: never)."""
+    if connection.vendor != "postgresql" or seconds <= 0:
+        yield
+        return
+    with transaction.atomic(), connection.cursor() as cursor:
+        # set_config(..., true) is SET LOCAL: it ends with this transaction.
+        cursor.execute(
+            "SELECT set_config('statement_timeout', %s, true)", [f"{round(seconds * 1000)}ms"]
+        )
+        yield
+
+
+def statement_timed_out(error: OperationalError) -> bool:
+    """Whether PostgreSQL cancelled the statement at its statement_timeout."""
+    return getattr(error.__cause__, "sqlstate", None) == QUERY_CANCELED
 
 
 def waiting_conversation_ids(*, user) -> set[int]:
@@ -95,9 +119,9 @@ def conversation_for_user(*, user, conversation_id, lock: bool = False) -> Conve
 def messages_changed_since(*, conversation_id: int, after: int) -> list[Message]:
     """Messages created or changed after the change cursor `after`, in transcript order."""
     return list(
-        Message.objects.filter(conversation_id=conversation_id, seq__gt=min(after, MAX_ID))
-        .defer("search_text")  # what search reads; pages never show it
-        .order_by("order")
+        Message.objects.filter(
+            conversation_id=conversation_id, seq__gt=min(after, MAX_ID)
+        ).order_by("order")
     )
 
 

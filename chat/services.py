@@ -1,4 +1,5 @@
-"""Writes people make: conversations and messages. Views, consumers and the API call these.
+"""Writes people make: conversations and messages; and search, the one read limited per
+person. Views, consumers and the API call these.
 
 Each service fetches the conversation through `conversation_for_user(lock=True)` first (it
 checks the user may act on it and locks the row), changes the transcript through one
@@ -22,14 +23,45 @@ from chat.errors import (
     NothingToStop,
     NotLastMessage,
     QuestionPending,
+    SearchTooLong,
 )
 from chat.models import AgentState, Conversation, Message, Role
-from chat.selectors import conversation_for_user, last_turn
+from chat.selectors import (
+    conversation_for_user,
+    conversations_for_user,
+    last_turn,
+    search_conversations_for_user,
+)
 from chat.text import clean_message, clean_text
 from chat.transcript import Transcript
 
 TITLE_MAX_CHARS = Conversation._meta.get_field("title").max_length
+# The longest search: words enough for any search a person types, few enough that no
+# search is costly for its length.
+SEARCH_MAX_CHARS = 200
 AUTO_TITLE_CHARS = 60
+
+
+def search_conversations(*, user, query: str, limit: int | None = None) -> list[Conversation]:
+    """Up to `limit` of the user's conversations that match `query`, most recently active
+    first (chat.selectors.search_conversations_for_user); with no words, the most recent.
+
+    Raises SearchTooLong (past SEARCH_MAX_CHARS), TooManySearches (chat.limits) or
+    SearchTooSlow.
+    """
+    query = clean_search(query)
+    if not query:
+        return list(conversations_for_user(user=user)[:limit])
+    if len(query) > SEARCH_MAX_CHARS:
+        raise SearchTooLong(SEARCH_MAX_CHARS)
+    limits.check_search_rate(user=user)
+    return search_conversations_for_user(user=user, query=query, limit=limit)
+
+
+def clean_search(query: str) -> str:
+    """The words of a search, as shown back in its box: invisible characters (NUL among
+    them, which PostgreSQL refuses) dropped, whitespace collapsed."""
+    return clean_text(query)
 
 
 def create_conversation(*, owner, title: str = "") -> Conversation:
@@ -119,9 +151,15 @@ def _resolve_pause_by_message(
     return tool.resolve_by_message(transcript, open_calls[0], message, user) if tool else None
 
 
-@transaction.atomic
 def retry_turn(*, user, conversation_id: int) -> None:
-    """Run the agent again after a failed turn."""
+    """Run the agent again after a failed turn. A retry counts as a message sent
+    (PARLEY_MESSAGES_PER_MINUTE): it costs a model turn like one."""
+    limits.check_message_rate(user=user)
+    _retry_turn(user=user, conversation_id=conversation_id)
+
+
+@transaction.atomic
+def _retry_turn(*, user, conversation_id: int) -> None:
     conversation = conversation_for_user(user=user, conversation_id=conversation_id, lock=True)
     if conversation.agent_state != AgentState.ERROR:
         raise NothingToRetry
@@ -131,14 +169,19 @@ def retry_turn(*, user, conversation_id: int) -> None:
     dispatch.on_commit(next)
 
 
-@transaction.atomic
 def regenerate_reply(*, user, conversation_id: int) -> None:
     """Answer the last user message again: the last reply is superseded (kept, not shown,
-    not sent to the model) and a new turn starts.
+    not sent to the model) and a new turn starts. Counts as a message sent, as an edit does.
 
-    Raises AgentBusy, QuestionPending, NothingToRegenerate, ConversationNotFound or
-    TooManyRunningTurns.
+    Raises AgentBusy, QuestionPending, NothingToRegenerate, ConversationNotFound,
+    TooManyMessages or TooManyRunningTurns.
     """
+    limits.check_message_rate(user=user)
+    _regenerate_reply(user=user, conversation_id=conversation_id)
+
+
+@transaction.atomic
+def _regenerate_reply(*, user, conversation_id: int) -> None:
     conversation = _lock_between_turns(user=user, conversation_id=conversation_id)
     turn = last_turn(conversation_id=conversation.pk)
     if turn is None or not turn.after:

@@ -106,10 +106,7 @@ class Transcript:
         the next message appended follows."""
         if not self._newest_read:
             self._newest = (
-                Message.objects.filter(conversation=self.conversation)
-                .defer("search_text")  # written with each change, never read back
-                .order_by("-order")
-                .first()
+                Message.objects.filter(conversation=self.conversation).order_by("-order").first()
             )
             self._newest_read = True
         return self._newest

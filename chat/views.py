@@ -14,7 +14,6 @@ from chat.errors import ConversationNotFound, ParleyError, RateLimited
 from chat.selectors import (
     conversation_for_user,
     conversations_for_user,
-    search_conversations_for_user,
     transcript_changes,
     waiting_conversation_ids,
 )
@@ -41,28 +40,41 @@ def conversation_view(view):
 
 @require_GET
 def conversation_list(request: HttpRequest) -> HttpResponse:
-    query = request.GET.get("q", "")
-    conversations = search_conversations_for_user(user=request.user, query=query)
-    context = {
-        "conversations": conversations,
-        "query": query,
-        "waiting": waiting_conversation_ids(user=request.user),
-    }
+    query = services.clean_search(request.GET.get("q", ""))
+    context = {"query": query, "waiting": waiting_conversation_ids(user=request.user)}
+    try:
+        context["conversations"] = services.search_conversations(user=request.user, query=query)
+    except ParleyError as error:
+        context.update(conversations=[], error=error.message)
+        response = render(request, CONVERSATION_LIST, context, status=error.status)
+        return with_retry_after(response, error)
     return render(request, CONVERSATION_LIST, context)
 
 
 @require_GET
 def conversation_search(request: HttpRequest) -> HttpResponse:
     """The sidebar's list for its search box (htmx); without JavaScript the box submits to
-    the list page instead."""
-    context = sidebar_context(request, query=request.GET.get("q", ""))
+    the list page instead. A refused search says why in the list's place."""
+    query = services.clean_search(request.GET.get("q", ""))
+    try:
+        context = sidebar_context(request, query=query)
+    except ParleyError as error:
+        context = {
+            "query": query,
+            "search_error": error.message,
+            "waiting": waiting_conversation_ids(user=request.user),
+        }
+        response = render(request, f"{SIDEBAR}#list", context, status=error.status)
+        return with_retry_after(response, error)
     return render(request, f"{SIDEBAR}#list", context)
 
 
 def sidebar_context(request: HttpRequest, *, query: str = "", current=None) -> dict:
-    conversations = search_conversations_for_user(user=request.user, query=query)
+    conversations = services.search_conversations(
+        user=request.user, query=query, limit=SIDEBAR_SIZE
+    )
     return {
-        "sidebar_conversations": conversations[:SIDEBAR_SIZE],
+        "sidebar_conversations": conversations,
         "query": query,
         "waiting": waiting_conversation_ids(user=request.user),
         "current": current,

@@ -66,6 +66,7 @@ INSTALLED_APPS = [
     "django.contrib.messages",
     "django.contrib.staticfiles",
     "django.contrib.humanize",
+    "django.contrib.postgres",
     "django_htmx",
     "ninja",
     "channels",
@@ -390,9 +391,16 @@ PARLEY_RUN_CHANNEL = "parley-runs"
 # minute, open event streams; failed logins per account and per client address before a
 # lockout of PARLEY_LOGIN_LOCKOUT_SECONDS.
 PARLEY_MAX_RUNNING_TURNS = int(os.environ.get("PARLEY_MAX_RUNNING_TURNS", "3"))
+# Sub-agents one user's agents may have running at once (their own cap, beside the turns
+# above): at most PARLEY_MAX_RUNNING_TURNS + PARLEY_MAX_RUNNING_SUBAGENTS turns run per user.
+PARLEY_MAX_RUNNING_SUBAGENTS = int(os.environ.get("PARLEY_MAX_RUNNING_SUBAGENTS", "4"))
 PARLEY_MESSAGES_PER_MINUTE = int(os.environ.get("PARLEY_MESSAGES_PER_MINUTE", "30"))
 PARLEY_CONVERSATIONS_PER_MINUTE = int(os.environ.get("PARLEY_CONVERSATIONS_PER_MINUTE", "20"))
 PARLEY_MAX_STREAMS = int(os.environ.get("PARLEY_MAX_STREAMS", "10"))
+# Searches of the transcripts one user may make per minute, and how long one may take on
+# PostgreSQL before it is cancelled (seconds; 0: no limit).
+PARLEY_SEARCHES_PER_MINUTE = int(os.environ.get("PARLEY_SEARCHES_PER_MINUTE", "60"))
+PARLEY_SEARCH_TIMEOUT = float(os.environ.get("PARLEY_SEARCH_TIMEOUT", "3"))
 # Websockets one user may hold open on one web process (each page has two): what a push
 # costs a process grows with its sockets, so one user cannot slow everyone else's.
 PARLEY_MAX_SOCKETS = int(os.environ.get("PARLEY_MAX_SOCKETS", "40"))

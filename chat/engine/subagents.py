@@ -28,6 +28,7 @@ from chat.engine.tools import (
     ToolInput,
     invalid_arguments,
 )
+from chat.errors import TooManySubagents
 from chat.models import Conversation
 from chat.selectors import subagent_view
 from chat.text import clean_text
@@ -87,7 +88,10 @@ class SpawnAgents(Tool):
             return ToolResultBlock.error(call.id, invalid_arguments(TOOL_NAME, error))
         tasks = [(task.title, task.task) for task in arguments.tasks]
         lease = context.lease
-        await db(_spawn)(lease, call, tasks)
+        try:
+            await db(_spawn)(lease, call, tasks)
+        except TooManySubagents as refusal:
+            return ToolResultBlock.error(call.id, str(refusal))
         # Every change of a child is announced to the parent's group: look again then, and
         # at least every RECHECK_SECONDS in case an event was lost.
         group = events.conversation_group(lease.conversation_id)

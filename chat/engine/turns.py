@@ -37,7 +37,7 @@ from django.db.models import Q
 from django.utils import timezone
 from django.utils.translation import gettext_noop
 
-from chat import events
+from chat import events, limits
 from chat.blocks import (
     ActionBlock,
     ErrorBlock,
@@ -344,11 +344,13 @@ def fail(
 def spawn_subagents(lease: Lease, call: ToolCallBlock, tasks: list[tuple[str, str]]) -> Next:
     """Start one sub-agent turn per (title, task) for `call`, each in a child conversation
     whose first user message is the task; idempotent, so a runner that takes the parent's
-    turn over finds the children its predecessor made and starts none twice."""
+    turn over finds the children its predecessor made and starts none twice. Raises
+    TooManySubagents (chat.limits), starting none, past the owner's cap."""
     conversation = _held(lease, AgentState.TOOL_EXECUTING)
     if conversation.children.filter(parent_tool_call_id=call.id).exists():
         _keep_lease(conversation)
         return NOTHING
+    limits.check_subagent_slots(owner_id=conversation.owner_id, wanted=len(tasks))
     started = NOTHING
     for index, (title, task) in enumerate(tasks):
         child = Conversation.objects.create(

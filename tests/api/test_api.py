@@ -274,6 +274,20 @@ def test_the_api_returns_children_and_hides_them(api, conversation, user):
     assert clock["toolCallId"] == detail["messages"][1]["blocks"][-1]["id"]
     assert [c["id"] for c in api.get("/conversations").json()] == [conversation.pk]
     assert api.get(f"/conversations/{clock['id']}").status_code == 404
+    assert not clock["superseded"] and not arithmetic["superseded"]
+
+
+@pytest.mark.django_db(transaction=True)
+def test_children_of_a_regenerated_reply_are_marked_superseded(api, conversation, user):
+    services.post_user_message(user=user, conversation_id=conversation.pk, text="research")
+    services.regenerate_reply(user=user, conversation_id=conversation.pk)
+    children = api.get(f"/conversations/{conversation.pk}").json()["children"]
+    assert [(c["number"], c["superseded"]) for c in children] == [
+        (1, True),
+        (2, True),
+        (1, False),
+        (2, False),
+    ]
 
 
 def test_a_regenerated_reply_is_returned_marked_superseded(api, conversation, user, committed):

@@ -209,3 +209,29 @@ def test_the_last_turn_of_a_long_transcript_is_read_from_its_end(conversation, m
     assert len(loaded) <= selectors.NEWEST_FIRST_BATCH
     assert turn.prompt_text == "message 198"
     assert [m.role for m in turn.after] == [Role.ASSISTANT]
+
+
+@pytest.mark.django_db
+def test_regenerate_and_edit_count_against_the_messages_per_minute(
+    client, conversation, user, post, settings, committed
+):
+    """Each costs a model turn and keeps a superseded copy: a flood of them is refused like a
+    flood of messages, and the refusal is shown where the person acted."""
+    settings.PARLEY_MESSAGES_PER_MINUTE = 3
+    client.force_login(user)
+    post(user, conversation, "one")  # 1
+    regenerate = reverse("chat:regenerate", args=[conversation.pk])
+    htmx = {"HX-Request": "true"}
+    with committed():  # the turn runs and ends
+        assert client.post(regenerate, headers=htmx).status_code == 204  # 2
+    message = conversation.messages.get(role=Role.USER, superseded=False)
+    edit = reverse("chat:edit_message", args=[conversation.pk, message.pk])
+    with committed():
+        assert client.post(edit, {"text": "uno"}, headers=htmx).status_code == 204  # 3
+    kept = conversation.messages.count()
+    refused = client.post(regenerate, headers=htmx)
+    assert refused.status_code == 429 and int(refused["Retry-After"]) >= 1
+    assert refused["HX-Retarget"] == "#regenerate-alert"
+    assert "You sent too many messages in a minute." in refused.content.decode()
+    assert client.post(edit, {"text": "eins"}, headers=htmx).status_code == 429
+    assert conversation.messages.count() == kept  # nothing superseded, nothing new

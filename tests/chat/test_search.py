@@ -2,12 +2,14 @@
 substring match on SQLite (the suite runs on both: `make test`)."""
 
 import pytest
-from django.db import connection
+from django.contrib.postgres.search import SearchQuery
+from django.db import OperationalError, connection
 from django.urls import reverse
 
 from chat import services
-from chat.models import Role
-from chat.selectors import search_conversations_for_user
+from chat.errors import SearchTooSlow
+from chat.models import SEARCH_CONFIG, Message, Role
+from chat.selectors import statement_timed_out, statement_timeout
 from tests.factories import add_message
 
 # Also run on PostgreSQL (make test): full-text search on PostgreSQL, a substring match on SQLite.
@@ -26,7 +28,7 @@ def chats(user, other_user):
 
 
 def found(user, query):
-    return [c.title for c in search_conversations_for_user(user=user, query=query)]
+    return [c.title for c in services.search_conversations(user=user, query=query)]
 
 
 def test_a_word_inside_a_message_finds_its_conversation_and_only_the_users(user, chats):
@@ -78,3 +80,77 @@ def test_the_list_page_searches_without_javascript(client, user, chats):
     assert "Trip to Lisbon" in html
     assert "Lunch plans" not in html
     assert 'value="train"' in html
+
+
+def search(client, query, view="chat:conversation_search"):
+    return client.get(reverse(view), {"q": query})
+
+
+def test_a_nul_or_other_control_character_in_a_search_is_dropped(client, user, chats):
+    client.force_login(user)
+    for view in ("chat:conversation_search", "chat:conversation_list"):
+        assert search(client, "\x00", view).status_code == 200
+        response = search(client, "piz\x00za\x1b", view)
+        assert response.status_code == 200
+        assert "Lunch plans" in response.content.decode()
+
+
+def test_a_search_longer_than_the_limit_is_refused_and_says_so(client, user, chats):
+    client.force_login(user)
+    too_long = "pizza " * (services.SEARCH_MAX_CHARS // 6 + 1)
+    for view in ("chat:conversation_search", "chat:conversation_list"):
+        response = search(client, too_long, view)
+        assert response.status_code == 400
+        html = response.content.decode()
+        assert 'role="alert">Search for at most 200 characters.<' in html
+        assert "Lunch plans" not in html
+    assert search(client, too_long[: services.SEARCH_MAX_CHARS]).status_code == 200
+
+
+def test_searches_are_limited_per_user_and_the_refusal_says_when_to_try_again(
+    client, user, other_user, chats, settings
+):
+    settings.PARLEY_SEARCHES_PER_MINUTE = 2
+    client.force_login(user)
+    assert [search(client, "pizza").status_code for _ in range(2)] == [200, 200]
+    refused = search(client, "pizza")
+    assert refused.status_code == 429 and int(refused["Retry-After"]) >= 1
+    assert "You searched too often in a minute." in refused.content.decode()
+    # Opening pages, which list the recent conversations without searching, still works.
+    assert client.get(reverse("chat:conversation_list")).status_code == 200
+    client.force_login(other_user)
+    assert search(client, "pizza").status_code == 200
+
+
+def test_a_search_that_takes_too_long_says_so(client, user, chats, monkeypatch):
+    def too_slow(**_):
+        raise SearchTooSlow
+
+    monkeypatch.setattr(services, "search_conversations_for_user", too_slow)
+    client.force_login(user)
+    response = search(client, "pizza")
+    assert response.status_code == 400
+    assert "That search took too long. Try more specific words." in response.content.decode()
+
+
+@pytest.mark.skipif(connection.vendor != "postgresql", reason="PostgreSQL's text search")
+def test_message_search_reads_the_gin_index_of_the_stored_words(chats):
+    with connection.cursor() as cursor:
+        cursor.execute("SET LOCAL enable_seqscan = off")  # a few rows: make the index count
+    words = SearchQuery("pizza", search_type="websearch", config=SEARCH_CONFIG)
+    plan = Message.objects.filter(search_vector=words).explain()
+    assert "message_search_vector" in plan
+
+
+@pytest.mark.skipif(connection.vendor != "postgresql", reason="PostgreSQL's statement_timeout")
+def test_a_statement_past_the_search_timeout_is_cancelled(db):
+    with (
+        pytest.raises(OperationalError) as raised,
+        statement_timeout(0.05),
+        connection.cursor() as cursor,
+    ):
+        cursor.execute("SELECT pg_sleep(2)")
+    assert statement_timed_out(raised.value)
+    with connection.cursor() as cursor:  # and the timeout ended with the search
+        cursor.execute("SHOW statement_timeout")
+        assert cursor.fetchone() == ("0",)

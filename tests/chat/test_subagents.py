@@ -257,3 +257,47 @@ def test_the_admin_shows_children_under_the_parent(client, admin_user, conversat
     html = response.content.decode()
     assert "Sub-agent 1: Clock" in html and "Sub-agent 2: Arithmetic" in html
     assert "Six times seven is **42**" in html
+
+
+@pytest.mark.django_db
+def test_subagents_past_their_own_cap_are_refused_to_the_model_and_none_starts(
+    conversation, user, use, post, settings
+):
+    settings.PARLEY_MAX_RUNNING_SUBAGENTS = 2
+    busy = services.create_conversation(owner=user, title="Busy")
+    Conversation.objects.create(
+        owner=user, parent=busy, parent_tool_call_id="c0", agent_state=AgentState.LLM_REQUESTING
+    )
+    two = {"tasks": [{"task": f"task {i}"} for i in range(2)]}
+    provider = use(
+        FakeProvider([ToolCallRequest("s1", "spawn_agents", two)], [TextDelta("I will do it")])
+    )
+    post(user, conversation, "go")
+    conversation.refresh_from_db()
+    [result] = results(conversation)
+    assert result.is_error
+    assert result.content == (
+        "At most 2 sub-agents may run at once for this user, and 1 are running now. "
+        "Start at most 1, or do the tasks yourself."
+    )
+    assert provider.histories[1][-1].blocks[0].content == result.content  # the model read it
+    assert not conversation.children.exists()
+    assert conversation.agent_state == AgentState.IDLE
+
+
+@pytest.mark.django_db
+def test_running_subagents_do_not_take_the_turn_slots_people_use(
+    conversation, user, post, settings
+):
+    settings.PARLEY_MAX_RUNNING_TURNS = 1
+    busy = services.create_conversation(owner=user, title="Busy")
+    for index in range(3):
+        Conversation.objects.create(
+            owner=user,
+            parent=busy,
+            parent_tool_call_id="c0",
+            subagent_index=index,
+            agent_state=AgentState.LLM_REQUESTING,
+        )
+    post(user, conversation, "hello")  # not refused: only top-level turns count here
+    assert conversation.messages.filter(role=Role.ASSISTANT).exists()
