@@ -93,6 +93,48 @@ def test_private_addresses_are_refused_and_the_user_is_told(client, user, resolv
     assert not Webhook.objects.exists()
 
 
+@pytest.mark.parametrize(
+    "address",
+    [
+        "64:ff9b::7f00:1",  # NAT64 of 127.0.0.1
+        "64:ff9b::a00:1",  # NAT64 of 10.0.0.1
+        "64:ff9b:1::5db8:d822",  # local-use NAT64 (RFC 8215), whatever it carries
+        "2002:7f00:1::",  # 6to4 of 127.0.0.1
+        "2002:a9fe:a9fe::",  # 6to4 of 169.254.169.254, the cloud metadata address
+        "::127.0.0.1",  # IPv4-compatible
+        "::ffff:0:10.0.0.1",  # IPv4-translated
+        "2001:0:5db8:d822::f5ff:fffe",  # Teredo: public server, client 10.0.0.1
+        "2001:0:a00:1::f7f7:f7f7",  # Teredo: server 10.0.0.1, public client
+        "fec0::1",  # site-local
+    ],
+)
+def test_ipv6_addresses_that_lead_to_a_private_network_are_refused(client, user, address):
+    """An IPv6 address that carries an IPv4 one is reached through it: that one must be
+    public too (the same check runs before every delivery)."""
+    client.force_login(user)
+    url = f"http://[{address}]/hook"
+    response = client.post(reverse("webhooks:settings"), {"url": url})
+    assert response.status_code == 422
+    assert 'role="alert">' + str(NOT_PUBLIC).replace("'", "&#x27;") in response.content.decode()
+    assert not Webhook.objects.exists()
+
+
+@pytest.mark.parametrize(
+    "address",
+    [
+        "2606:4700:4700::1111",
+        "2002:5db8:d822::1",  # 6to4 of 93.184.216.34
+        "64:ff9b::5db8:d822",  # NAT64 of 93.184.216.34
+    ],
+)
+def test_public_ipv6_addresses_are_accepted(client, user, address):
+    client.force_login(user)
+    url = f"http://[{address}]/hook"
+    response = client.post(reverse("webhooks:settings"), {"url": url})
+    assert response.status_code == 201
+    assert Webhook.objects.get().url == url
+
+
 @pytest.mark.parametrize("url", ["ftp://example.org/x", "example.org/hook", "http://", "x" * 3000])
 def test_urls_that_are_not_http_are_refused(client, user, resolver, url):
     client.force_login(user)
