@@ -1,16 +1,24 @@
-"""The settings page: the user's preferences, with links to tokens and webhooks."""
+"""The settings page: the user's preferences, signing out everywhere, and links to tokens
+and webhooks."""
 
 from django.contrib import messages
+from django.contrib.auth import logout
 from django.http import HttpRequest, HttpResponse
 from django.shortcuts import redirect, render
 from django.utils.http import url_has_allowed_host_and_scheme
 from django.utils.translation import gettext as _
+from django.utils.translation import gettext_lazy
 from django.views.decorators.http import require_http_methods, require_POST
 
+from accounts import services
 from accounts.forms import PreferencesForm, ThemeForm
 from accounts.selectors import preferences_for
 
 THEME_SWITCH = "accounts/theme_switch.html"
+SIGNED_OUT_EVERYWHERE = gettext_lazy(
+    "You are signed out everywhere: every session of your account has ended and every API "
+    "token is revoked. Log in again to go on."
+)
 
 
 @require_http_methods(["GET", "POST"])
@@ -44,3 +52,12 @@ def theme(request: HttpRequest) -> HttpResponse:
     ):
         next_url = "/"
     return redirect(next_url)
+
+
+@require_POST
+def sign_out_everywhere(request: HttpRequest) -> HttpResponse:
+    """End every session of the user (this one too) and revoke their API tokens."""
+    services.sign_out_everywhere(user=request.user)
+    logout(request)
+    messages.success(request, SIGNED_OUT_EVERYWHERE)
+    return redirect("login")

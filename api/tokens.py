@@ -63,3 +63,13 @@ def revoke_token(*, user, token_id: int) -> bool:
     if deleted:
         events.send_on_commit(events.user_group(user.pk), events.auth_changed(user.pk))
     return bool(deleted)
+
+
+@transaction.atomic
+def revoke_all_tokens(*, user) -> int:
+    """Delete every token of the user (signing out everywhere); after commit, their open
+    event streams end. Returns how many were revoked."""
+    deleted, _ = ApiToken.objects.filter(user=user).delete()
+    if deleted:
+        events.send_on_commit(events.user_group(user.pk), events.auth_changed(user.pk))
+    return deleted

@@ -49,8 +49,49 @@ def check_url(url: str) -> str:
     return found[0][4][0]
 
 
+# IPv6 prefixes whose last 32 bits are an IPv4 address that a packet sent there reaches.
+ENDS_IN_IPV4 = [
+    ipaddress.IPv6Network("::ffff:0:0/96"),  # IPv4-mapped
+    ipaddress.IPv6Network("::ffff:0:0:0/96"),  # IPv4-translated (RFC 2765)
+    ipaddress.IPv6Network("::/96"),  # IPv4-compatible (deprecated, RFC 4291)
+    ipaddress.IPv6Network("64:ff9b::/96"),  # NAT64, the well-known prefix (RFC 6052)
+]
+# Never public, whatever follows the prefix.
+NEVER_PUBLIC = [
+    ipaddress.IPv6Network("fec0::/10"),  # site-local (deprecated, RFC 3879)
+    ipaddress.IPv6Network("64:ff9b:1::/48"),  # NAT64 for local use (RFC 8215)
+]
+
+
 def is_public(address: str) -> bool:
-    ip = ipaddress.ip_address(address.split("%", 1)[0])
-    if isinstance(ip, ipaddress.IPv6Address) and ip.ipv4_mapped is not None:
-        ip = ip.ipv4_mapped
+    """Whether `address` (as getaddrinfo gives it; IPv6 maybe with a `%zone`) is a public
+    unicast address, and so is every IPv4 address that it leads to."""
+    try:
+        ip = ipaddress.ip_address(address.split("%", 1)[0])
+    except ValueError:
+        return False
+    if isinstance(ip, ipaddress.IPv4Address):
+        return ip.is_global and not ip.is_multicast
+    if any(ip in network for network in NEVER_PUBLIC):
+        return False
+    carried = carried_ipv4(ip)
+    if not all(is_public(str(each)) for each in carried):
+        return False
+    if carried and ip.teredo is None:
+        # As public as the IPv4 address it leads to: Python's tables disagree from one
+        # version to the next on whether 6to4 and NAT64 addresses are global.
+        return True
+    # Teredo, even between public ends, stays with Python's table (2001::/23 is not global).
     return ip.is_global and not ip.is_multicast
+
+
+def carried_ipv4(ip: ipaddress.IPv6Address) -> list[ipaddress.IPv4Address]:
+    """The IPv4 addresses that a packet sent to `ip` goes to on its way: Teredo's server and
+    client, 6to4's router, or the last 32 bits of the prefixes of ENDS_IN_IPV4."""
+    if ip.teredo is not None:
+        return list(ip.teredo)
+    if ip.sixtofour is not None:
+        return [ip.sixtofour]
+    if any(ip in network for network in ENDS_IN_IPV4):
+        return [ipaddress.IPv4Address(int(ip) & 0xFFFFFFFF)]
+    return []

@@ -1,6 +1,7 @@
 from django import forms
 from django.contrib import admin
 from django.utils.translation import gettext as _
+from django.utils.translation import gettext_lazy
 
 from webhooks import services
 from webhooks.addresses import UnsafeUrl, check_url
@@ -21,17 +22,40 @@ class WebhookForm(forms.ModelForm):
         return url
 
 
+class DisabledFilter(admin.SimpleListFilter):
+    title = gettext_lazy("state")
+    parameter_name = "disabled"
+
+    def lookups(self, request, model_admin):
+        return [("no", gettext_lazy("Enabled")), ("yes", gettext_lazy("Disabled"))]
+
+    def queryset(self, request, queryset):
+        if self.value() in ("no", "yes"):
+            return queryset.filter(disabled_at__isnull=self.value() == "no")
+        return queryset
+
+
 @admin.register(Webhook)
 class WebhookAdmin(admin.ModelAdmin):
     """Operators add webhooks for one user or, with no owner, for everyone's questions; the
-    secret is shown once, in the message after adding."""
+    secret is shown once, in the message after adding. A disabled webhook says why, and may
+    be enabled again (an action)."""
 
     form = WebhookForm
-    list_display = ["url", "owner", "created_at"]
+    list_display = ["url", "owner", "created_at", "disabled_at", "disabled_reason"]
     list_select_related = ["owner"]
-    list_filter = [("owner", admin.EmptyFieldListFilter)]
+    list_filter = [DisabledFilter, ("owner", admin.EmptyFieldListFilter)]
     search_fields = ["url", "owner__username"]
-    readonly_fields = ["created_at"]
+    readonly_fields = ["created_at", "disabled_at", "disabled_reason"]
+    actions = ["enable_again"]
+
+    @admin.action(
+        description=gettext_lazy("Enable the selected webhooks again"),
+        permissions=["change"],
+    )
+    def enable_again(self, request, queryset) -> None:
+        enabled = services.enable_webhooks(webhooks=queryset)
+        self.message_user(request, _("Webhooks enabled again: %(n)s") % {"n": enabled})
 
     def save_model(self, request, obj, form, change) -> None:
         secret = ""

@@ -5,7 +5,9 @@ At least once: a row is claimed by a conditional update that moves its next atte
 time the attempt may take, so concurrent sweeps skip it; a process that dies mid-attempt
 leaves it due again later. Every attempt sends the same `webhook-id`, signed afresh with the
 current timestamp (Standard Webhooks). Failures are retried with exponential backoff, and the
-row is marked failed after WEBHOOK_MAX_ATTEMPTS.
+row is marked failed after WEBHOOK_MAX_ATTEMPTS. A receiver that answers 410 Gone is not
+retried: its webhook is disabled, and its other pending deliveries are given up
+(services.disable_webhook).
 
 A round's attempts run side by side (WEBHOOK_CONCURRENCY), each ended at WEBHOOK_TIMEOUT
 however slowly its receiver answers, and one owner's webhooks take at most
@@ -18,15 +20,18 @@ import asyncio
 import logging
 from collections import Counter
 from datetime import timedelta
+from http import HTTPStatus
 
 import httpx
 from django.conf import settings
+from django.db import transaction
 from django.db.models import F
 from django.utils import timezone
 from standardwebhooks import Webhook as Signer
 
+from webhooks import services
 from webhooks.addresses import UnsafeUrl, check_url
-from webhooks.models import Delivery, DeliveryStatus
+from webhooks.models import Delivery, DeliveryStatus, DisabledReason
 
 logger = logging.getLogger("parley.webhooks")
 
@@ -43,9 +48,13 @@ def deliver_due() -> int:
     the round's slots for at most WEBHOOK_TIMEOUT, never all of them. Returns how many were
     attempted."""
     now = timezone.now()
-    due = Delivery.objects.filter(status=DeliveryStatus.PENDING, next_attempt_at__lte=now).order_by(
-        "next_attempt_at"
-    )
+    # A disabled webhook's deliveries are given up as it is disabled; one queued by an event
+    # whose transaction raced with that waits, unattempted, until the webhook is enabled.
+    due = Delivery.objects.filter(
+        status=DeliveryStatus.PENDING,
+        next_attempt_at__lte=now,
+        webhook__disabled_at__isnull=True,
+    ).order_by("next_attempt_at")
     taken: Counter = Counter()
     claimed = []
     for pk, next_attempt_at, owner_id in due.values_list(
@@ -141,18 +150,27 @@ async def post(delivery: Delivery) -> int:
 
 
 def record(delivery: Delivery, *, status_code: int | None, error: str) -> None:
+    """Record an attempt's outcome. 410 Gone disables the webhook (no retry, nothing more
+    queued); a 2xx counts even if the row was given up while the attempt was in flight."""
     now = timezone.now()
     delivered = not error
+    gone = status_code == HTTPStatus.GONE
+    current = [DeliveryStatus.PENDING]
     if delivered:
         update = {"status": DeliveryStatus.DELIVERED, "delivered_at": now}
-    elif delivery.attempts >= settings.WEBHOOK_MAX_ATTEMPTS:
+        current.append(DeliveryStatus.GIVEN_UP)
+    elif gone or delivery.attempts >= settings.WEBHOOK_MAX_ATTEMPTS:
         update = {"status": DeliveryStatus.FAILED}
     else:
         backoff = timedelta(seconds=settings.WEBHOOK_RETRY_SECONDS * 2 ** (delivery.attempts - 1))
         update = {"next_attempt_at": now + min(backoff, MAX_BACKOFF)}
-    Delivery.objects.filter(pk=delivery.pk, status=DeliveryStatus.PENDING).update(
-        last_status_code=status_code, last_error=error, **update
-    )
+    with transaction.atomic():
+        Delivery.objects.filter(pk=delivery.pk, status__in=current).update(
+            last_status_code=status_code, last_error=error, **update
+        )
+        disabled = gone and services.disable_webhook(
+            webhook_id=delivery.webhook_id, reason=DisabledReason.GONE
+        )
     if not delivered:
         logger.warning(
             "webhook delivery %s to %s failed (attempt %s): %s",
@@ -160,4 +178,10 @@ def record(delivery: Delivery, *, status_code: int | None, error: str) -> None:
             delivery.webhook.url,
             delivery.attempts,
             error,
+        )
+    if disabled:
+        logger.warning(
+            "webhook %s to %s disabled: its receiver answered 410 Gone",
+            delivery.webhook_id,
+            delivery.webhook.url,
         )

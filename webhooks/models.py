@@ -5,9 +5,15 @@ from django.utils import timezone
 from django.utils.translation import gettext_lazy as _
 
 
+class DisabledReason(models.TextChoices):
+    # The receiver answered 410 Gone: it asks for no more deliveries (Standard Webhooks).
+    GONE = "gone", _("Its receiver answered 410 Gone, which asks for no more deliveries.")
+
+
 class Webhook(models.Model):
     """A URL that gets a signed POST for each question event of its owner (or, without an
-    owner, of every user: only admins add those)."""
+    owner, of every user: only admins add those). While disabled, no event is queued for it,
+    and what was waiting is given up; its owner (or an admin) may enable it again."""
 
     owner = models.ForeignKey(
         settings.AUTH_USER_MODEL,
@@ -22,11 +28,26 @@ class Webhook(models.Model):
     # The signing key, `whsec_<base64>` (Standard Webhooks); shown once, when created.
     secret = models.CharField(_("secret"), max_length=100, editable=False)
     created_at = models.DateTimeField(_("created"), default=timezone.now, editable=False)
+    disabled_at = models.DateTimeField(_("disabled"), null=True, blank=True, editable=False)
+    disabled_reason = models.CharField(
+        _("why disabled"),
+        max_length=20,
+        choices=DisabledReason.choices,
+        blank=True,
+        editable=False,
+    )
 
     class Meta:
         verbose_name = _("webhook")
         verbose_name_plural = _("webhooks")
         ordering = ["-created_at", "-id"]
+        constraints = [
+            models.CheckConstraint(
+                condition=Q(disabled_at__isnull=True, disabled_reason="")
+                | Q(disabled_at__isnull=False, disabled_reason__in=DisabledReason.values),
+                name="webhook_disabled_with_reason",
+            )
+        ]
 
     def __str__(self) -> str:
         return self.url
@@ -37,8 +58,10 @@ class DeliveryStatus(models.TextChoices):
     PENDING = "pending", _("Pending")
     # The receiver answered 2xx.
     DELIVERED = "delivered", _("Delivered")
-    # Every attempt failed; no more retries.
+    # Every attempt failed, or the receiver answered 410 Gone; no more retries.
     FAILED = "failed", _("Failed")
+    # Never sent, or not again: its webhook was disabled while it waited.
+    GIVEN_UP = "given_up", _("Not sent: webhook disabled")
 
 
 class Delivery(models.Model):

@@ -1,5 +1,6 @@
-"""Webhook writes: register (the secret is shown once), delete, and the outbox rows each
-question event writes in the transaction that made it (questions.notifications)."""
+"""Webhook writes: register (the secret is shown once), delete, disable and enable again,
+and the outbox rows each question event writes in the transaction that made it
+(questions.notifications)."""
 
 import base64
 import json
@@ -7,15 +8,17 @@ import secrets
 import uuid
 
 from django.conf import settings
-from django.db.models import Q
+from django.db import transaction
+from django.db.models import Q, QuerySet
 from django.http import Http404
 from django.urls import reverse
+from django.utils import timezone
 from django.utils.translation import gettext_lazy as _
 
 from chat.engine import runner
 from questions.notifications import QuestionEvent
 from webhooks.addresses import UnsafeUrl, check_url
-from webhooks.models import Delivery, Webhook
+from webhooks.models import Delivery, DeliveryStatus, DisabledReason, Webhook
 
 MAX_PER_USER = 10
 URL_MAX_CHARS = Webhook._meta.get_field("url").max_length
@@ -49,6 +52,32 @@ def delete_webhook(*, user, webhook_id: int) -> None:
         raise Http404
 
 
+@transaction.atomic
+def disable_webhook(*, webhook_id: int, reason: DisabledReason) -> bool:
+    """Stop sending to a webhook: no event is queued for it until it is enabled again, and
+    its pending deliveries are given up, never attempted. Returns whether this call disabled
+    it (False: it was already disabled, or is gone)."""
+    disabled = Webhook.objects.filter(pk=webhook_id, disabled_at__isnull=True).update(
+        disabled_at=timezone.now(), disabled_reason=reason
+    )
+    Delivery.objects.filter(webhook_id=webhook_id, status=DeliveryStatus.PENDING).update(
+        status=DeliveryStatus.GIVEN_UP
+    )
+    return bool(disabled)
+
+
+def enable_webhook(*, user, webhook_id: int) -> None:
+    """Send the user's webhook the events from now on (what was given up stays so); 404 for
+    anyone else's."""
+    if not enable_webhooks(webhooks=Webhook.objects.filter(owner=user, pk=webhook_id)):
+        raise Http404
+
+
+def enable_webhooks(*, webhooks: QuerySet[Webhook]) -> int:
+    """Enable these webhooks again (the caller chose which it may): returns how many."""
+    return webhooks.update(disabled_at=None, disabled_reason="")
+
+
 def event_body(event: QuestionEvent) -> str:
     """The JSON body (spec 6.1): type, timestamp and data with the conversation, the tool
     call, the questions and an absolute link to the question."""
@@ -71,12 +100,12 @@ def event_body(event: QuestionEvent) -> str:
 
 
 def enqueue(event: QuestionEvent) -> None:
-    """The outbox: one delivery per webhook that wants the event, in the caller's
+    """The outbox: one delivery per enabled webhook that wants the event, in the caller's
     transaction; delivered after commit (chat.runner's sweep jobs)."""
     hook_ids = list(
-        Webhook.objects.filter(Q(owner_id=event.owner_id) | Q(owner__isnull=True)).values_list(
-            "pk", flat=True
-        )
+        Webhook.objects.filter(
+            Q(owner_id=event.owner_id) | Q(owner__isnull=True), disabled_at__isnull=True
+        ).values_list("pk", flat=True)
     )
     if not hook_ids:
         return

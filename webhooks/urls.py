@@ -7,4 +7,5 @@ app_name = "webhooks"
 urlpatterns = [
     path("settings/webhooks/", views.webhooks, name="settings"),
     path("settings/webhooks/<int:webhook_id>/delete/", views.delete, name="delete"),
+    path("settings/webhooks/<int:webhook_id>/enable/", views.enable, name="enable"),
 ]

@@ -1,8 +1,10 @@
-"""The webhooks settings page: register a URL (its secret shown once), delete, and the
-delivery log."""
+"""The webhooks settings page: register a URL (its secret shown once), delete, enable a
+disabled one again, and the delivery log."""
 
+from django.contrib import messages
 from django.http import HttpRequest, HttpResponse
 from django.shortcuts import redirect, render
+from django.utils.translation import gettext as _
 from django.views.decorators.http import require_http_methods, require_POST
 
 from webhooks import selectors, services
@@ -32,4 +34,11 @@ def webhooks(request: HttpRequest) -> HttpResponse:
 @require_POST
 def delete(request: HttpRequest, webhook_id: int) -> HttpResponse:
     services.delete_webhook(user=request.user, webhook_id=webhook_id)
+    return redirect("webhooks:settings")
+
+
+@require_POST
+def enable(request: HttpRequest, webhook_id: int) -> HttpResponse:
+    services.enable_webhook(user=request.user, webhook_id=webhook_id)
+    messages.success(request, _("The webhook is enabled again: events from now on are sent to it."))
     return redirect("webhooks:settings")

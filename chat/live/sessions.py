@@ -1,12 +1,13 @@
-"""A session ends everywhere at once: logout, a password change, deactivation and token
-revocation close the user's open websockets and event streams.
+"""A session ends everywhere at once: logout, a password change, deactivation, token
+revocation and signing out everywhere close the user's open websockets and event streams.
 
 Django's own auth decides whether a session is still good (`django.contrib.auth.get_user`:
 the session's user, its session auth hash — which changes with the password — and an active
 account). Streams re-check before every push, at least every AUTH_RECHECK_SECONDS, and at once
 when their user's group (`user.<id>`) gets `auth.changed`, which is sent after commit when
 Django's auth reports a logout or the user row's password or activity changes (Django's auth
-emits these as signals, so this boundary listens to them) and when a token is revoked.
+emits these as signals, so this boundary listens to them), when a token is revoked, and when
+the user signs out everywhere (accounts.services).
 """
 
 import hashlib
@@ -19,6 +20,7 @@ from django.conf import settings
 from django.contrib.auth import get_user, get_user_model, user_logged_out
 from django.db.models.signals import post_delete, post_save
 
+from accounts.services import on_sign_out_everywhere
 from chat import events
 
 # How often an open stream re-reads its credential even when no event says it changed.
@@ -109,9 +111,14 @@ def _user_deleted(sender, instance, **kwargs) -> None:
     events.send_on_commit(events.user_group(instance.pk), events.auth_changed(instance.pk))
 
 
+def _signed_out_everywhere(*, user) -> None:
+    events.send_on_commit(events.user_group(user.pk), events.auth_changed(user.pk))
+
+
 def connect_signals() -> None:
     """Called from ChatConfig.ready()."""
     user_model = get_user_model()
     user_logged_out.connect(_logged_out, dispatch_uid="parley-logged-out")
     post_save.connect(_user_saved, sender=user_model, dispatch_uid="parley-user-saved")
     post_delete.connect(_user_deleted, sender=user_model, dispatch_uid="parley-user-deleted")
+    on_sign_out_everywhere(_signed_out_everywhere)

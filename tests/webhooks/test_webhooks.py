@@ -7,6 +7,7 @@ import socket
 from datetime import UTC, datetime
 
 import pytest
+from django.test import Client
 from django.urls import reverse
 from standardwebhooks import Webhook as Verifier
 from standardwebhooks.webhooks import WebhookVerificationError
@@ -17,8 +18,9 @@ from questions import services as questions
 from questions.blocks import Answer
 from tests.fakes import WebhookReceiver
 from webhooks import addresses, delivery
+from webhooks import services as webhook_services
 from webhooks.addresses import NOT_PUBLIC
-from webhooks.models import Delivery, DeliveryStatus, Webhook
+from webhooks.models import Delivery, DeliveryStatus, DisabledReason, Webhook
 from webhooks.services import create_webhook
 
 # Also run on PostgreSQL (make test): deliveries are claimed by conditional updates.
@@ -91,6 +93,48 @@ def test_private_addresses_are_refused_and_the_user_is_told(client, user, resolv
     assert 'role="alert">' + str(NOT_PUBLIC).replace("'", "&#x27;") in html
     assert f'value="{url}"' in html  # what the user typed is kept
     assert not Webhook.objects.exists()
+
+
+@pytest.mark.parametrize(
+    "address",
+    [
+        "64:ff9b::7f00:1",  # NAT64 of 127.0.0.1
+        "64:ff9b::a00:1",  # NAT64 of 10.0.0.1
+        "64:ff9b:1::5db8:d822",  # local-use NAT64 (RFC 8215), whatever it carries
+        "2002:7f00:1::",  # 6to4 of 127.0.0.1
+        "2002:a9fe:a9fe::",  # 6to4 of 169.254.169.254, the cloud metadata address
+        "::127.0.0.1",  # IPv4-compatible
+        "::ffff:0:10.0.0.1",  # IPv4-translated
+        "2001:0:5db8:d822::f5ff:fffe",  # Teredo: public server, client 10.0.0.1
+        "2001:0:a00:1::f7f7:f7f7",  # Teredo: server 10.0.0.1, public client
+        "fec0::1",  # site-local
+    ],
+)
+def test_ipv6_addresses_that_lead_to_a_private_network_are_refused(client, user, address):
+    """An IPv6 address that carries an IPv4 one is reached through it: that one must be
+    public too (the same check runs before every delivery)."""
+    client.force_login(user)
+    url = f"http://[{address}]/hook"
+    response = client.post(reverse("webhooks:settings"), {"url": url})
+    assert response.status_code == 422
+    assert 'role="alert">' + str(NOT_PUBLIC).replace("'", "&#x27;") in response.content.decode()
+    assert not Webhook.objects.exists()
+
+
+@pytest.mark.parametrize(
+    "address",
+    [
+        "2606:4700:4700::1111",
+        "2002:5db8:d822::1",  # 6to4 of 93.184.216.34
+        "64:ff9b::5db8:d822",  # NAT64 of 93.184.216.34
+    ],
+)
+def test_public_ipv6_addresses_are_accepted(client, user, address):
+    client.force_login(user)
+    url = f"http://[{address}]/hook"
+    response = client.post(reverse("webhooks:settings"), {"url": url})
+    assert response.status_code == 201
+    assert Webhook.objects.get().url == url
 
 
 @pytest.mark.parametrize("url", ["ftp://example.org/x", "example.org/hook", "http://", "x" * 3000])
@@ -362,3 +406,111 @@ def test_delivery_connects_to_the_address_it_checked(
     # went to the address itself (nothing else looked the name up).
     assert [host for host in lookups if host != "127.0.0.1"] == ["hooks.example.org"] * 2
     assert Delivery.objects.get().status == "delivered"
+
+
+def test_a_receiver_that_answers_410_gone_disables_its_webhook(
+    settings, user, conversation, hooked, receiver, clock, ask, model
+):
+    """410 Gone asks for no more deliveries: the webhook is disabled, what waited for it is
+    given up without an attempt, and no new event is queued for it."""
+    settings.WEBHOOK_USER_SHARE = 1  # one attempt this round; the second event waits
+    receiver.statuses = [410]
+    ask(user, conversation)
+    model.responses.clear()
+    ask(user, services.create_conversation(owner=user))
+    assert delivery.deliver_due() == 1
+    webhook = Webhook.objects.get()
+    assert webhook.disabled_at is not None and webhook.disabled_reason == "gone"
+    attempted, waiting = Delivery.objects.order_by("id")
+    assert (attempted.status, attempted.attempts, attempted.last_status_code) == ("failed", 1, 410)
+    assert (waiting.status, waiting.attempts) == ("given_up", 0)
+    clock.advance(24 * 3600)
+    assert delivery.deliver_due() == 0
+    model.responses.clear()
+    ask(user, services.create_conversation(owner=user))
+    assert Delivery.objects.count() == 2  # nothing queued for the disabled webhook
+    assert len(receiver.requests) == 1
+
+
+def test_a_delivery_in_flight_when_its_webhook_is_disabled_is_still_recorded(
+    user, conversation, hooked, ask, model
+):
+    """Two attempts of a round went side by side: the one recorded first got 410 Gone, which
+    gave up the other; but that one reached its receiver, and the log says so."""
+    ask(user, conversation)
+    model.responses.clear()
+    ask(user, services.create_conversation(owner=user))
+    gone, reached = Delivery.objects.select_related("webhook").order_by("id")
+    delivery.record(gone, status_code=410, error="HTTP 410")
+    assert Delivery.objects.get(pk=reached.pk).status == "given_up"
+    delivery.record(reached, status_code=200, error="")
+    outcomes = list(Delivery.objects.order_by("id").values_list("status", "last_status_code"))
+    assert outcomes == [("failed", 410), ("delivered", 200)]
+    assert Webhook.objects.get().disabled_reason == "gone"
+
+
+def test_the_owner_sees_why_a_webhook_is_disabled_and_enables_it_again(
+    client, user, conversation, hooked, receiver, ask, model
+):
+    receiver.statuses = [410]
+    ask(user, conversation)
+    delivery.deliver_due()
+    webhook = Webhook.objects.get()
+    client.force_login(user)
+    html = client.get(reverse("webhooks:settings")).content.decode()
+    assert "Disabled since" in html and "answered 410 Gone" in html
+    assert "Not sent: webhook disabled" not in html  # nothing else was waiting
+    assert f'action="{reverse("webhooks:enable", args=[webhook.pk])}"' in html
+
+    page = client.post(reverse("webhooks:enable", args=[webhook.pk]), follow=True)
+    html = page.content.decode()
+    assert "The webhook is enabled again" in html and "Disabled since" not in html
+    webhook.refresh_from_db()
+    assert (webhook.disabled_at, webhook.disabled_reason) == (None, "")
+    model.responses.clear()
+    ask(user, services.create_conversation(owner=user))
+    assert delivery.deliver_due() == 1
+    assert Delivery.objects.filter(status="delivered").count() == 1
+
+
+def test_the_settings_page_is_translated_for_a_disabled_webhook(
+    client, user, conversation, hooked, receiver, ask
+):
+    receiver.statuses = [410]
+    ask(user, conversation)
+    delivery.deliver_due()
+    client.force_login(user)
+    client.cookies["django_language"] = "pt-br"
+    html = client.get(reverse("webhooks:settings")).content.decode()
+    assert "Disabled since" not in html and "Enable again" not in html
+    assert "410 Gone" in html
+
+
+def test_only_the_owner_can_enable_a_webhook_again(client, user, other_user, resolver):
+    webhook, _ = create_webhook(user=user, url="https://hooks.example.org/p")
+    webhook_services.disable_webhook(webhook_id=webhook.pk, reason=DisabledReason.GONE)
+    url = reverse("webhooks:enable", args=[webhook.pk])
+    client.force_login(other_user)
+    assert client.post(url).status_code == 404
+    client.force_login(user)
+    assert client.get(url).status_code == 405
+    strict = Client(enforce_csrf_checks=True)
+    strict.force_login(user)
+    assert strict.post(url).status_code == 403
+    assert client.post(reverse("webhooks:enable", args=[webhook.pk + 1000])).status_code == 404
+    assert Webhook.objects.get().disabled_at is not None
+
+
+def test_the_admin_lists_disabled_webhooks_and_enables_them_again(client, django_user_model):
+    admin = django_user_model.objects.create_superuser("root", password="pw-root-123")
+    client.force_login(admin)
+    gone = Webhook.objects.create(url="https://gone.example.org/", secret="whsec_AAAA")
+    Webhook.objects.create(url="https://fine.example.org/", secret="whsec_AAAA")
+    webhook_services.disable_webhook(webhook_id=gone.pk, reason=DisabledReason.GONE)
+    html = client.get("/admin/webhooks/webhook/?disabled=yes").content.decode()
+    assert "gone.example.org" in html and "fine.example.org" not in html
+    assert "answered 410 Gone" in html
+    client.post(
+        "/admin/webhooks/webhook/", {"action": "enable_again", "_selected_action": [gone.pk]}
+    )
+    assert not Webhook.objects.filter(disabled_at__isnull=False).exists()

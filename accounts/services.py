@@ -1,0 +1,50 @@
+"""Account writes: signing a user out everywhere.
+
+Sessions are the account's own; other credentials (API tokens) and the live pages that must
+close belong to apps above this one, which register from their AppConfig.ready() what
+signing out everywhere must also do (on_sign_out_everywhere).
+"""
+
+from collections.abc import Callable
+from importlib import import_module
+
+from django.conf import settings
+from django.contrib.auth import SESSION_KEY
+from django.db import transaction
+from django.utils import timezone
+
+SignOutHandler = Callable[..., object]
+_handlers: list[SignOutHandler] = []
+
+
+def on_sign_out_everywhere(handler: SignOutHandler) -> None:
+    """Call `handler(user=...)` inside the transaction of every sign_out_everywhere."""
+    if handler not in _handlers:
+        _handlers.append(handler)
+
+
+@transaction.atomic
+def sign_out_everywhere(*, user) -> int:
+    """End every session `user` is signed in with, in any browser, and whatever the
+    registered handlers end (API tokens; after commit, open websockets and event streams
+    close). The caller's own request still holds its session object: log it out too.
+    Returns how many sessions ended."""
+    store = import_module(settings.SESSION_ENGINE).SessionStore
+    keys = sessions_of(user, store.get_model_class())
+    for key in keys:
+        store(key).delete()  # through the engine, so a cached copy goes too
+    for handler in _handlers:
+        handler(user=user)
+    return len(keys)
+
+
+def sessions_of(user, session_model) -> list[str]:
+    """The keys of the unexpired sessions signed in as `user`. Sessions are not indexed by
+    user: each is decoded (as Zulip does), which a rare, deliberate action can afford."""
+    user_id = user._meta.pk.value_to_string(user)  # as django.contrib.auth.login stores it
+    rows = (
+        session_model.objects.filter(expire_date__gt=timezone.now())
+        .only("session_key", "session_data")
+        .iterator(chunk_size=1000)
+    )
+    return [row.session_key for row in rows if row.get_decoded().get(SESSION_KEY) == user_id]
