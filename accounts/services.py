@@ -1,11 +1,9 @@
 """Account writes: signing a user out everywhere.
 
 Sessions are the account's own; other credentials (API tokens) and the live pages that must
-close belong to apps above this one, which register from their AppConfig.ready() what
-signing out everywhere must also do (on_sign_out_everywhere).
+close belong to apps above this one, which receive accounts.signals.signed_out_everywhere.
 """
 
-from collections.abc import Callable
 from importlib import import_module
 
 from django.conf import settings
@@ -13,28 +11,20 @@ from django.contrib.auth import SESSION_KEY
 from django.db import transaction
 from django.utils import timezone
 
-SignOutHandler = Callable[..., object]
-_handlers: list[SignOutHandler] = []
-
-
-def on_sign_out_everywhere(handler: SignOutHandler) -> None:
-    """Call `handler(user=...)` inside the transaction of every sign_out_everywhere."""
-    if handler not in _handlers:
-        _handlers.append(handler)
+from accounts.signals import signed_out_everywhere
 
 
 @transaction.atomic
 def sign_out_everywhere(*, user) -> int:
     """End every session `user` is signed in with, in any browser, and whatever the
-    registered handlers end (API tokens; after commit, open websockets and event streams
-    close). The caller's own request still holds its session object: log it out too.
+    receivers of signed_out_everywhere end (API tokens; after commit, open websockets and
+    event streams close). The caller's own request still holds its session object: log it out too.
     Returns how many sessions ended."""
     store = import_module(settings.SESSION_ENGINE).SessionStore
     keys = sessions_of(user, store.get_model_class())
     for key in keys:
         store(key).delete()  # through the engine, so a cached copy goes too
-    for handler in _handlers:
-        handler(user=user)
+    signed_out_everywhere.send(sender=sign_out_everywhere, user=user)
     return len(keys)
 
 

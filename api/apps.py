@@ -7,7 +7,9 @@ class ApiConfig(AppConfig):
     verbose_name = _("API")
 
     def ready(self) -> None:
-        from accounts.services import on_sign_out_everywhere
-        from api.tokens import revoke_all_tokens
+        from accounts import signals
+        from api import tokens
 
-        on_sign_out_everywhere(revoke_all_tokens)
+        signals.signed_out_everywhere.connect(
+            tokens.signed_out_everywhere, dispatch_uid="parley-revoke-tokens"
+        )

@@ -73,3 +73,8 @@ def revoke_all_tokens(*, user) -> int:
     if deleted:
         events.send_on_commit(events.user_group(user.pk), events.auth_changed(user.pk))
     return deleted
+
+
+def signed_out_everywhere(sender, *, user, **kwargs) -> None:
+    """accounts.signals.signed_out_everywhere: the user's tokens end with their sessions."""
+    revoke_all_tokens(user=user)

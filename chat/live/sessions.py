@@ -20,7 +20,7 @@ from django.conf import settings
 from django.contrib.auth import get_user, get_user_model, user_logged_out
 from django.db.models.signals import post_delete, post_save
 
-from accounts.services import on_sign_out_everywhere
+from accounts.signals import signed_out_everywhere
 from chat import events
 
 # How often an open stream re-reads its credential even when no event says it changed.
@@ -111,7 +111,7 @@ def _user_deleted(sender, instance, **kwargs) -> None:
     events.send_on_commit(events.user_group(instance.pk), events.auth_changed(instance.pk))
 
 
-def _signed_out_everywhere(*, user) -> None:
+def _signed_out_everywhere(sender, *, user, **kwargs) -> None:
     events.send_on_commit(events.user_group(user.pk), events.auth_changed(user.pk))
 
 
@@ -121,4 +121,4 @@ def connect_signals() -> None:
     user_logged_out.connect(_logged_out, dispatch_uid="parley-logged-out")
     post_save.connect(_user_saved, sender=user_model, dispatch_uid="parley-user-saved")
     post_delete.connect(_user_deleted, sender=user_model, dispatch_uid="parley-user-deleted")
-    on_sign_out_everywhere(_signed_out_everywhere)
+    signed_out_everywhere.connect(_signed_out_everywhere, dispatch_uid="parley-signed-out")
