@@ -343,6 +343,9 @@ ANTHROPIC_BASE_URL = os.environ.get("ANTHROPIC_BASE_URL", "")
 ANTHROPIC_API_KEY = os.environ.get("ANTHROPIC_API_KEY", "")
 # Model requests allowed in one turn before the agent is stopped.
 AGENT_MAX_STEPS = int(os.environ.get("AGENT_MAX_STEPS", "10"))
+# The model's context window, in tokens: the history of each request fits in it by a
+# conservative estimate, its oldest turns left out first (chat.engine.context).
+AGENT_CONTEXT_TOKENS = int(os.environ.get("AGENT_CONTEXT_TOKENS", "100000"))
 # Seconds one provider request may take; failed requests are retried this many times.
 AGENT_REQUEST_TIMEOUT = float(os.environ.get("AGENT_REQUEST_TIMEOUT", "120"))
 AGENT_RETRIES = int(os.environ.get("AGENT_RETRIES", "3"))

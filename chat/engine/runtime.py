@@ -17,7 +17,7 @@ from django.db import transaction
 
 from chat import events
 from chat.blocks import TextBlock, ToolCallBlock, ToolResultBlock, parse_blocks
-from chat.engine import dispatch, tools, turns
+from chat.engine import dispatch, tools, turns, window
 from chat.engine.providers import get_provider
 from chat.engine.providers.base import HistoryMessage, ProviderError, TextDelta, ToolCallRequest
 from chat.engine.tools import Paused, Refusal, ToolContext
@@ -169,6 +169,14 @@ async def request_model(
     lease = context.lease
     writer = StreamWriter(lease, None if context.is_subagent else draft)
     specs = tools.specs(is_subagent=context.is_subagent)
+    fitted = window.fit(history, specs)  # raises ContextOverflow before anything is sent
+    if fitted.left_out:
+        logger.info(
+            "conversation %s: %s earlier messages left out of the model's context",
+            lease.conversation_id,
+            fitted.left_out,
+        )
+    history = fitted.history
     for attempt in range(settings.AGENT_RETRIES + 1):
         writer.restart()
         calls: list[ToolCallBlock] = []
@@ -210,7 +218,12 @@ async def advance(
                     await db(_fail)(lease, turns.STEP_LIMIT, retryable=False)
                     return AgentState.ERROR
                 history, draft = started
-            text, calls = await request_model(context, provider, history, draft)
+            try:
+                text, calls = await request_model(context, provider, history, draft)
+            except window.ContextOverflow as overflow:
+                detail = str(overflow)
+                await db(_fail)(lease, turns.CONTEXT_OVERFLOW, retryable=False, detail=detail)
+                return AgentState.ERROR
             state = await db(turns.complete_step)(lease, text=text, tool_calls=calls)
         elif state.state == AgentState.TOOL_EXECUTING:
             if await run_tools(context, state.tool_calls):

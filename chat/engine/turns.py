@@ -58,6 +58,10 @@ AGENT_FAILED = gettext_noop("The agent could not finish its reply. Nothing was l
 STEP_LIMIT = gettext_noop(
     "The agent stopped after too many steps in one turn. Send a message to continue."
 )
+CONTEXT_OVERFLOW = gettext_noop(
+    "Your message is too long for the model's context window: shorten it, or split it over "
+    "several messages."
+)
 STOPPED = gettext_noop("Stopped")
 # What the model reads for calls that never ran.
 STOPPED_RESULT = "The user stopped the agent before this tool ran."

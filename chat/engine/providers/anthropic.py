@@ -7,6 +7,7 @@ import anthropic
 
 from chat.blocks import TextBlock, ToolCallBlock, ToolResultBlock
 from chat.engine.providers.base import (
+    REPLY_TOKENS,
     HistoryMessage,
     ProviderError,
     ProviderEvent,
@@ -17,8 +18,6 @@ from chat.engine.providers.base import (
     status_cause,
 )
 from chat.engine.tools import ToolSpec
-
-MAX_TOKENS = 4096
 
 
 def to_anthropic_messages(history: list[HistoryMessage]) -> list[dict]:
@@ -79,7 +78,7 @@ class AnthropicProvider:
     ) -> AsyncIterator[ProviderEvent]:
         request: dict = {
             "model": self.model,
-            "max_tokens": MAX_TOKENS,
+            "max_tokens": REPLY_TOKENS,
             "messages": to_anthropic_messages(history),
         }
         if self.system:

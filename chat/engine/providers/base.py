@@ -13,6 +13,10 @@ from django.utils.translation import gettext_noop
 from chat.blocks import Block
 from chat.engine.tools import ToolSpec
 
+# The longest reply a request asks of the model, in tokens: room kept for it in the context
+# window (chat.engine.context).
+REPLY_TOKENS = 4096
+
 
 @dataclass(frozen=True)
 class HistoryMessage:
