@@ -116,13 +116,23 @@ def conversation_for_user(*, user, conversation_id, lock: bool = False) -> Conve
 # --- What changed after a cursor --------------------------------------------------------------
 
 
-def messages_changed_since(*, conversation_id: int, after: int) -> list[Message]:
-    """Messages created or changed after the change cursor `after`, in transcript order."""
-    return list(
-        Message.objects.filter(
-            conversation_id=conversation_id, seq__gt=min(after, MAX_ID)
-        ).order_by("order")
-    )
+# A conversation page shows at most this many of its newest messages, and loads as many
+# earlier ones at a time ("Load earlier messages"); a tab that missed more changes than this
+# gets the newest page again instead of the changes.
+PAGE_MESSAGES = 100
+
+
+def messages_changed_since(
+    *, conversation_id: int, after: int, limit: int | None = None
+) -> list[Message]:
+    """Messages created or changed after the change cursor `after`, in transcript order; with
+    `limit`, at most limit + 1 of them (the most recently changed), so a caller can tell
+    there were more."""
+    changed = Message.objects.filter(conversation_id=conversation_id, seq__gt=min(after, MAX_ID))
+    if limit is None:
+        return list(changed.order_by("order"))
+    newest = list(changed.order_by("-seq")[: limit + 1])
+    return sorted(newest, key=lambda message: message.order)
 
 
 @dataclass(frozen=True)
@@ -132,13 +142,21 @@ class TranscriptChanges:
     conversation: Conversation  # read last: its state is at least as new as `cursor`
     messages: list[Message]
     cursor: int
+    # False: more messages changed than the caller's limit; `messages` holds only some.
+    complete: bool = True
 
 
 def transcript_changes(
-    *, user, conversation_id: int, after: int, first: Conversation | None = None
+    *,
+    user,
+    conversation_id: int,
+    after: int,
+    first: Conversation | None = None,
+    limit: int | None = None,
 ) -> TranscriptChanges:
     """Messages changed after `after`, with a cursor such that every change <= cursor is in
-    them.
+    them; with `limit`, marked incomplete when more than `limit` changed (the caller shows
+    the newest page instead: transcript_page).
 
     Change numbers are handed out under the conversation's row lock, so they commit in order:
     everything up to the seq of the conversation read first is committed before the messages
@@ -148,13 +166,53 @@ def transcript_changes(
     """
     if first is None:
         first = conversation_for_user(user=user, conversation_id=conversation_id)
-    messages = messages_changed_since(conversation_id=first.pk, after=after)
+    messages = messages_changed_since(conversation_id=first.pk, after=after, limit=limit)
+    if limit is not None and len(messages) > limit:
+        return TranscriptChanges(conversation=first, messages=[], cursor=after, complete=False)
     ToolResults.share(messages)
     cursor = max([after, first.seq, *(m.seq for m in messages)])
     if cursor == first.seq:
         return TranscriptChanges(conversation=first, messages=messages, cursor=cursor)
     latest = conversation_for_user(user=user, conversation_id=conversation_id)
     return TranscriptChanges(conversation=latest, messages=messages, cursor=cursor)
+
+
+@dataclass(frozen=True)
+class TranscriptPage:
+    """A page of a transcript: at most PAGE_MESSAGES messages in transcript order."""
+
+    conversation: Conversation
+    messages: list[Message]
+    # The page's change cursor: every change <= cursor to the page's messages is in them.
+    cursor: int
+    # The order of the page's first message when earlier ones exist (what "Load earlier
+    # messages" asks for), else None.
+    earlier: int | None
+
+
+def transcript_page(
+    *, user, conversation_id: int, before: int | None = None, first: Conversation | None = None
+) -> TranscriptPage:
+    """The newest page of the transcript, or with `before` (a message order), the page of
+    messages just before it. Two queries and one page of messages, however long the
+    transcript (plus the conversation again when it changed meanwhile, as in
+    transcript_changes)."""
+    if first is None:
+        first = conversation_for_user(user=user, conversation_id=conversation_id)
+    messages = Message.objects.filter(conversation_id=first.pk)
+    if before is not None:
+        messages = messages.filter(order__lt=min(before, MAX_ID))
+    newest = list(messages.order_by("-order")[: PAGE_MESSAGES + 1])
+    page = newest[:PAGE_MESSAGES][::-1]
+    earlier = page[0].order if len(newest) > PAGE_MESSAGES else None
+    # A call's result is stored in the turn that made the call: a page before the newest
+    # looks for its calls' results up to a page after it, not to the transcript's end.
+    ToolResults.share(page, until=None if before is None else before + PAGE_MESSAGES)
+    cursor = max([first.seq, *(m.seq for m in page)])
+    conversation = first
+    if cursor != first.seq:
+        conversation = conversation_for_user(user=user, conversation_id=conversation_id)
+    return TranscriptPage(conversation=conversation, messages=page, cursor=cursor, earlier=earlier)
 
 
 # --- Reading a transcript from its end --------------------------------------------------------
@@ -250,15 +308,18 @@ class ToolResults:
 
     ATTRIBUTE = "parley_tool_results"
 
-    def __init__(self, conversation_id: int, *, after: int) -> None:
+    def __init__(self, conversation_id: int, *, after: int, until: int | None = None) -> None:
         self.conversation_id = conversation_id
         self.after = after
+        self.until = until
 
     @classmethod
-    def share(cls, messages: list[Message]) -> None:
-        """Let `messages` (of one conversation) find their calls' results together."""
+    def share(cls, messages: list[Message], *, until: int | None = None) -> None:
+        """Let `messages` (of one conversation) find their calls' results together: those
+        stored after the first of them (and before the message order `until`)."""
         if messages:
-            results = cls(messages[0].conversation_id, after=min(m.order for m in messages))
+            after = min(m.order for m in messages)
+            results = cls(messages[0].conversation_id, after=after, until=until)
             for message in messages:
                 setattr(message, cls.ATTRIBUTE, results)
 
@@ -278,6 +339,8 @@ class ToolResults:
             order__gt=self.after,
             superseded=False,
         ).order_by("order")
+        if self.until is not None:
+            later = later.filter(order__lt=self.until)
         for result_message in later.only("order", "blocks"):
             for block in parse_blocks(result_message.blocks):
                 if isinstance(block, ToolResultBlock):

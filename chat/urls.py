@@ -10,6 +10,7 @@ urlpatterns = [
     path("conversations/new/", views.conversation_create, name="conversation_create"),
     path("c/<int:conversation_id>/", views.conversation_detail, name="conversation_detail"),
     path("c/<int:conversation_id>/messages/", views.post_message, name="post_message"),
+    path("c/<int:conversation_id>/earlier/", views.earlier_messages, name="earlier_messages"),
     path("c/<int:conversation_id>/rename/", views.conversation_rename, name="conversation_rename"),
     path("c/<int:conversation_id>/delete/", views.conversation_delete, name="conversation_delete"),
     path("c/<int:conversation_id>/retry/", views.retry, name="retry"),

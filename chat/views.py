@@ -14,7 +14,7 @@ from chat.errors import ConversationNotFound, ParleyError, RateLimited
 from chat.selectors import (
     conversation_for_user,
     conversations_for_user,
-    transcript_changes,
+    transcript_page,
     waiting_conversation_ids,
 )
 
@@ -96,6 +96,24 @@ def conversation_create(request: HttpRequest) -> HttpResponse:
 @conversation_view
 def conversation_detail(request: HttpRequest, conversation_id: int) -> HttpResponse:
     return render_conversation(request, conversation_id)
+
+
+@require_GET
+@conversation_view
+def earlier_messages(request: HttpRequest, conversation_id: int) -> HttpResponse:
+    """The page of messages before `?before=` (a message order), for "Load earlier messages":
+    their items, and the button for the page before them if there is one."""
+    try:
+        before = int(request.GET.get("before", ""))
+    except ValueError:
+        return HttpResponse(_("That page of the transcript does not exist."), status=400)
+    page = transcript_page(user=request.user, conversation_id=conversation_id, before=before)
+    context = {
+        "conversation": page.conversation,
+        "messages": page.messages,
+        "earlier": page.earlier,
+    }
+    return render(request, f"{CONVERSATION}#earlier_page", context)
 
 
 @require_POST
@@ -227,14 +245,15 @@ def with_retry_after(response: HttpResponse, error: ParleyError) -> HttpResponse
 def render_conversation(
     request: HttpRequest, conversation_id: int, *, text: str = "", error: str = "", status=200
 ) -> HttpResponse:
-    changes = transcript_changes(user=request.user, conversation_id=conversation_id, after=-1)
+    page = transcript_page(user=request.user, conversation_id=conversation_id)
     context = {
-        "conversation": changes.conversation,
-        "messages": changes.messages,
-        "cursor": changes.cursor,
+        "conversation": page.conversation,
+        "messages": page.messages,
+        "earlier": page.earlier,
+        "cursor": page.cursor,
         "text": text,
         "error": error,
-        **sidebar_context(request, current=changes.conversation),
+        **sidebar_context(request, current=page.conversation),
     }
     return render(request, CONVERSATION, context, status=status)
 

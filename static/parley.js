@@ -60,6 +60,55 @@
     }
   });
 
+  // "Load earlier messages": the page of earlier messages goes in above what the reader sees,
+  // which stays where it was on screen, and the focus moves to the next such button (or the
+  // first message loaded). Scrolling up to the button loads the page too, once the reader has
+  // scrolled the page themselves (not the scroll to the end when it opens).
+  var kept = null;  // the first message shown before the page came, and where it was
+  var readerScrolled = false;
+  ["wheel", "touchmove", "keydown"].forEach(function (name) {
+    window.addEventListener(name, function () { readerScrolled = true; }, { passive: true });
+  });
+  document.addEventListener("htmx:beforeSwap", function (event) {
+    var first = document.querySelector("#transcript > .message");
+    if (event.detail.target && event.detail.target.id === "load-earlier" && first) {
+      kept = { element: first, top: first.getBoundingClientRect().top };
+    }
+  });
+  function keepInPlace() {
+    if (kept) { window.scrollBy(0, kept.element.getBoundingClientRect().top - kept.top); }
+  }
+  document.addEventListener("htmx:afterSettle", function () {
+    // Copy buttons and times are added to the new messages as the swap settles (the other
+    // scripts' afterSettle): keep the reader's place once more before the next frame.
+    if (kept === null) { return; }
+    window.requestAnimationFrame(function () { keepInPlace(); kept = null; });
+  });
+  document.addEventListener("htmx:afterSwap", function () {
+    if (kept === null) { return; }
+    keepInPlace();
+    var next = document.querySelector("#load-earlier button");
+    var first = document.querySelector("#transcript > .message");
+    if (next) {
+      next.focus({ preventScroll: true });
+    } else if (first) {
+      first.setAttribute("tabindex", "-1");
+      first.focus({ preventScroll: true });
+    }
+    watchEarlier();
+  });
+  var earlierSeen = "IntersectionObserver" in window ? new IntersectionObserver(function (entries) {
+    entries.forEach(function (entry) {
+      var button = entry.target.querySelector("button");
+      if (entry.isIntersecting && readerScrolled && button && !button.disabled) { button.click(); }
+    });
+  }) : null;
+  function watchEarlier() {
+    var item = byId("load-earlier");
+    if (earlierSeen && item) { earlierSeen.observe(item); }
+  }
+  document.addEventListener("parley:pushed", watchEarlier);  // a newest page pushed whole
+
   // Composer: Enter sends, Shift+Enter adds a line (IME composition is left alone).
   document.addEventListener("keydown", function (event) {
     var target = event.target;
@@ -76,7 +125,7 @@
   });
 
   document.addEventListener("DOMContentLoaded", function () {
-    if (byId("transcript")) { scrollToEnd(); }
+    if (byId("transcript")) { scrollToEnd(); watchEarlier(); }
     var text = byId("composer-text");
     if (text) { text.focus(); }
     // The language switcher applies as soon as a language is picked.

@@ -40,7 +40,13 @@ from chat.events import EVENTS_LAYER, conversation_group, user_group
 from chat.live import sessions
 from chat.live.renders import Render, shared_renders
 from chat.models import AgentState, Conversation
-from chat.selectors import changed_subagents, conversation_for_user, transcript_changes
+from chat.selectors import (
+    PAGE_MESSAGES,
+    changed_subagents,
+    conversation_for_user,
+    transcript_changes,
+    transcript_page,
+)
 from chat.transcript import draft_text
 
 logger = logging.getLogger("parley.events")
@@ -407,8 +413,14 @@ class ConversationConsumer(SignedInConsumer):
         # (or already on the page), so its section is there for the pushed parts to replace.
         subagents = changed_subagents(parent, self.sent_subagents) if parent.has_subagents else []
         changes = transcript_changes(
-            user=self.user, conversation_id=self.conversation_id, after=after, first=parent
+            user=self.user,
+            conversation_id=self.conversation_id,
+            after=after,
+            first=parent,
+            limit=PAGE_MESSAGES,
         )
+        if not changes.complete:
+            return self.render_newest_page(parent, subagents)
         conversation = changes.conversation
         running = conversation.is_running
         if changes.cursor == after and not subagents:
@@ -436,6 +448,32 @@ class ConversationConsumer(SignedInConsumer):
             )
         self.sent_subagents.update({s.pk: s.conversation.seq for s in subagents})
         return html.strip(), changes.cursor, running
+
+    def render_newest_page(self, parent, subagents: list) -> tuple[str, int, bool]:
+        """For a tab that missed more changes than a page holds: the newest page in place of
+        its transcript, as a page load renders it, rather than every change since."""
+        page = transcript_page(user=self.user, conversation_id=self.conversation_id, first=parent)
+        conversation = page.conversation
+        context = {
+            "conversation": conversation,
+            "messages": page.messages,
+            "earlier": page.earlier,
+            "cursor": page.cursor,
+            "oob": True,
+        }
+        with translation.override(self.language):
+            html = "".join(
+                render_to_string(f"chat/conversation.html#{part}", context)
+                for part in ("transcript", "header", "cursor")
+            )
+        self.header_key = header_key(conversation, page.cursor)
+        self.sent_drafts = {
+            message.pk: text
+            for message in page.messages
+            if (text := draft_text(message)) is not None
+        }
+        self.sent_subagents.update({s.pk: s.conversation.seq for s in subagents})
+        return html.strip(), page.cursor, conversation.is_running
 
     def split_appends(self, changed: list) -> tuple[list, list[str]]:
         """The changed messages to render whole, and the append (append_html) for each draft

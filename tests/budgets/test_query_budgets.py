@@ -5,15 +5,17 @@ not an accident. docs/developers/query-budgets.md gives the reason for each budg
 import asyncio
 
 import pytest
+from django.db import transaction
 from django.test import Client
 from django.urls import reverse
 
 from chat import services
+from chat.blocks import TextBlock
 from chat.engine import dispatch
 from chat.engine.runner import Runner
 from chat.models import Role
+from chat.transcript import Transcript, lock
 from questions.models import Question
-from tests.factories import add_message
 
 # Also run on PostgreSQL (make test): the statements each flow costs, on each backend.
 pytestmark = [pytest.mark.django_db, pytest.mark.postgres]
@@ -22,6 +24,7 @@ pytestmark = [pytest.mark.django_db, pytest.mark.postgres]
 SEND_MESSAGE = {"this process": 13, "a worker": 11}
 ANSWER_QUESTION = {"this process": 16, "a worker": 14}
 OPEN_CONVERSATION = 9
+LOAD_EARLIER = 5
 
 
 @pytest.fixture
@@ -71,13 +74,29 @@ def test_answering_a_question(browser, asked, turns_run_in, django_assert_max_nu
     assert asked.status == "answered"
 
 
-@pytest.mark.parametrize("length", [10, 300])
+def many_messages(conversation, length: int) -> None:
+    with transaction.atomic(), Transcript(lock(conversation.pk)) as transcript:
+        for index in range(length // 2):
+            transcript.append(role=Role.USER, blocks=[TextBlock(text=f"question {index}")])
+            transcript.append(role=Role.ASSISTANT, blocks=[TextBlock(text=f"answer {index}")])
+
+
+@pytest.mark.parametrize("length", [10, 1_000])
+def test_loading_earlier_messages_does_not_cost_more_with_the_length(
+    browser, conversation, length, django_assert_max_num_queries
+):
+    many_messages(conversation, length)
+    url = reverse("chat:earlier_messages", args=[conversation.pk])
+    with django_assert_max_num_queries(LOAD_EARLIER):
+        response = browser.get(url, {"before": length - 100})
+    assert response.status_code == 200
+
+
+@pytest.mark.parametrize("length", [10, 1_000])
 def test_opening_a_conversation_does_not_cost_more_with_its_length(
     browser, conversation, length, django_assert_max_num_queries
 ):
-    for index in range(length // 2):
-        add_message(conversation.pk, f"question {index}", role=Role.USER)
-        add_message(conversation.pk, f"answer {index}")
+    many_messages(conversation, length)
     url = reverse("chat:conversation_detail", args=[conversation.pk])
     with django_assert_max_num_queries(OPEN_CONVERSATION):
         response = browser.get(url)

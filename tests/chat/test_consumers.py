@@ -14,14 +14,18 @@ from channels.db import database_sync_to_async
 from channels.routing import URLRouter
 from channels.testing import WebsocketCommunicator
 from django.contrib.auth.models import AnonymousUser
+from django.db import transaction
 from django.test import Client
 
 from chat import services
+from chat.blocks import TextBlock
 from chat.errors import ConversationNotFound
 from chat.live import sessions
 from chat.live.consumers import ConversationConsumer
-from chat.models import AgentState, Conversation
+from chat.models import AgentState, Conversation, Role
 from chat.routing import websocket_urlpatterns
+from chat.selectors import PAGE_MESSAGES
+from chat.transcript import Transcript, lock
 from config.asgi import application
 from tests.factories import add_message, fail_turn, set_state
 
@@ -101,6 +105,38 @@ async def test_reconnect_catches_up_without_gaps_or_duplicates(user, conversatio
     assert appended(html) == [str(third)]
     assert cursor(html) == 4
     assert await communicator.receive_nothing()
+    await communicator.disconnect()
+
+
+def many(conversation_id: int, count: int) -> list[int]:
+    with transaction.atomic(), Transcript(lock(conversation_id)) as transcript:
+        return [
+            transcript.append(role=Role.ASSISTANT, blocks=[TextBlock(text=f"m{index}")]).pk
+            for index in range(count)
+        ]
+
+
+async def test_a_tab_too_far_behind_gets_the_newest_page_in_place_of_its_transcript(
+    user, conversation
+):
+    await say(conversation.pk, "seen")
+    communicator, _ = await connect_as(user, conversation.pk)
+    await communicator.send_json_to({"type": "sync", "after": 0})
+    seen = cursor(await communicator.receive_from())
+    await communicator.disconnect()
+
+    ids = await db(many)(conversation.pk, PAGE_MESSAGES + 50)  # missed while away
+
+    communicator, _ = await connect_as(user, conversation.pk)
+    await communicator.send_json_to({"type": "sync", "after": seen})
+    html = await communicator.receive_from()
+    assert '<ol id="transcript" class="transcript"' in html and 'hx-swap-oob="true"' in html
+    assert message_ids(html) == [str(pk) for pk in ids[-PAGE_MESSAGES:]]
+    assert "Load earlier messages" in html
+    assert cursor(html) == seen + PAGE_MESSAGES + 50
+    # From there on, changes come one by one again.
+    last = await say(conversation.pk, "after the page")
+    assert appended(await communicator.receive_from()) == [str(last)]
     await communicator.disconnect()
 
 

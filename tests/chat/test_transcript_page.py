@@ -106,3 +106,63 @@ def test_send_is_disabled_while_a_turn_runs(client, conversation, user):
     html = page_of(client, conversation)
     assert 'class="button-primary" disabled>Send</button>' in html
     assert ">Stop</button>" in html
+
+
+def long_transcript(conversation, length: int) -> None:
+    with transaction.atomic(), Transcript(lock(conversation.pk)) as transcript:
+        for index in range(length):
+            role = Role.USER if index % 2 == 0 else Role.ASSISTANT
+            transcript.append(role=role, blocks=[TextBlock(text=f"message {index}")])
+
+
+def shown_texts(html: str) -> list[int]:
+    return [int(n) for n in re.findall(r"block-text[^>]*>(?:<p>)?message (\d+)", html)]
+
+
+def test_a_long_conversation_opens_on_its_newest_messages_and_loads_earlier_ones(
+    client, conversation, user
+):
+    client.force_login(user)
+    long_transcript(conversation, 250)
+    html = page_of(client, conversation)
+    assert shown_texts(html) == list(range(150, 250))
+    earlier = reverse("chat:earlier_messages", args=[conversation.pk])
+    assert f'hx-get="{earlier}?before=150"' in html
+    assert ">Load earlier messages</button>" in html
+
+    page = client.get(earlier, {"before": 150}).content.decode()
+    assert shown_texts(page) == list(range(50, 150))
+    assert f'hx-get="{earlier}?before=50"' in page
+    first = client.get(earlier, {"before": 50}).content.decode()
+    assert shown_texts(first) == list(range(50))
+    assert "Load earlier messages" not in first
+
+
+def test_a_short_conversation_has_no_earlier_messages_to_load(client, conversation, user):
+    client.force_login(user)
+    long_transcript(conversation, 100)
+    html = page_of(client, conversation)
+    assert shown_texts(html) == list(range(100))
+    assert "Load earlier messages" not in html
+
+
+def test_earlier_messages_are_only_the_owners_and_a_bad_place_is_refused(
+    client, conversation, other_user
+):
+    long_transcript(conversation, 120)
+    earlier = reverse("chat:earlier_messages", args=[conversation.pk])
+    client.force_login(other_user)
+    assert client.get(earlier, {"before": 20}).status_code == 404
+    client.force_login(conversation.owner)
+    assert client.get(earlier, {"before": "x"}).status_code == 400
+    assert client.get(earlier, {"before": str(10**30)}).status_code == 200
+
+
+def test_a_call_on_an_earlier_page_shows_its_result(client, conversation, user):
+    tool_turns(conversation, [("early", "41")])
+    long_transcript(conversation, 150)
+    earlier = reverse("chat:earlier_messages", args=[conversation.pk])
+    client.force_login(user)
+    page = client.get(earlier, {"before": 53}).content.decode()
+    [card] = cards(page)
+    assert "41" in card and "Running" not in card
