@@ -96,6 +96,7 @@ MIDDLEWARE = [
     "django.middleware.clickjacking.XFrameOptionsMiddleware",
     "django.middleware.csp.ContentSecurityPolicyMiddleware",
     "django_htmx.middleware.HtmxMiddleware",
+    "config.middleware.ServiceUnavailableMiddleware",
     "whitenoise.middleware.WhiteNoiseMiddleware",
 ]
 
