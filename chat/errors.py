@@ -1,7 +1,13 @@
 """Domain errors. Each carries the translatable message a user sees and an HTTP status."""
 
+import redis
 from django.conf import settings
 from django.utils.translation import gettext_lazy as _
+
+# What redis-py raises when Redis cannot be reached or does not answer in time, and so what
+# Django's Redis cache and channels-redis's layers raise (both use redis-py's clients):
+# refused, reset or closed connections, a server still loading its data, timeouts.
+REDIS_UNAVAILABLE = (redis.exceptions.ConnectionError, redis.exceptions.TimeoutError)
 
 
 class ParleyError(Exception):
@@ -11,6 +17,15 @@ class ParleyError(Exception):
     def __init__(self, message: str | None = None) -> None:
         self.message = message or self.default_message
         super().__init__(str(self.message))
+
+
+class ServiceUnavailable(ParleyError):
+    """Something the request needs (Redis: the limits' counters, the turn queue, live events)
+    cannot be reached for now: HTTP 503, with the seconds after which trying again may work."""
+
+    status = 503
+    retry_after = 5
+    default_message = _("Parley is briefly unavailable. Try again in a moment.")
 
 
 class ConversationNotFound(ParleyError):

@@ -10,7 +10,7 @@ from django.views.decorators.http import require_GET, require_POST
 from django_htmx.http import reswap, retarget
 
 from chat import services
-from chat.errors import ConversationNotFound, ParleyError, RateLimited
+from chat.errors import ConversationNotFound, ParleyError, RateLimited, ServiceUnavailable
 from chat.selectors import (
     conversation_for_user,
     conversations_for_user,
@@ -279,3 +279,11 @@ def page_not_found(request: HttpRequest, exception=None) -> HttpResponse:
 
 def server_error(request: HttpRequest) -> HttpResponse:
     return _error(request, 500, _("Something went wrong on our side. Please try again."))
+
+
+def service_unavailable(request: HttpRequest) -> HttpResponse:
+    """Redis cannot be reached (config.middleware.ServiceUnavailableMiddleware)."""
+    error = ServiceUnavailable()
+    response = _error(request, error.status, error.message)
+    response["Retry-After"] = str(error.retry_after)
+    return response

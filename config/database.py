@@ -29,6 +29,14 @@ from psycopg_pool import ConnectionPool
 
 FRESH_SECONDS = 1.0
 
+# The pool's reconnect_timeout. A connection the pool fails to make is tried again after 1 s,
+# then 2, 4, 8 s..., doubling until reconnect_timeout (psycopg_pool's default: 5 minutes) has
+# passed: PostgreSQL back after a 40 s outage was tried again 18 s later, after a 70 s one,
+# 51 s later (tests/test_database_recovery_live.py). Bounded here, the tries give up after 5 s
+# (their pauses never pass 2 s) and the next request or job that finds no connection starts
+# them again at once: a process serves again within a second or two of the database.
+RECONNECT_SECONDS = 5.0
+
 # Connection -> time.monotonic() of when the pool last handed it out.
 _handed_out: weakref.WeakKeyDictionary[psycopg.Connection, float] = weakref.WeakKeyDictionary()
 

@@ -11,13 +11,13 @@ import logging
 import threading
 from concurrent.futures import Future, ThreadPoolExecutor
 from contextlib import suppress
-from uuid import uuid4
 
-from channels.layers import get_channel_layer
 from django.contrib.auth.decorators import login_not_required
 from django.db import close_old_connections, connection
 from django.http import HttpRequest, JsonResponse
 from django.views.decorators.http import require_safe
+
+from chat.engine import dispatch
 
 logger = logging.getLogger("parley.health")
 
@@ -36,7 +36,7 @@ _database_probe_lock = threading.Lock()
 @require_safe
 async def healthz(request: HttpRequest) -> JsonResponse:
     database, channel_layer = await asyncio.gather(
-        answers("database", database_answers), answers("channel layer", channel_layer_answers)
+        answers("database", database_answers), answers("channel layer", dispatch.queue_answers)
     )
     healthy = database and channel_layer
     response = JsonResponse(
@@ -104,16 +104,3 @@ def ping_database() -> None:
             cursor.fetchone()
     finally:
         close_old_connections()
-
-
-async def channel_layer_answers() -> None:
-    """A message sent on a fresh channel of the configured layer comes back."""
-    layer = get_channel_layer()
-    if layer is None:
-        raise LookupError("no channel layer is configured")
-    channel = await layer.new_channel()
-    token = uuid4().hex
-    await layer.send(channel, {"type": "healthz.ping", "token": token})
-    message = await layer.receive(channel)
-    if message.get("token") != token:
-        raise ValueError(f"the channel layer returned another message: {message!r}")

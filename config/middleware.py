@@ -1,12 +1,19 @@
+import logging
 import re
 import uuid
 
 from asgiref.sync import iscoroutinefunction
 from django.contrib.auth.middleware import LoginRequiredMiddleware
+from django.http import HttpResponse, JsonResponse
 from django.utils.cache import add_never_cache_headers
 from django.utils.decorators import sync_and_async_middleware
+from django.utils.deprecation import MiddlewareMixin
 
+from chat import views
+from chat.errors import REDIS_UNAVAILABLE, ServiceUnavailable
 from config.logging import current_request_id
+
+logger = logging.getLogger("parley.redis")
 
 REQUEST_ID_HEADER = "X-Request-ID"
 # What a proxy's id looks like (a UUID, nginx's $request_id, a trace id); anything else (too
@@ -22,6 +29,37 @@ class LoginRequiredExceptApiMiddleware(LoginRequiredMiddleware):
         if request.path_info.startswith("/api/"):
             return None
         return super().process_view(request, view_func, view_args, view_kwargs)
+
+
+class ServiceUnavailableMiddleware(MiddlewareMixin):
+    """A view that needed Redis while Redis could not be reached (chat.errors
+    .REDIS_UNAVAILABLE: logging in and sending a message count against the limits, an event
+    stream subscribes to live events) answers 503 with Retry-After and a message to try again
+    in a moment, instead of a 500: JSON `{"message"}` in the API, as its other errors; the
+    message alone to htmx, which static/parley.js shows where the person acted; else the
+    error page. The one place this is decided, for every view."""
+
+    def process_exception(self, request, exception):
+        if not isinstance(exception, REDIS_UNAVAILABLE):
+            return None
+        logger.warning(
+            "Redis is unavailable (%s %s): %s: %s",
+            request.method,
+            request.path,
+            type(exception).__name__,
+            exception,
+        )
+        if not request.path_info.startswith("/api/") and not request.htmx:
+            return views.service_unavailable(request)
+        error = ServiceUnavailable()
+        if request.path_info.startswith("/api/"):
+            response = JsonResponse({"message": str(error.message)}, status=error.status)
+        else:
+            response = HttpResponse(
+                error.message, content_type="text/plain; charset=utf-8", status=error.status
+            )
+        response["Retry-After"] = str(error.retry_after)
+        return response
 
 
 @sync_and_async_middleware

@@ -10,6 +10,11 @@ back (chat.engine.runner.shutdown) and lets server-sent event streams and `wait`
 (daphne cancels them). Every daphne option works as usual; the application defaults to
 config.asgi:application.
 
+A request line (or a header line) longer than twisted's line limit, 16 KB, is answered with
+414 URI Too Long (431 Request Header Fields Too Large) and a short text, where twisted closed
+the connection without a word: daphne's factory builds ParleyHTTPChannel, twisted's
+HTTPChannel with an answer in LineReceiver's lineLengthExceeded hook.
+
 Websockets speak permessage-deflate (RFC 7692) with a client that offers it, as browsers do,
 through autobahn's `perMessageCompressionAccept` option. A streamed reply is many small pushes
 whose wrapper repeats, so with the compression context kept from one message to the next the
@@ -22,6 +27,7 @@ that, the socket is dropped before more is inflated.
 
 import asyncio
 import os
+import re
 import sys
 
 from twisted.internet import asyncioreactor
@@ -40,6 +46,10 @@ from autobahn.websocket.compress import (
 )
 from daphne.cli import CommandLineInterface
 from daphne.server import Server
+from django.conf import settings
+from django.utils import translation
+from django.utils.translation import gettext
+from twisted.web import http
 
 APPLICATION = "config.asgi:application"
 # How long a shutdown may take to hand turns back before the process exits anyway.
@@ -78,6 +88,47 @@ def accept_deflate(offers: list) -> PerMessageDeflateOfferAccept | None:
     return None
 
 
+# What a request line starts with (a method, then a space): a header line has a colon first.
+REQUEST_LINE = re.compile(rb"[!#$%&'*+.^_`|~0-9A-Za-z-]+ ")
+# How long the rest of a refused request is read and dropped, for the client to read the
+# answer: closing with unread data would reset the connection, and the answer with it.
+LINGER_SECONDS = 5
+
+
+class ParleyHTTPChannel(http.HTTPChannel):
+    """daphne's HTTP protocol: twisted's HTTPChannel, which answers a line longer than
+    MAX_LENGTH (LineReceiver's, 16 KB) instead of closing the connection without a word."""
+
+    refused = False
+
+    def lineLengthExceeded(self, line: bytes) -> None:
+        """LineReceiver's hook, called with the line so far: 414 for a request line, 431 for a
+        header line. The connection then closes, once the client has read the answer."""
+        limit = self.MAX_LENGTH // 1024
+        with translation.override(settings.LANGUAGE_CODE):  # no request: no language yet
+            if REQUEST_LINE.match(line):
+                status = b"414 URI Too Long"
+                text = gettext("This address is too long: the limit is %(limit)s KB.")
+            else:
+                status = b"431 Request Header Fields Too Large"
+                text = gettext("A header of this request is too long: the limit is %(limit)s KB.")
+        body = (text % {"limit": limit}).encode() + b"\n"
+        self.refused = True
+        self.transport.write(
+            b"HTTP/1.1 %s\r\nContent-Type: text/plain; charset=utf-8\r\n"
+            b"Content-Length: %d\r\nConnection: close\r\n\r\n%s" % (status, len(body), body)
+        )
+        # Close the sending half once the answer is out, read on until the client closes
+        # (HTTPChannel's timeout ends the wait).
+        close = getattr(self.transport, "loseWriteConnection", self.transport.loseConnection)
+        close()
+        self.setTimeout(LINGER_SECONDS)
+
+    def dataReceived(self, data: bytes) -> None:
+        if not self.refused:
+            super().dataReceived(data)
+
+
 class ParleyServer(Server):
     def run(self):
         from twisted.internet import defer, reactor
@@ -97,6 +148,13 @@ class ParleyServer(Server):
                 allowNullOrigin=factory.allowNullOrigin,
             )
 
+        def configure_http():
+            # daphne makes its HTTP factory in run(), before the reactor starts; a factory
+            # builds whatever its `protocol` makes. With HTTP/2 (the h2 package and TLS),
+            # twisted's own protocol, which switches between the two, stays.
+            if not http.H2_ENABLED:
+                self.http_factory.protocol = ParleyHTTPChannel
+
         def stop():
             return defer.Deferred.fromFuture(
                 asyncio.ensure_future(runner.shutdown(grace=HANDOVER_SECONDS))
@@ -105,6 +163,7 @@ class ParleyServer(Server):
         # Startup triggers fire before the asyncio loop under the reactor runs: start on its
         # first turn instead.
         reactor.callWhenRunning(reactor.callLater, 0, start)
+        reactor.callWhenRunning(configure_http)
         reactor.callWhenRunning(configure_websockets)
         reactor.addSystemEventTrigger("before", "shutdown", stop)
         super().run()

@@ -97,6 +97,7 @@ MIDDLEWARE = [
     "django.middleware.clickjacking.XFrameOptionsMiddleware",
     "django.middleware.csp.ContentSecurityPolicyMiddleware",
     "django_htmx.middleware.HtmxMiddleware",
+    "config.middleware.ServiceUnavailableMiddleware",
     "whitenoise.middleware.WhiteNoiseMiddleware",
 ]
 
@@ -143,6 +144,9 @@ if DATABASES["default"]["ENGINE"] == "django.db.backends.postgresql":
             "timeout": float(os.environ.get("DB_POOL_TIMEOUT", "20")),
             # Connections idle this long are closed (down to min_size).
             "max_idle": 300,
+            # Retries of a failed connection stop after this long, so their pauses (1, 2, 4 s,
+            # doubling) stay short: the next request starts them again (config/database.py).
+            "reconnect_timeout": database.RECONNECT_SECONDS,
             # Each connection handed out is checked, with a round trip unless it was in use
             # a moment ago (config/database.py).
             "check": database.check_unless_fresh,

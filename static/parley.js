@@ -137,7 +137,8 @@
 })();
 
 /* Refusals and network failures are shown where the user acted: the server retargets its
-   refusal into the form's alert (django-htmx); a request that never got an answer is said here. */
+   refusal into the form's alert (django-htmx); a request that never got an answer, or got a
+   server error, is said here (a 503 while Redis is down sends its message as text). */
 (function () {
   "use strict";
 
@@ -154,6 +155,14 @@
   document.addEventListener("htmx:sendError", function (event) {
     var alert = alertOf(event.target);
     if (alert) { alert.textContent = document.body.getAttribute("data-network-error"); }
+  });
+
+  document.addEventListener("htmx:responseError", function (event) {
+    var alert = alertOf(event.target);
+    if (!alert) { return; }
+    var xhr = event.detail.xhr;
+    var text = /^text\/plain/.test(xhr.getResponseHeader("Content-Type") || "") ? xhr.responseText : "";
+    alert.textContent = text || document.body.getAttribute("data-server-error");
   });
 })();
 

@@ -336,3 +336,55 @@ def run_isolated(
         text=True,
         timeout=timeout,
     )
+
+
+class RedisServer:
+    """A redis-server of the test's own on a free port, without persistence, that the test
+    may stop and start again on the same port (the shared Redis on 6379 is never touched)."""
+
+    def __init__(self, workdir: Path) -> None:
+        self.dir = workdir
+        self.dir.mkdir(parents=True, exist_ok=True)
+        self.port = free_port()
+        self.url = f"redis://127.0.0.1:{self.port}/0"
+        self.process: subprocess.Popen | None = None
+
+    def start(self) -> None:
+        log = (self.dir / "redis.log").open("a")
+        self.process = subprocess.Popen(
+            [
+                "redis-server",
+                "--port",
+                str(self.port),
+                "--bind",
+                "127.0.0.1",
+                "--save",
+                "",
+                "--appendonly",
+                "no",
+                "--daemonize",
+                "no",
+                "--dir",
+                str(self.dir),
+            ],
+            stdout=log,
+            stderr=subprocess.STDOUT,
+        )
+        wait_for(self._answers, 15, "redis-server to answer")
+
+    def _answers(self) -> bool:
+        if self.process.poll() is not None:
+            raise RuntimeError((self.dir / "redis.log").read_text())
+        try:
+            with socket.create_connection(("127.0.0.1", self.port), timeout=1) as sock:
+                sock.sendall(b"PING\r\n")
+                return sock.recv(16).startswith(b"+PONG")
+        except OSError:
+            return False
+
+    def stop(self) -> None:
+        """Stop the server (its clients' connections are closed; new ones are refused)."""
+        if self.process is not None:
+            self.process.terminate()
+            self.process.wait(timeout=10)
+            self.process = None

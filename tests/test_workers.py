@@ -1,5 +1,6 @@
 """With REDIS_URL, turns run in `manage.py worker` processes; killing the worker that runs
-a turn hands the turn to another worker, and it still completes exactly once."""
+a turn hands the turn to another worker, and it still completes exactly once. A worker rides
+out a Redis restart and goes on running turns."""
 
 import os
 import random
@@ -7,7 +8,14 @@ import signal
 
 import pytest
 
-from tests.live_server import START, LiveServer, assert_completed_once, holder, wait_for
+from tests.live_server import (
+    START,
+    LiveServer,
+    RedisServer,
+    assert_completed_once,
+    holder,
+    wait_for,
+)
 
 pytestmark = pytest.mark.live
 
@@ -39,3 +47,39 @@ def test_turns_run_on_workers_and_survive_a_killed_worker(tmp_path):
             worker.kill()
             worker.wait()
         server.stop()
+
+
+def test_a_worker_rides_out_a_redis_restart_and_runs_the_next_turn(tmp_path):
+    redis = RedisServer(tmp_path / "redis")
+    redis.start()
+    server = LiveServer(tmp_path, REDIS_URL=redis.url)
+    server.set_up_database()
+    server.start()
+    worker = server.start_worker()
+    log = next(tmp_path.glob("worker-*.log"))
+    try:
+        wait_for(lambda: "worker listening" in log.read_text(), 30, "the worker to listen")
+        # A turn first: the worker has served one when Redis goes away.
+        assert_completed_once(server, int(server.manage("shell", "-v", "0", "-c", START)))
+        redis.stop()
+        # Down for a few seconds: the worker noticed, and tried again in vain three times.
+        wait_for(
+            lambda: (
+                log.read_text().count("Redis still unavailable") >= 3 or worker.poll() is not None
+            ),
+            30,
+            "the worker's tries",
+        )
+        assert worker.poll() is None, log.read_text()
+        redis.start()
+        wait_for(lambda: "Redis answers again" in log.read_text(), 15, "the worker to reconnect")
+
+        # With REDIS_URL only workers run turns: this one ran it.
+        assert_completed_once(server, int(server.manage("shell", "-v", "0", "-c", START)))
+        assert worker.poll() is None, log.read_text()
+        assert "Exception inside application" not in log.read_text()
+    finally:
+        worker.kill()
+        worker.wait()
+        server.stop()
+        redis.stop()

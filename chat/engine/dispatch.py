@@ -7,6 +7,7 @@ import logging
 from dataclasses import dataclass
 from functools import partial
 from typing import Protocol
+from uuid import uuid4
 
 from asgiref.sync import async_to_sync
 from channels.layers import get_channel_layer
@@ -102,6 +103,21 @@ async def send_to_workers(conversation_id: int) -> None:
     await get_channel_layer().send(
         settings.PARLEY_RUN_CHANNEL, {"type": RUN_TURN, "conversation_id": conversation_id}
     )
+
+
+async def queue_answers(layer=None) -> None:
+    """The turns' channel layer (`layer`, else the configured one) carries a message: one sent
+    on a fresh channel comes back. Raises what the layer raises when it does not (with Redis,
+    chat.errors.REDIS_UNAVAILABLE); waits as long as the layer does."""
+    layer = layer or get_channel_layer()
+    if layer is None:
+        raise LookupError("no channel layer is configured")
+    channel = await layer.new_channel()
+    token = uuid4().hex
+    await layer.send(channel, {"type": "queue.ping", "token": token})
+    message = await layer.receive(channel)
+    if message.get("token") != token:
+        raise ValueError(f"the channel layer returned another message: {message!r}")
 
 
 def cancel(conversation_id: int) -> None:

@@ -256,6 +256,11 @@ class RunnerLifecycle:
 class RunWorker(AsyncConsumer):
     """The `parley-runs` channel's consumer in `manage.py worker`: runs the turns sent to it."""
 
+    # No channel of its own (Channels gives a consumer none when its alias names no layer):
+    # nothing is sent to it but through `parley-runs`, and a private channel's receive would
+    # end the consumer, with an error in the log, at every Redis restart the worker rides out.
+    channel_layer_alias = None
+
     async def run_turn(self, message: dict) -> None:
         start_in_this_loop()
         _runner.spawn(int(message["conversation_id"]))

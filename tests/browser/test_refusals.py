@@ -1,11 +1,12 @@
-"""Every refusal is shown to the person who acted: a limit or a login lockout is an
-alert where they acted, and what they typed stays."""
+"""Every refusal is shown to the person who acted: a limit, a login lockout or a Redis outage
+is an alert where they acted, and what they typed stays."""
 
 import time
 
 from playwright.sync_api import expect
 
-from tests.browser.pages import log_in, new_conversation
+from tests.browser.pages import log_in, new_conversation, send
+from tests.live_server import RedisServer
 
 
 def test_limits_and_lockouts_are_shown_where_the_person_acted(start_server, open_page):
@@ -92,3 +93,22 @@ def test_a_page_past_the_users_socket_limit_says_so(context, page):
     late.reload()
     expect(refusal).to_be_hidden()
     new_conversation(late)  # the page works again
+
+
+def test_a_message_sent_while_redis_is_down_says_to_try_again_in_a_moment(
+    start_server, open_page, tmp_path
+):
+    redis = RedisServer(tmp_path / "redis")
+    redis.start()
+    try:
+        # The default rate: each message is counted in Redis.
+        server = start_server(REDIS_URL=redis.url, PARLEY_MESSAGES_PER_MINUTE="30")
+        page = open_page(server)
+        log_in(page)
+        new_conversation(page)
+        redis.stop()
+        send(page, "hello")
+        expect(page.get_by_role("alert").filter(has_text="Try again in a moment")).to_be_visible()
+        expect(page.get_by_role("textbox", name="Message")).to_have_value("hello")
+    finally:
+        redis.stop()

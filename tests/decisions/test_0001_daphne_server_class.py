@@ -4,6 +4,7 @@ daphne, which daphne does not document. Each check names the part that changed."
 import inspect
 
 from daphne.cli import CommandLineInterface
+from daphne.http_protocol import HTTPFactory
 from daphne.server import Server
 
 from config.serve import ParleyCommandLine, ParleyServer
@@ -17,12 +18,27 @@ def test_the_cli_builds_its_server_from_server_class():
     assert ParleyCommandLine.server_class is ParleyServer
 
 
-def test_run_makes_the_websocket_factory_and_the_connections_before_the_reactor_runs():
+def test_run_makes_the_factories_and_the_connections_before_the_reactor_runs():
     source = inspect.getsource(Server.run)
-    for part in ("self.connections = {}", "self.ws_factory = ", "reactor.run("):
+    for part in (
+        "self.connections = {}",
+        "self.ws_factory = ",
+        "self.http_factory = HTTPFactory(",
+        "listen(self.http_factory)",
+        "reactor.run(",
+    ):
         assert part in source, f"daphne's Server.run changed: no {part!r}"
-    assert source.index("self.ws_factory = ") < source.index("reactor.run("), (
-        "daphne's Server.run makes its websocket factory after the reactor runs"
+    for factory in ("self.ws_factory = ", "self.http_factory = "):
+        assert source.index(factory) < source.index("reactor.run("), (
+            f"daphne's Server.run makes {factory.split()[0]} after the reactor runs"
+        )
+
+
+def test_the_http_factory_builds_what_its_protocol_makes():
+    source = inspect.getsource(HTTPFactory.buildProtocol)
+    assert "http.HTTPFactory.buildProtocol(self, addr)" in source, (
+        "daphne's HTTPFactory no longer builds its protocol through twisted's Factory "
+        "(self.protocol()): config.serve's ParleyHTTPChannel would not be used"
     )
 
 

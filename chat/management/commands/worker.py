@@ -1,6 +1,10 @@
 """`manage.py worker`: runs the turns sent over the channel layer (REDIS_URL), any number of
 workers on any machine. Sweeps for turns whose runner died from startup, and on SIGTERM or
-SIGINT hands its running turns back at once and exits (chat.engine.runner.shutdown)."""
+SIGINT hands its running turns back at once and exits (chat.engine.runner.shutdown).
+
+A Redis that goes away (a restart, a failover) is ridden out: the worker waits for it, trying
+again with growing pauses, and goes on taking turns once it answers. One that stays away for
+RIDE_OUT_SECONDS ends the worker, for its supervisor to restart it."""
 
 import asyncio
 import contextlib
@@ -13,10 +17,66 @@ from channels.worker import Worker
 from django.conf import settings
 from django.core.management.base import BaseCommand, CommandError
 
-from chat.engine import runner
+from chat.engine import dispatch, runner
 from chat.engine.eventloop import new_event_loop
+from chat.errors import REDIS_UNAVAILABLE
 
 logger = logging.getLogger("parley.runner")
+
+# How long after losing Redis a worker keeps trying before it exits, and its pauses between
+# tries: the first, doubled after each failed try, up to the last. Redis is back in service
+# within MAX_RETRY_SECONDS (plus a try) of answering again.
+RIDE_OUT_SECONDS = 30.0
+FIRST_RETRY_SECONDS = 0.25
+MAX_RETRY_SECONDS = 2.0
+# How long one try may take: a Redis that accepts connections and never answers fails it.
+TRY_SECONDS = 2.0
+
+
+class RidingOutLayer:
+    """The channel layer the worker listens on, whose receive() rides out a Redis outage: on
+    a Redis error it waits until the layer carries a message again (dispatch.queue_answers),
+    then receives again. Everything else is the layer's own."""
+
+    def __init__(self, layer) -> None:
+        self.layer = layer
+
+    def __getattr__(self, name: str):
+        return getattr(self.layer, name)
+
+    async def receive(self, channel: str) -> dict:
+        while True:
+            try:
+                return await self.layer.receive(channel)
+            except REDIS_UNAVAILABLE as error:
+                await self.wait_for_redis(error)
+
+    async def wait_for_redis(self, error: Exception) -> None:
+        """Return once Redis answers again; re-raise `error` if it has not within
+        RIDE_OUT_SECONDS of it."""
+        loop = asyncio.get_running_loop()
+        lost = loop.time()
+        logger.warning("lost Redis (%s: %s); trying again", type(error).__name__, error)
+        pause = FIRST_RETRY_SECONDS
+        while True:
+            if loop.time() + pause - lost > RIDE_OUT_SECONDS:
+                logger.error("Redis did not answer for %ss: the worker stops", RIDE_OUT_SECONDS)
+                raise error
+            await asyncio.sleep(pause)
+            try:
+                async with asyncio.timeout(TRY_SECONDS):
+                    await dispatch.queue_answers(self.layer)
+            except (*REDIS_UNAVAILABLE, TimeoutError) as still:
+                logger.warning(
+                    "Redis still unavailable after %.1fs (%s: %s)",
+                    loop.time() - lost,
+                    type(still).__name__,
+                    still,
+                )
+                pause = min(pause * 2, MAX_RETRY_SECONDS)
+                continue
+            logger.warning("Redis answers again after %.1fs", loop.time() - lost)
+            return
 
 
 class Command(BaseCommand):
@@ -36,7 +96,7 @@ class Command(BaseCommand):
         worker = Worker(
             application=get_default_application(),
             channels=[settings.PARLEY_RUN_CHANNEL],
-            channel_layer=get_channel_layer(),
+            channel_layer=RidingOutLayer(get_channel_layer()),
         )
         serving = asyncio.create_task(worker.arun())
         stopping = asyncio.create_task(stop.wait())
