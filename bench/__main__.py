@@ -169,6 +169,19 @@ def figures(r: dict) -> str:
                 f"| {s['messages']:,}-message transcript{kind}: page / websocket catch-up | "
                 f"{first}{t['page_ms']} ms / {t['catch_up_ms']} ms | – |"
             )
+    if (s := r.get("transcript")) and (lengths := s.get("lengths")):
+        for n, t in lengths.items():
+            rows.append(
+                f"| {int(n):,}-message transcript: page / websocket catch-up from 0; the page in "
+                f"Chromium: JS heap, DOM nodes | {t['page_ms']} ms / {t['catch_up_ms']} ms; "
+                f"{t['js_heap_mb']} MB, {t['dom_nodes']:,} nodes | – |"
+            )
+        f = s["flatness"]
+        first, *_, last = lengths
+        rows.append(
+            f"| {int(last):,} messages over {int(first):,}: page / catch-up / JS heap | "
+            f"**{f['page']}× / {f['catch_up']}× / {f['js_heap']}×** | ≤ 1.5× |"
+        )
     if (s := r.get("transcript")) and (a := s.get("streamed_appends")):
         rows.append(
             f"| streamed text ({a['chars']:,} characters) in Chromium: the page's main-thread time "
@@ -269,16 +282,17 @@ def plot(r: dict, path: Path) -> None:
             "Memory per idle connection",
             "KB",
         )
-    if s := r.get("transcript"):
-        tools = s.get("with_tools", {})
-        bars(
-            axes[1][2],
-            ["page", "catch-up"] + (["page, tools", "catch-up, tools"] if tools else []),
-            [s["page_ms"], s["catch_up_ms"]]
-            + ([tools["page_ms"], tools["catch_up_ms"]] if tools else []),
-            f"{s['messages']:,}-message transcript",
-            "ms",
-        )
+    if (s := r.get("transcript")) and (lengths := s.get("lengths")):
+        ax = axes[1][2]
+        n = [int(k) for k in lengths]
+        ax.plot(n, [t["page_ms"] for t in lengths.values()], marker="o", label="page (GET)")
+        ax.plot(n, [t["catch_up_ms"] for t in lengths.values()], marker="o", label="catch-up")
+        ax.set_xscale("log")
+        ax.set_ylim(bottom=0)
+        ax.set_title("Time against transcript length", fontsize=10)
+        ax.set_xlabel("messages in the conversation")
+        ax.set_ylabel("ms")
+        ax.legend(fontsize=8)
     fig.tight_layout()
     fig.savefig(path, dpi=90)
 

@@ -2,6 +2,10 @@
 a websocket catch-up from cursor 0 (the first frame), on one process with SQLite: one of
 text only, and one of an agent at work (250 turns, each a tool call, its result and a reply).
 
+Flatness: the same for text conversations of 100, 1,000 and 10,000 messages (a page holds the
+newest 100; a catch-up from 0 gets that page), and in Chromium the JavaScript heap and DOM
+nodes of each one's page once open; the 10,000 figures over the 100 ones (goal: at most 1.5).
+
 And in Chromium, what a streaming reply costs the page: the main thread's time for each
 streamed append (the socket's message, its swap and the page's own handlers), on the
 1,000-message page and on a new conversation. The model streams at a fast model's pace."""
@@ -18,6 +22,7 @@ from tests.browser.conftest import CHROMIUM, CHROMIUM_ARGS
 from tests.browser.pages import log_in, new_conversation, send
 
 MESSAGES = 1_000
+LENGTHS = (100, 1_000, 10_000)
 TRIALS = 3
 STREAMED_CHARS = 3_000  # bench/model.py's `stream <N>`
 
@@ -128,19 +133,56 @@ def appends_in_browser(url: str, conversation: int) -> dict:
     return {"chars": STREAMED_CHARS, "long": long, "new": new}
 
 
+def page_memory(url: str, conversations: dict[int, int]) -> dict[int, dict]:
+    """Each conversation's page in Chromium once open, after a garbage collection: the
+    JavaScript heap in use and the DOM's nodes (Chrome's Performance metrics, over CDP)."""
+    memory = {}
+    with sync_playwright() as playwright:
+        browser = playwright.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS)
+        page = browser.new_context(base_url=url, locale="en-US").new_page()
+        log_in(page)
+        cdp = page.context.new_cdp_session(page)
+        cdp.send("Performance.enable")
+        for length, conversation in conversations.items():
+            page.goto(f"/c/{conversation}/")
+            expect(page.get_by_role("list", name="Transcript")).to_be_visible()
+            cdp.send("HeapProfiler.collectGarbage")
+            metrics = {m["name"]: m["value"] for m in cdp.send("Performance.getMetrics")["metrics"]}
+            memory[length] = {
+                "js_heap_mb": round(metrics["JSHeapUsedSize"] / 2**20, 2),
+                "dom_nodes": int(metrics["Nodes"]),
+            }
+        browser.close()
+    return memory
+
+
 def run(model_url: str) -> dict:
     with parley(model_url) as [server]:
 
-        def create(tools: bool) -> int:
+        def create(tools: bool, count: int = MESSAGES, prefix: str = "") -> int:
             # Texts of their own: the first page of each renders all its markdown.
-            script = CREATE.format(count=MESSAGES, tools=tools, prefix="A" if tools else "R")
+            prefix = prefix or ("A" if tools else "R")
+            script = CREATE.format(count=count, tools=tools, prefix=prefix)
             return int(server.manage("shell", "-v", "0", "-c", script).strip())
 
         text, tools = create(tools=False), create(tools=True)
+        lengths = {n: create(tools=False, count=n, prefix=f"L{n}-") for n in LENGTHS}
+        by_length = {n: asyncio.run(measure(server.url, c)) for n, c in lengths.items()}
+        memory = page_memory(server.url, lengths)
+        low, high = by_length[LENGTHS[0]], by_length[LENGTHS[-1]]
         return {
             "messages": MESSAGES,
             **asyncio.run(measure(server.url, text)),
             "with_tools": asyncio.run(measure(server.url, tools)),
+            "lengths": {str(n): {**by_length[n], **memory[n]} for n in LENGTHS},
+            # The longest transcript's figures over the shortest's (goal: at most 1.5).
+            "flatness": {
+                "page": round(high["page_ms"] / low["page_ms"], 2),
+                "catch_up": round(high["catch_up_ms"] / low["catch_up_ms"], 2),
+                "js_heap": round(
+                    memory[LENGTHS[-1]]["js_heap_mb"] / memory[LENGTHS[0]]["js_heap_mb"], 2
+                ),
+            },
             "streamed_appends": appends_in_browser(server.url, text),
         }
 
