@@ -15,13 +15,14 @@ from ninja.security import HttpBearer, SessionAuth
 
 from api import results
 from api.events import Credential, EventStreamResponse, event_stream
+from api.selectors import message_page, superseded_tool_calls
 from api.tokens import token_record, token_still_valid
 from api.waiting import wait_until_settled
 from chat import services
 from chat.errors import ConversationNotFound, ParleyError, RateLimited
 from chat.limits import StreamSlot
 from chat.live.sessions import session_still_valid
-from chat.selectors import conversation_for_user, conversations_for_user, subagents_of
+from chat.selectors import MAX_ID, conversation_for_user, conversations_for_user, subagents_of
 from questions import services as questions
 from questions.blocks import API, TERMINAL, Via
 from questions.models import QuestionStatus
@@ -32,6 +33,10 @@ MAX_WAIT = 120.0
 # A change cursor as a client sends it back: ASCII digits only (str.isdigit also accepts "²"),
 # and short enough to be a bigint (int() refuses strings of more than 4,300 digits).
 CURSOR = re.compile(r"[0-9]{1,18}")
+# Messages in a page of GET /conversations/{id}/messages: by default, and at most. A
+# conversation (GET /conversations/{id}) comes with the newest page of the default size.
+PAGE_SIZE = 100
+MAX_PAGE_SIZE = 500
 
 
 class BearerToken(HttpBearer):
@@ -168,9 +173,31 @@ class SubagentOut(ConversationOut):
     messages: list[MessageOut]
 
 
+class MessagePage(Schema):
+    messages: list[MessageOut] = Field(
+        description="Consecutive messages of the conversation, in transcript order (ascending "
+        "`order`), superseded ones included."
+    )
+    before: int | None = Field(
+        description="Pass it as ?before= for the messages just older than these; null when "
+        "there are none (these start the transcript, or the page is empty)."
+    )
+    after: int | None = Field(
+        description="Pass it as ?after= for the messages just newer than these; null when there "
+        "are none yet (these end the transcript, or the page is empty)."
+    )
+
+
 class ConversationDetail(ConversationOut):
     pendingQuestion: PendingQuestionOut | None = None
-    messages: list[MessageOut]
+    messages: list[MessageOut] = Field(
+        description=f"The newest messages (at most {PAGE_SIZE}), in transcript order, "
+        "superseded ones included."
+    )
+    messagesBefore: int | None = Field(
+        description="Pass it as ?before= to GET /conversations/{id}/messages for the older "
+        "messages; null when `messages` is the whole transcript."
+    )
     children: list[SubagentOut] = Field(
         description="The sub-agents this conversation's agent started, in order."
     )
@@ -221,18 +248,45 @@ def create_conversation(request, body: ConversationIn):
     "/conversations/{conversation_id}", response={200: ConversationDetail, **ERRORS}, by_alias=True
 )
 def get_conversation(request, conversation_id: int):
+    """The conversation with its newest messages (`messagesBefore` pages back from them), its
+    pending question and its sub-agents."""
     conversation = conversation_for_user(user=request.user, conversation_id=conversation_id)
-    messages = list(conversation.messages.order_by("order"))
-    superseded_calls = results.tool_call_ids([m for m in messages if m.superseded])
+    page = results.page_data(message_page(conversation, limit=PAGE_SIZE))
+    children = subagents_of(conversation)
+    superseded_calls = superseded_tool_calls(conversation) if children else set()
     return {
         **results.conversation_data(conversation),
         "pendingQuestion": results.question_data(pending_question(conversation)),
-        "messages": [results.message_data(m) for m in messages],
-        "children": [
-            results.subagent_data(s, superseded_calls=superseded_calls)
-            for s in subagents_of(conversation)
-        ],
+        "messages": page["messages"],
+        "messagesBefore": page["before"],
+        "children": [results.subagent_data(s, superseded_calls=superseded_calls) for s in children],
     }
+
+
+@api.get(
+    "/conversations/{conversation_id}/messages",
+    response={200: MessagePage, **ERRORS},
+    by_alias=True,
+)
+def list_messages(
+    request,
+    conversation_id: int,
+    before: int | None = Query(
+        None, ge=1, le=MAX_ID, description="A message id: the messages just older than it."
+    ),
+    after: int | None = Query(
+        None, ge=1, le=MAX_ID, description="A message id: the messages just newer than it."
+    ),
+    limit: int = Query(
+        PAGE_SIZE, ge=1, le=MAX_PAGE_SIZE, description=f"How many messages: 1 to {MAX_PAGE_SIZE}."
+    ),
+):
+    """A page of the conversation's messages, in transcript order: without `before` or
+    `after`, the newest `limit`; with `before`, the `limit` just older than that message;
+    with `after`, the `limit` just newer. Page on with the `before` and `after` it returns.
+    A cursor that is not a message of this conversation, or both at once, is a 422."""
+    conversation = conversation_for_user(user=request.user, conversation_id=conversation_id)
+    return results.page_data(message_page(conversation, limit=limit, before=before, after=after))
 
 
 @api.post(

@@ -2,6 +2,7 @@
 
 from chat.blocks import TextBlock, ToolCallBlock, parse_blocks
 from chat.models import RUNNING_STATES, AgentState, Conversation, Message, Role
+from chat.paging import TranscriptPage
 from chat.selectors import Subagent
 from questions.models import Question
 from questions.selectors import pending_question
@@ -26,6 +27,15 @@ def message_data(message: Message) -> dict:
         "superseded": message.superseded,
         "version": message.version,
         "createdAt": message.created_at.isoformat(),
+    }
+
+
+def page_data(page: TranscriptPage) -> dict:
+    """A page of messages with the cursors (message ids) that page on from its ends."""
+    return {
+        "messages": [message_data(m) for m in page.messages],
+        "before": page.first.pk if page.has_older else None,
+        "after": page.last.pk if page.has_newer else None,
     }
 
 

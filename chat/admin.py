@@ -1,17 +1,31 @@
 """Operators read transcripts here: read-only in the admin, though they may be deleted."""
 
 import json
+import re
+from urllib.parse import urlencode
 
 from django.contrib import admin
+from django.contrib.admin.utils import quote, unquote
+from django.core.exceptions import PermissionDenied
 from django.core.serializers.json import DjangoJSONEncoder
 from django.db.models import Count
-from django.http import HttpResponse
+from django.http import Http404, HttpResponse, QueryDict
 from django.template.loader import render_to_string
+from django.template.response import TemplateResponse
+from django.urls import path, reverse
 from django.utils import timezone
 from django.utils.translation import gettext_lazy as _
 
 from chat.models import AgentState, Conversation, Message
+from chat.paging import TranscriptPage, transcript_page
 from chat.selectors import subagents_of
+
+# Messages on a page of the transcript: the conversation's page shows the newest ones, and
+# links to pages of earlier ones (ConversationAdmin.transcript_view).
+TRANSCRIPT_PAGE = 100
+# A place in the transcript as a link names it: a message's `order` (ASCII digits, and short
+# enough for the column: an unsigned 32-bit integer).
+PLACE = re.compile(r"[0-9]{1,9}")
 
 
 class WaitingForAnswerFilter(admin.SimpleListFilter):
@@ -80,10 +94,59 @@ class ConversationAdmin(admin.ModelAdmin):
 
     @admin.display(description=_("transcript"))
     def transcript(self, conversation: Conversation) -> str:
+        """The newest messages, with a link to the pages of earlier ones."""
+        page = transcript_page(conversation.messages.all(), limit=TRANSCRIPT_PAGE)
+        return render_to_string(
+            "admin/chat/transcript.html", self.transcript_context(conversation, page)
+        )
+
+    def transcript_context(self, conversation: Conversation, page: TranscriptPage) -> dict:
         # The template autoescapes every message; only assistant markdown becomes HTML, through
         # the app's own sanitiser (chat.markdown).
-        messages = conversation.messages.order_by("order")
-        return render_to_string("admin/chat/transcript.html", {"messages": messages})
+        url = reverse(
+            f"{self.admin_site.name}:chat_conversation_transcript", args=[quote(conversation.pk)]
+        )
+
+        def link(**place: int) -> str:
+            return f"{url}?{urlencode(place)}"
+
+        return {
+            "messages": page.messages,
+            "page": page,
+            "total": getattr(conversation, "_message_count", None),
+            "earlier_url": link(before=page.first.order) if page.has_older else "",
+            "later_url": link(after=page.last.order) if page.has_newer else "",
+        }
+
+    def get_urls(self):
+        view = self.admin_site.admin_view(self.transcript_view)
+        return [
+            path("<path:object_id>/transcript/", view, name="chat_conversation_transcript"),
+            *super().get_urls(),
+        ]
+
+    def transcript_view(self, request, object_id: str) -> TemplateResponse:
+        """A page of a conversation's transcript: ?before=N, the messages just before the one
+        at order N; ?after=N, those just after it. Anything else is a 404."""
+        conversation = self.get_object(request, unquote(object_id))
+        if conversation is None:
+            raise Http404
+        if not self.has_view_permission(request, conversation):
+            raise PermissionDenied
+        page = transcript_page(
+            conversation.messages.all(),
+            limit=TRANSCRIPT_PAGE,
+            **transcript_place(conversation, request.GET),
+        )
+        context = {
+            **self.admin_site.each_context(request),
+            **self.transcript_context(conversation, page),
+            "opts": self.opts,
+            "original": conversation,
+            "title": _("Transcript of %(conversation)s") % {"conversation": conversation},
+            "media": self.media,
+        }
+        return TemplateResponse(request, "admin/chat/conversation_transcript.html", context)
 
     @admin.display(description=_("sub-agents"))
     def subagents(self, conversation: Conversation) -> str:
@@ -120,6 +183,20 @@ class ConversationAdmin(admin.ModelAdmin):
 
     def has_change_permission(self, request, obj=None) -> bool:
         return False
+
+
+def transcript_place(conversation: Conversation, query: QueryDict) -> dict[str, int]:
+    """`before` or `after` from the query, when it is the order of one of the conversation's
+    messages; Http404 for anything else (both, or a place that is no message)."""
+    places = [(name, query[name]) for name in ("before", "after") if name in query]
+    if not places:
+        return {}
+    if len(places) > 1:
+        raise Http404
+    [(name, value)] = places
+    if not PLACE.fullmatch(value) or not conversation.messages.filter(order=int(value)).exists():
+        raise Http404
+    return {name: int(value)}
 
 
 def export_conversation(conversation: Conversation) -> dict:

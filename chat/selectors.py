@@ -15,6 +15,7 @@ from django.utils.translation import gettext_noop
 from chat.blocks import ErrorBlock, TextBlock, ToolResultBlock, parse_blocks
 from chat.errors import ConversationNotFound, SearchTooSlow
 from chat.models import SEARCH_CONFIG, AgentState, Conversation, Message, Role
+from chat.paging import transcript_page
 
 # The largest id or change cursor a column of ours holds (a signed 64-bit integer).
 MAX_ID = 2**63 - 1
@@ -156,7 +157,7 @@ def transcript_changes(
 ) -> TranscriptChanges:
     """Messages changed after `after`, with a cursor such that every change <= cursor is in
     them; with `limit`, marked incomplete when more than `limit` changed (the caller shows
-    the newest page instead: transcript_page).
+    the newest page instead: conversation_page).
 
     Change numbers are handed out under the conversation's row lock, so they commit in order:
     everything up to the seq of the conversation read first is committed before the messages
@@ -178,8 +179,9 @@ def transcript_changes(
 
 
 @dataclass(frozen=True)
-class TranscriptPage:
-    """A page of a transcript: at most PAGE_MESSAGES messages in transcript order."""
+class ConversationPage:
+    """A conversation as its page shows it: at most PAGE_MESSAGES messages, in transcript
+    order."""
 
     conversation: Conversation
     messages: list[Message]
@@ -190,21 +192,22 @@ class TranscriptPage:
     earlier: int | None
 
 
-def transcript_page(
+def conversation_page(
     *, user, conversation_id: int, before: int | None = None, first: Conversation | None = None
-) -> TranscriptPage:
+) -> ConversationPage:
     """The newest page of the transcript, or with `before` (a message order), the page of
     messages just before it. Two queries and one page of messages, however long the
     transcript (plus the conversation again when it changed meanwhile, as in
     transcript_changes)."""
     if first is None:
         first = conversation_for_user(user=user, conversation_id=conversation_id)
-    messages = Message.objects.filter(conversation_id=first.pk)
-    if before is not None:
-        messages = messages.filter(order__lt=min(before, MAX_ID))
-    newest = list(messages.order_by("-order")[: PAGE_MESSAGES + 1])
-    page = newest[:PAGE_MESSAGES][::-1]
-    earlier = page[0].order if len(newest) > PAGE_MESSAGES else None
+    found = transcript_page(
+        Message.objects.filter(conversation_id=first.pk),
+        limit=PAGE_MESSAGES,
+        before=None if before is None else min(before, MAX_ID),
+    )
+    page = found.messages
+    earlier = page[0].order if found.has_older else None
     # A call's result is stored in the turn that made the call: a page before the newest
     # looks for its calls' results up to a page after it, not to the transcript's end.
     ToolResults.share(page, until=None if before is None else before + PAGE_MESSAGES)
@@ -212,7 +215,9 @@ def transcript_page(
     conversation = first
     if cursor != first.seq:
         conversation = conversation_for_user(user=user, conversation_id=conversation_id)
-    return TranscriptPage(conversation=conversation, messages=page, cursor=cursor, earlier=earlier)
+    return ConversationPage(
+        conversation=conversation, messages=page, cursor=cursor, earlier=earlier
+    )
 
 
 # --- Reading a transcript from its end --------------------------------------------------------

@@ -13,8 +13,8 @@ from chat import services
 from chat.errors import ConversationNotFound, ParleyError, RateLimited, ServiceUnavailable
 from chat.selectors import (
     conversation_for_user,
+    conversation_page,
     conversations_for_user,
-    transcript_page,
     waiting_conversation_ids,
 )
 
@@ -107,7 +107,7 @@ def earlier_messages(request: HttpRequest, conversation_id: int) -> HttpResponse
         before = int(request.GET.get("before", ""))
     except ValueError:
         return HttpResponse(_("That page of the transcript does not exist."), status=400)
-    page = transcript_page(user=request.user, conversation_id=conversation_id, before=before)
+    page = conversation_page(user=request.user, conversation_id=conversation_id, before=before)
     context = {
         "conversation": page.conversation,
         "messages": page.messages,
@@ -245,7 +245,7 @@ def with_retry_after(response: HttpResponse, error: ParleyError) -> HttpResponse
 def render_conversation(
     request: HttpRequest, conversation_id: int, *, text: str = "", error: str = "", status=200
 ) -> HttpResponse:
-    page = transcript_page(user=request.user, conversation_id=conversation_id)
+    page = conversation_page(user=request.user, conversation_id=conversation_id)
     context = {
         "conversation": page.conversation,
         "messages": page.messages,

@@ -44,8 +44,8 @@ from chat.selectors import (
     PAGE_MESSAGES,
     changed_subagents,
     conversation_for_user,
+    conversation_page,
     transcript_changes,
-    transcript_page,
 )
 from chat.transcript import draft_text
 
@@ -452,7 +452,7 @@ class ConversationConsumer(SignedInConsumer):
     def render_newest_page(self, parent, subagents: list) -> tuple[str, int, bool]:
         """For a tab that missed more changes than a page holds: the newest page in place of
         its transcript, as a page load renders it, rather than every change since."""
-        page = transcript_page(user=self.user, conversation_id=self.conversation_id, first=parent)
+        page = conversation_page(user=self.user, conversation_id=self.conversation_id, first=parent)
         conversation = page.conversation
         context = {
             "conversation": conversation,

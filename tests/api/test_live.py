@@ -140,18 +140,9 @@ def test_the_terminal_client_answers_with_arrow_keys(server, token):
 
 
 def test_the_terminal_client_without_a_terminal_numbers_the_choices(server, token, http):
-    result = subprocess.run(
-        [sys.executable, "manage.py", "chat", "--server", server.url, "--token", token],
-        cwd=ROOT,
-        env=server.env,
-        input="toppings\n1,3\n",
-        capture_output=True,
-        text=True,
-        timeout=60,
-    )
-    assert result.returncode == 0, result.stderr
-    assert "  1) Olives" in result.stdout
-    assert "Adding these toppings:\n\nOlives\nPeppers" in result.stdout
+    output = run_chat(server, token, typed="toppings\n1,3\n").stdout
+    assert "  1) Olives" in output
+    assert "Adding these toppings:\n\nOlives\nPeppers" in output
     # The answer is recorded as given through the terminal (the client says so in a header).
     # The client carried on in the conversation it was last in: its last question is this one.
     latest = http.get("/conversations").json()[0]["id"]
@@ -195,6 +186,22 @@ def hostile(tmp_path_factory):
     server.start()
     yield server, server.manage("create_api_token", "demo").strip()
     server.stop()
+
+
+def run_chat(server, token, *args, typed=""):
+    """`manage.py chat` without a terminal (a pipe), given `typed` as its input; it must
+    exit cleanly."""
+    result = subprocess.run(
+        [sys.executable, "manage.py", "chat", "--server", server.url, "--token", token, *args],
+        cwd=ROOT,
+        env=server.env,
+        input=typed,
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    assert result.returncode == 0, result.stderr
+    return result
 
 
 def spawn_chat(server, token, *args):
@@ -260,16 +267,8 @@ def test_the_terminal_client_lists_resumes_and_starts_only_when_asked(server, to
         f"/conversations/{waiting['id']}/messages", json={"content": "pizza", "wait": 20}
     ).json()
     assert asked["status"] == "needs_input"
-    listing = subprocess.run(
-        [sys.executable, "manage.py", "chat", "--server", server.url, "--token", token, "--list"],
-        cwd=ROOT,
-        env=server.env,
-        capture_output=True,
-        text=True,
-        timeout=60,
-    )
-    assert listing.returncode == 0, listing.stderr
-    [line] = [row for row in listing.stdout.splitlines() if "Lunch" in row]
+    listing = run_chat(server, token, "--list").stdout
+    [line] = [row for row in listing.splitlines() if "Lunch" in row]
     assert line.startswith("*") and str(waiting["id"]) in line
 
     child = spawn_chat(server, token, "--conversation", str(waiting["id"]))
@@ -285,16 +284,7 @@ def test_the_terminal_client_lists_resumes_and_starts_only_when_asked(server, to
 
 
 def test_the_numbered_prompt_asks_again_on_bad_input(server, token):
-    result = subprocess.run(
-        [sys.executable, "manage.py", "chat", "--server", server.url, "--token", token, "--new"],
-        cwd=ROOT,
-        env=server.env,
-        input="pizza\n9\n2\ndelete\nmaybe\ny\n",
-        capture_output=True,
-        text=True,
-        timeout=60,
-    )
-    assert result.returncode == 0, result.stderr
+    result = run_chat(server, token, "--new", typed="pizza\n9\n2\ndelete\nmaybe\ny\n")
     assert "There is no option 9: choose 1-3." in result.stdout
     assert "Choose by number, 1-2." in result.stdout  # a confirmation takes no typed answer
     assert "Great, ordering: **Pepperoni**." in result.stdout  # a pipe gets plain text
@@ -390,3 +380,36 @@ def test_schemathesis_finds_no_server_error(server, token):
         timeout=600,
     )
     assert result.returncode == 0, result.stdout[-4000:] + result.stderr[-2000:]
+
+
+# A conversation longer than a page, with one superseded reply; prints its id.
+LONG = """
+from django.contrib.auth.models import User
+from chat import services
+from chat.models import Role
+from tests.factories import add_message
+conversation = services.create_conversation(owner=User.objects.get(username="demo"), title="Long")
+for n in range(75):
+    add_message(conversation.pk, f"question {n}", role=Role.USER)
+    add_message(conversation.pk, f"answer {n}")
+conversation.messages.filter(order=147).update(superseded=True)
+print(conversation.pk)
+"""
+
+
+def test_the_terminal_client_opens_a_long_conversation_on_its_newest_messages(server, token):
+    long = server.manage("shell", "-v", "0", "-c", LONG).strip()
+    short = server.manage("shell", "-v", "0", "-c", LONG.replace("range(75)", "range(2)")).strip()
+
+    output = run_chat(server, token, "--conversation", long).stdout
+    lines = output.splitlines()
+    assert lines[1] == "(Earlier messages are not shown: the browser has them all.)"
+    # The newest 20 messages that are not superseded: answer 64 to answer 74, but answer 73.
+    assert "> question 64" not in lines and "answer 64" in lines
+    assert lines.index("answer 64") < lines.index("> question 74") < lines.index("answer 74")
+    assert "answer 73" not in lines and "> question 73" in lines
+    assert "question 0" not in output
+
+    output = run_chat(server, token, "--conversation", short).stdout
+    assert "Earlier messages" not in output
+    assert output.splitlines()[1:5] == ["> question 0", "parley:", "answer 0", "> question 1"]

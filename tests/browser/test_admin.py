@@ -166,3 +166,37 @@ def test_search_filter_and_export(browser, parley_server, operator, conversation
     assert "Which extra toppings do you want?" in texts
     assert "What time is it?" in texts
     page.context.close()
+
+
+# 130 messages, each with one long unbreakable word; prints the conversation's id.
+LONG_TRANSCRIPT = f"""
+from django.contrib.auth.models import User
+from chat import services
+from tests.factories import add_message
+conversation = services.create_conversation(owner=User.objects.get(username="demo"), title="Long")
+for n in range(130):
+    add_message(conversation.pk, f"text {{n}} end {LONG_WORD}")
+print(conversation.pk)
+"""
+
+
+def test_a_long_transcript_pages_back_and_forth_and_nothing_is_cut_off(
+    browser, parley_server, operator
+):
+    long = int(parley_server.manage("shell", "-v", "0", "-c", LONG_TRANSCRIPT))
+    page = admin_page(browser, parley_server, operator)
+    page.goto(f"/admin/chat/conversation/{long}/change/")
+    transcript = page.locator(".parley-transcript").first
+    expect(transcript).to_contain_text("Messages #30 to #129 of 130.")
+    expect(transcript.locator(".parley-message")).to_have_count(100)
+    page.get_by_role("link", name="Earlier messages").click()
+    expect(page.get_by_role("heading", name="Transcript of Long")).to_be_visible()
+    transcript = page.locator(".parley-transcript")
+    expect(transcript.locator(".parley-message")).to_have_count(30)
+    expect(transcript.locator(".parley-message").first).to_contain_text("text 0 end")
+    assert transcript.evaluate(CLIPPED) == []
+    page.get_by_role("link", name="Later messages").click()
+    expect(page.locator(".parley-message").last).to_contain_text("text 129 end")
+    page.get_by_role("link", name="Back to the conversation and its newest messages").click()
+    expect(page).to_have_url(re.compile(rf"/admin/chat/conversation/{long}/change/$"))
+    page.context.close()

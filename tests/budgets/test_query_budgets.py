@@ -5,17 +5,20 @@ not an accident. docs/developers/query-budgets.md gives the reason for each budg
 import asyncio
 
 import pytest
+from django.contrib.contenttypes.models import ContentType
 from django.db import transaction
 from django.test import Client
 from django.urls import reverse
 
+from api.tokens import create_token
 from chat import services
 from chat.blocks import TextBlock
 from chat.engine import dispatch
 from chat.engine.runner import Runner
-from chat.models import Role
+from chat.models import Conversation, Role
 from chat.transcript import Transcript, lock
 from questions.models import Question
+from tests.factories import add_message
 
 # Also run on PostgreSQL (make test): the statements each flow costs, on each backend.
 pytestmark = [pytest.mark.django_db, pytest.mark.postgres]
@@ -25,6 +28,9 @@ SEND_MESSAGE = {"this process": 13, "a worker": 11}
 ANSWER_QUESTION = {"this process": 16, "a worker": 14}
 OPEN_CONVERSATION = 9
 LOAD_EARLIER = 5
+API_CONVERSATION = 4
+API_PAGE_OF_MESSAGES = 4
+ADMIN_TRANSCRIPT = {"the conversation's page": 6, "a page of earlier messages": 5}
 
 
 @pytest.fixture
@@ -102,3 +108,71 @@ def test_opening_a_conversation_does_not_cost_more_with_its_length(
         response = browser.get(url)
     assert response.status_code == 200
     assert f"answer {length // 2 - 1}" in response.content.decode()
+
+
+@pytest.fixture
+def long(request, conversation) -> list[int]:
+    """The conversation with `request.param` messages; their ids."""
+    ids = []
+    for index in range(request.param // 2):
+        ids.append(add_message(conversation.pk, f"question {index}", role=Role.USER))
+        ids.append(add_message(conversation.pk, f"answer {index}"))
+    return ids
+
+
+@pytest.fixture
+def bearer(client: Client, user) -> dict:
+    headers = {"Authorization": f"Bearer {create_token(user=user, name='budget')[1]}"}
+    client.get("/api/v1/conversations", headers=headers)  # the token's last use is recorded
+    return headers
+
+
+@pytest.mark.parametrize("long", [10, 300], indirect=True)
+def test_the_api_conversation_does_not_cost_more_with_its_length(
+    client, bearer, conversation, long, django_assert_max_num_queries
+):
+    with django_assert_max_num_queries(API_CONVERSATION):
+        response = client.get(f"/api/v1/conversations/{conversation.pk}", headers=bearer)
+    assert response.status_code == 200
+    assert response.json()["messages"][-1]["id"] == long[-1]
+
+
+@pytest.mark.parametrize("long", [10, 300], indirect=True)
+@pytest.mark.parametrize("cursor", ["none", "before", "after"])
+def test_a_page_of_messages_does_not_cost_more_with_the_length(
+    client, bearer, conversation, long, cursor, django_assert_max_num_queries
+):
+    place = {"none": {}, "before": {"before": long[-1]}, "after": {"after": long[0]}}[cursor]
+    url = f"/api/v1/conversations/{conversation.pk}/messages"
+    with django_assert_max_num_queries(API_PAGE_OF_MESSAGES):
+        response = client.get(url, place, headers=bearer)
+    assert response.status_code == 200
+    assert len(response.json()["messages"]) == min(len(long) - 1 if place else len(long), 100)
+
+
+@pytest.fixture
+def operator(client: Client, django_user_model) -> Client:
+    staff = django_user_model.objects.create_superuser(username="op", password="pw-op-12345")
+    client.force_login(staff)
+    client.get(reverse("admin:index"))  # the session is in the cache from here on
+    # Django keeps content types for the life of the process; the change page reads this one.
+    ContentType.objects.get_for_model(Conversation)
+    return client
+
+
+@pytest.mark.parametrize("long", [10, 300], indirect=True)
+@pytest.mark.parametrize("page", list(ADMIN_TRANSCRIPT))
+def test_the_admin_transcript_does_not_cost_more_with_its_length(
+    operator, conversation, long, page, django_assert_max_num_queries
+):
+    if page == "a page of earlier messages":
+        url = reverse("admin:chat_conversation_transcript", args=[conversation.pk])
+        place = {"before": len(long) - 1}
+    else:
+        url, place = reverse("admin:chat_conversation_change", args=[conversation.pk]), {}
+    with django_assert_max_num_queries(ADMIN_TRANSCRIPT[page]):
+        response = operator.get(url, place)
+    assert response.status_code == 200
+    html = response.content.decode()
+    assert f">question {len(long) // 2 - 1}<" in html
+    assert (">question 0<" in html) == (len(long) < 100)  # a page, not the whole transcript

@@ -12,11 +12,13 @@ from chat.blocks import ActionBlock
 from chat.models import Conversation
 from questions import services as questions
 from questions.blocks import Answer
+from tests.factories import add_message
 
 # Also run on PostgreSQL (make test): the admin's search of the stored JSON differs by backend.
 pytestmark = [pytest.mark.django_db, pytest.mark.postgres]
 
 CHANGELIST = "admin:chat_conversation_changelist"
+TRANSCRIPT = "admin:chat_conversation_transcript"
 
 
 @pytest.fixture
@@ -190,3 +192,94 @@ def test_export_is_for_staff_only(client, conversation, user, django_user_model)
         conversation.pk
     )
     assert Conversation.objects.count() == 1
+
+
+@pytest.fixture
+def long_conversation(conversation):
+    """130 messages, "text 0 end" to "text 129 end" (orders 0 to 129)."""
+    for n in range(130):
+        add_message(conversation.pk, f"text {n} end")
+    return conversation
+
+
+def shown_texts(html: str) -> list[int]:
+    return [n for n in range(130) if f"<p>text {n} end</p>" in html]
+
+
+def transcript_page(client, conversation, **place):
+    return client.get(reverse(TRANSCRIPT, args=[conversation.pk]), place)
+
+
+def test_the_change_page_shows_the_newest_100_messages_and_links_to_earlier_ones(
+    operator, long_conversation
+):
+    html = change_page(operator, long_conversation)
+    assert shown_texts(html) == list(range(30, 130))
+    assert "Messages #30 to #129 of 130." in html
+    earlier = reverse(TRANSCRIPT, args=[long_conversation.pk]) + "?before=30"
+    assert f'<a href="{earlier}">Earlier messages</a>' in html
+    assert "Later messages" not in html
+
+
+def test_a_short_transcript_is_shown_whole_without_page_links(operator, conversation):
+    for n in range(3):
+        add_message(conversation.pk, f"text {n} end")
+    html = change_page(operator, conversation)
+    assert shown_texts(html) == [0, 1, 2]
+    assert "Earlier messages" not in html and "Messages #" not in html
+
+
+def test_earlier_and_later_pages_of_the_transcript(operator, long_conversation):
+    earlier = transcript_page(operator, long_conversation, before=30)
+    assert earlier.status_code == 200
+    html = earlier.content.decode()
+    assert shown_texts(html) == list(range(30))
+    assert "Earlier messages" not in html
+    later_url = reverse(TRANSCRIPT, args=[long_conversation.pk]) + "?after=29"
+    assert f'<a href="{later_url}">Later messages</a>' in html
+    change_url = reverse("admin:chat_conversation_change", args=[long_conversation.pk])
+    assert f'<a href="{change_url}">Back to the conversation' in html
+
+    middle = transcript_page(operator, long_conversation, after=9).content.decode()
+    assert shown_texts(middle) == list(range(10, 110))
+    assert "Messages #10 to #109 of 130." in middle
+    assert "?before=10" in middle and "?after=109" in middle
+    newest = transcript_page(operator, long_conversation, after=29).content.decode()
+    assert shown_texts(newest) == list(range(30, 130))
+    assert "Later messages" not in newest
+
+
+@pytest.mark.parametrize(
+    "place",
+    [
+        {"before": "abc"},
+        {"before": "-1"},
+        {"before": "²"},
+        {"before": "1" * 5000},
+        {"before": "130"},  # no message there
+        {"after": ""},
+        {"before": "5", "after": "7"},
+    ],
+)
+def test_a_page_of_the_transcript_at_no_message_is_404_not_500(operator, long_conversation, place):
+    assert transcript_page(operator, long_conversation, **place).status_code == 404
+
+
+def test_pages_of_the_transcript_are_for_staff_who_may_view_conversations(
+    client, conversation, user, django_user_model
+):
+    add_message(conversation.pk, "text 0 end")
+    client.force_login(user)  # not staff
+    response = transcript_page(client, conversation, before=0)
+    assert response.status_code == 302 and "/admin/login/" in response["Location"]
+    staff = django_user_model.objects.create_user(username="clerk", password="pw", is_staff=True)
+    client.force_login(staff)
+    assert transcript_page(client, conversation, before=0).status_code == 403
+    staff.user_permissions.add(Permission.objects.get(codename="view_conversation"))
+    assert transcript_page(client, conversation, after=0).status_code == 200
+    assert client.get(reverse(TRANSCRIPT, args=[conversation.pk + 1])).status_code == 404
+
+
+def test_the_export_stays_whole_however_long_the_transcript(operator, long_conversation):
+    [exported] = json.loads(export(operator, long_conversation).content)["conversations"]
+    assert [m["order"] for m in exported["messages"]] == list(range(130))

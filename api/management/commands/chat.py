@@ -1,5 +1,8 @@
 """`python manage.py chat`: talk to a Parley server from the terminal, through its JSON API.
 
+A conversation opens on its newest messages (at most 20, after a line saying that earlier ones
+are not shown when there are some): a long transcript is never printed whole.
+
 Replies stream in, rendered as markdown (rich) in a terminal; tool calls and their results
 show as they happen. A question is asked in the terminal: arrow keys and Enter for one
 choice, Space to tick several, "Other…" for a typed answer, y/N for a confirmation; Ctrl+C
@@ -27,6 +30,8 @@ from chat.text import clean_message, clean_text
 OTHER = "\x00other"
 YES, NO = "Yes", "No"
 RESULT_PREVIEW_CHARS = 200
+# Messages shown when a conversation opens: the newest of those the server returns with it.
+HISTORY = 20
 
 
 def shown(text: str) -> str:
@@ -117,6 +122,7 @@ class Command(BaseCommand):
         self.id = conversation["id"]
         title = shown_line(conversation["title"])
         self.stdout.write(f"Conversation {self.id}: {title}. Ctrl+D to leave.")
+        self.show_history(conversation)
         if conversation.get("pendingQuestion"):
             self.answer(conversation["pendingQuestion"])
         while True:
@@ -130,6 +136,30 @@ class Command(BaseCommand):
             cursor = self.cursor()
             if self.send("POST", f"/conversations/{self.id}/messages", {"content": text}):
                 self.follow(cursor)
+
+    def show_history(self, conversation: dict) -> None:
+        """The newest messages (at most HISTORY, superseded ones left out) as a session shows
+        them, after a line saying that earlier ones are not shown, when there are some. The
+        server sends a conversation with its newest page only (`messagesBefore` pages on)."""
+        messages = [m for m in conversation.get("messages", []) if not m.get("superseded")]
+        if conversation.get("messagesBefore") is not None or len(messages) > HISTORY:
+            self.stdout.write("(Earlier messages are not shown: the browser has them all.)")
+        self.reply = Reply(self, {})
+        seen: set[str] = set()
+        for message in messages[-HISTORY:]:
+            if message["role"] == "user" and message["text"]:
+                self.reply.end()
+                self.stdout.write(f"> {shown(message['text'])}")
+            elif message["role"] == "assistant" and message["text"]:
+                self.reply.text(message["id"], message["text"])
+            for block in message["blocks"]:
+                if block.get("type") == "action":
+                    self.reply.end()
+                    for question in (block.get("extra") or {}).get("questions") or []:
+                        if isinstance(question, dict):
+                            self.stdout.write(f"  ? {shown_line(question.get('question', ''))}")
+            self.show_tools(message, seen)
+        self.reply.end()
 
     def cursor(self) -> tuple[int, dict[int, str], set[str]]:
         """Where the transcript is now: its change cursor, each reply's text so far, and the
