@@ -69,6 +69,12 @@ class Conversation(models.Model):
     # Set once it spawns a sub-agent: open pages then also look for changed children with
     # each push, which every other conversation is spared.
     has_subagents = models.BooleanField(_("has sub-agents"), default=False, editable=False)
+    # With AGENT_SUMMARIZE: the model's summary of the messages left out of its context window
+    # (chat.engine.window), and the order of the last message it covers (-1: none yet).
+    context_summary = models.TextField(_("summary of earlier messages"), blank=True, default="")
+    context_summary_through = models.IntegerField(
+        _("summary covers messages up to"), default=-1, editable=False
+    )
 
     class Meta:
         verbose_name = _("conversation")

@@ -350,6 +350,8 @@ AGENT_MAX_STEPS = int(os.environ.get("AGENT_MAX_STEPS", "10"))
 # The model's context window, in tokens: the history of each request fits in it by a
 # conservative estimate, its oldest turns left out first (chat.engine.context).
 AGENT_CONTEXT_TOKENS = int(os.environ.get("AGENT_CONTEXT_TOKENS", "100000"))
+# Whether what is left out is replaced by the model's summary of it, written once and kept.
+AGENT_SUMMARIZE = env_bool("AGENT_SUMMARIZE")
 # Seconds one provider request may take; failed requests are retried this many times.
 AGENT_REQUEST_TIMEOUT = float(os.environ.get("AGENT_REQUEST_TIMEOUT", "120"))
 AGENT_RETRIES = int(os.environ.get("AGENT_RETRIES", "3"))

@@ -44,7 +44,7 @@ def build_history(conversation_id: int) -> list[HistoryMessage]:
     stored = (
         Message.objects.filter(conversation_id=conversation_id, superseded=False)
         .order_by("order")
-        .only("pk", "role", "blocks", "is_draft")
+        .only("pk", "role", "order", "blocks", "is_draft")
     )
     messages = [(m, parse_blocks(m.blocks)) for m in stored]
     results: dict[str, ToolResultBlock] = {}
@@ -66,7 +66,7 @@ def build_history(conversation_id: int) -> list[HistoryMessage]:
             if isinstance(b, ToolCallBlock) or (isinstance(b, TextBlock) and b.text)
         ]
         if blocks:
-            history.append(HistoryMessage(role=message.role, blocks=blocks))
+            history.append(HistoryMessage(role=message.role, blocks=blocks, order=message.order))
         calls = [b for b in blocks if isinstance(b, ToolCallBlock) and b.id not in placed]
         if calls:
             answered = [
@@ -74,7 +74,7 @@ def build_history(conversation_id: int) -> list[HistoryMessage]:
                 for c in calls
             ]
             placed.update(c.id for c in calls)
-            history.append(HistoryMessage(role="tool", blocks=answered))
+            history.append(HistoryMessage(role="tool", blocks=answered, order=message.order))
     return history
 
 
@@ -169,13 +169,18 @@ async def request_model(
     lease = context.lease
     writer = StreamWriter(lease, None if context.is_subagent else draft)
     specs = tools.specs(is_subagent=context.is_subagent)
-    fitted = window.fit(history, specs)  # raises ContextOverflow before anything is sent
+    summary = None
+    if settings.AGENT_SUMMARIZE:
+        summary = await db(window.stored_summary)(lease.conversation_id)
+    fitted = window.fit(history, specs, summary=summary)  # ContextOverflow: nothing is sent
     if fitted.left_out:
         logger.info(
             "conversation %s: %s earlier messages left out of the model's context",
             lease.conversation_id,
             fitted.left_out,
         )
+        if summary is not None:
+            fitted = await summarized(lease, provider, fitted, summary)
     history = fitted.history
     for attempt in range(settings.AGENT_RETRIES + 1):
         writer.restart()
@@ -197,6 +202,32 @@ async def request_model(
             await asyncio.sleep(delay)
             await db(turns.renew)(lease)
     raise AssertionError("unreachable")  # pragma: no cover
+
+
+async def summarized(
+    lease: turns.Lease, provider, fitted: window.Fitted, summary: window.Summary
+) -> window.Fitted:
+    """`fitted` with the summary of what it leaves out: the stored `summary`, extended by the
+    model with what was left out since (and stored); the plain note if the model cannot say."""
+    new = tuple(m for m in fitted.dropped if m.order > summary.through)
+    if new:
+        request = window.summary_request(summary.text, new)
+        try:
+            text = "".join(
+                [
+                    drop_invisible(event.text)
+                    async for event in provider.stream(history=[request], tools=[])
+                    if isinstance(event, TextDelta)
+                ]
+            ).strip()
+        except ProviderError as error:
+            logger.warning("summary of conversation %s failed: %s", lease.conversation_id, error)
+            return fitted
+        if not text:
+            return fitted
+        summary = window.Summary(text[: window.SUMMARY_CHARS], max(m.order for m in new))
+        await db(window.store_summary)(lease.conversation_id, summary)
+    return window.with_summary(fitted, summary.text) if summary.text else fitted
 
 
 async def advance(

@@ -11,10 +11,14 @@ calls and their results, which stay together). The system prompt, the tools and 
 user message always stay, and a note at the start of the first message kept tells the model
 how many earlier messages were left out. When even that cannot fit, nothing is sent: the
 turn fails with ContextOverflow, saying so.
+
+With AGENT_SUMMARIZE, the note is the model's summary of what was left out instead: asked of
+the model when messages are first left out (with the summary before, for messages left out
+since), stored on the conversation and sent with every request after; room for it is kept.
 """
 
 import json
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from itertools import pairwise
 
 from django.conf import settings
@@ -23,12 +27,25 @@ from chat.blocks import Block, TextBlock, ToolCallBlock, ToolResultBlock
 from chat.engine.providers import SYSTEM_PROMPT
 from chat.engine.providers.base import REPLY_TOKENS, HistoryMessage
 from chat.engine.tools import ToolSpec
+from chat.models import Conversation
 
 # What a message costs beyond its text (its role, the format around it).
 MESSAGE_TOKENS = 8
 LEFT_OUT_NOTE = (
     "[{count} earlier messages of this conversation were left out to fit the model's "
     "context window; ask the user if you need what they said.]"
+)
+SUMMARY_NOTE = (
+    "[{count} earlier messages of this conversation were left out to fit the model's "
+    "context window. A summary of them:]\n{summary}"
+)
+# The room kept for a summary, and the most of one that is kept (AGENT_SUMMARIZE).
+SUMMARY_TOKENS = 1_200
+SUMMARY_CHARS = 3_000
+SUMMARY_PROMPT = (
+    "Summarise the conversation below for yourself: you will no longer see these messages. "
+    "Keep what the user asked for and decided, facts and numbers, what the tools found, and "
+    "what is still open; at most 300 words, no preamble.\n\n"
 )
 
 
@@ -78,29 +95,97 @@ class Fitted:
     history: list[HistoryMessage]
     left_out: int  # messages of the history not sent
     tokens: int  # the estimate of the whole request
+    dropped: tuple[HistoryMessage, ...] = ()  # the messages left out, in order
 
 
-def fit(history: list[HistoryMessage], specs: list[ToolSpec]) -> Fitted:
+def fit(
+    history: list[HistoryMessage], specs: list[ToolSpec], *, summary: "Summary | None" = None
+) -> Fitted:
     """`history` (runtime.build_history) as it fits in AGENT_CONTEXT_TOKENS with `specs`;
-    raises ContextOverflow when even the newest user message cannot."""
+    raises ContextOverflow when even the newest user message cannot.
+
+    With a `summary` (AGENT_SUMMARIZE), room is kept for it, the messages it covers are left
+    out whether they would fit or not, and when more must go, a fifth of the window more goes
+    with them: the model summarises what is left out every few turns, not at every step."""
     budget = settings.AGENT_CONTEXT_TOKENS
     costs = [message_tokens(message) for message in history]
-    total = fixed_tokens(specs) + sum(costs)
-    if total <= budget:
-        return Fitted(history, 0, total)
-    total += estimate_tokens(LEFT_OUT_NOTE.format(count=len(history))) + 1
+    fixed = fixed_tokens(specs) + sum(costs)
+    covered = summary.through if summary is not None else -1
+    if fixed <= budget and covered < 0:
+        return Fitted(history, 0, fixed)
+    extra = estimate_tokens(LEFT_OUT_NOTE.format(count=len(history))) + 1
+    if summary is not None:
+        extra += SUMMARY_TOKENS
+    total = fixed + extra
+    target = budget
     dropped: set[int] = set()
     for start, end in _droppable(history):
-        if total <= budget:
-            break
+        if any(message.order > covered for message in history[start:end]):
+            if total <= target:
+                break
+            if summary is not None:
+                target = budget - budget // 5
         total -= sum(costs[start:end])
         dropped.update(range(start, end))
     if total > budget:
         raise ContextOverflow(needed=total, budget=budget)
+    if not dropped:
+        return Fitted(history, 0, total - extra)
     kept = [message for index, message in enumerate(history) if index not in dropped]
-    note = TextBlock(text=LEFT_OUT_NOTE.format(count=len(dropped)))
-    kept[0] = HistoryMessage(role=kept[0].role, blocks=[note, *kept[0].blocks])
-    return Fitted(kept, len(dropped), total)
+    left_out = tuple(history[index] for index in sorted(dropped))
+    fitted = Fitted(kept, len(dropped), total, left_out)
+    return with_note(fitted, LEFT_OUT_NOTE.format(count=len(dropped)))
+
+
+def with_note(fitted: Fitted, note: str) -> Fitted:
+    """`fitted` with `note` at the start of its first message."""
+    kept = list(fitted.history)
+    first = kept[0]
+    kept[0] = replace(first, blocks=[TextBlock(text=note), *first.blocks])
+    return replace(fitted, history=kept)
+
+
+def with_summary(fitted: Fitted, summary: str) -> Fitted:
+    """`fitted` (with the plain note) with the summary of what it left out instead."""
+    first = fitted.history[0]
+    note = TextBlock(text=SUMMARY_NOTE.format(count=fitted.left_out, summary=summary))
+    kept = [replace(first, blocks=[note, *first.blocks[1:]]), *fitted.history[1:]]
+    return replace(fitted, history=kept)
+
+
+def summary_request(previous: str, messages: tuple[HistoryMessage, ...]) -> HistoryMessage:
+    """The request for a summary of `messages` (after the summary `previous` of those left
+    out before them): one user message, the transcript as text."""
+    lines = [f"(Summary of what came before: {previous})"] if previous else []
+    for message in messages:
+        for block in message.blocks:
+            if isinstance(block, TextBlock):
+                lines.append(f"{message.role}: {block.text}")
+            elif isinstance(block, ToolCallBlock):
+                lines.append(f"{message.role} called {block.name} {json.dumps(block.arguments)}")
+            elif isinstance(block, ToolResultBlock):
+                lines.append(f"{block.tool_call_id} returned: {block.content}")
+    return HistoryMessage(role="user", blocks=[TextBlock(text=SUMMARY_PROMPT + "\n".join(lines))])
+
+
+@dataclass(frozen=True)
+class Summary:
+    text: str
+    through: int  # the order of the last message it covers; -1: none
+
+
+def stored_summary(conversation_id: int) -> Summary:
+    text, through = Conversation.objects.values_list(
+        "context_summary", "context_summary_through"
+    ).get(pk=conversation_id)
+    return Summary(text, through)
+
+
+def store_summary(conversation_id: int, summary: Summary) -> None:
+    """Keep a summary, unless one covering more was stored meanwhile."""
+    Conversation.objects.filter(
+        pk=conversation_id, context_summary_through__lt=summary.through
+    ).update(context_summary=summary.text[:SUMMARY_CHARS], context_summary_through=summary.through)
 
 
 def _droppable(history: list[HistoryMessage]) -> list[tuple[int, int]]:

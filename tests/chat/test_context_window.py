@@ -10,11 +10,12 @@ import pytest
 from chat.blocks import ErrorBlock, TextBlock, ToolCallBlock, ToolResultBlock, parse_blocks
 from chat.engine import tools, turns, window
 from chat.engine.providers import SYSTEM_PROMPT
-from chat.engine.providers.base import REPLY_TOKENS, HistoryMessage
+from chat.engine.providers.base import REPLY_TOKENS, HistoryMessage, TextDelta, ToolCallRequest
 from chat.models import AgentState, Role
 from questions import services as questions
 from questions.blocks import Answer
 from tests.fake_llm import FakeLLM
+from tests.fakes import FakeProvider
 
 pytestmark = pytest.mark.django_db
 
@@ -94,6 +95,22 @@ def test_a_long_conversation_fits_every_request_in_the_window(
                     answers=[Answer(labels=["Margherita"])],
                 )
             continue
+        if turn == 8:  # asking to be allowed to act, allowed: the call keeps its decision
+            call = {
+                "id": "a8",
+                "name": "confirm_action",
+                "arguments": json.dumps({"action": "Delete 23 unused test files"}),
+            }
+            fake_llm.queue({"tool_calls": [call]}, {"text": f"Deleted them. {WORDS}"})
+            post(user, conversation, f"Question {turn}: clean up the tests. {WORDS}")
+            with committed():
+                questions.answer_question(
+                    user=user,
+                    conversation_id=conversation.pk,
+                    tool_call_id="a8",
+                    answers=[Answer(labels=["Yes"])],
+                )
+            continue
         arguments = json.dumps({"expression": f"{turn} * 7"})
         fake_llm.queue(
             {
@@ -165,3 +182,55 @@ def test_the_steps_of_the_running_turn_go_after_the_earlier_turns_and_the_newest
         HistoryMessage("tool", [result.model_copy(update={"tool_call_id": "c2"})]),  # 6
     ]
     assert window._droppable(history) == [(0, 2), (3, 5)]
+
+
+class SummarizingModel(FakeProvider):
+    """Calls a tool and answers each turn; asked for a summary (a request without tools),
+    answers with a numbered one."""
+
+    def __init__(self):
+        super().__init__()
+        self.summaries = 0
+
+    async def stream(self, *, history, tools):
+        self.histories.append(history)
+        if not tools:
+            self.summaries += 1
+            assert history[0].blocks[0].text.startswith(window.SUMMARY_PROMPT)
+            yield TextDelta(f"Summary {self.summaries} of what was said.")
+            return
+        if history[-1].role == "user":
+            yield TextDelta(f"Working on it. {WORDS}")
+            yield ToolCallRequest(f"c{len(self.histories)}", "calculate", {"expression": "6*7"})
+        else:
+            yield TextDelta(f"It is 42. {WORDS}")
+
+
+def test_with_agent_summarize_the_model_summarises_what_is_left_out_every_few_turns(
+    settings, use, conversation, user, post
+):
+    settings.AGENT_SUMMARIZE = True
+    settings.AGENT_CONTEXT_TOKENS = (
+        window.fixed_tokens(tools.specs()) + window.SUMMARY_TOKENS + 2_000
+    )
+    model = use(SummarizingModel())
+    for turn in range(16):
+        post(user, conversation, f"Question {turn}: {WORDS}")
+    conversation.refresh_from_db()
+    assert conversation.agent_state == AgentState.IDLE
+    asked = [
+        h for h in model.histories if not h[0].blocks[0].text.startswith(window.SUMMARY_PROMPT)
+    ]
+    # Summaries came every few turns, not at every step, and each was kept and sent on.
+    assert 2 <= model.summaries <= 8 < len(asked) // 2
+    assert conversation.context_summary == f"Summary {model.summaries} of what was said."
+    noted = [h for h in asked if "A summary of them" in h[0].blocks[0].text]
+    assert noted and asked[-1] in noted
+    assert f"Summary {model.summaries} of what was said." in asked[-1][0].blocks[0].text
+    # A summary request carries the summary before it, for what is left out since.
+    later = [h for h in model.histories if h[0].blocks[0].text.startswith(window.SUMMARY_PROMPT)][
+        1:
+    ]
+    assert later and all(
+        "(Summary of what came before: Summary" in h[0].blocks[0].text for h in later
+    )

@@ -22,6 +22,8 @@ REPLY_TOKENS = 4096
 class HistoryMessage:
     role: str  # user, assistant or tool
     blocks: list[Block]
+    # The stored message it comes from (a call's results: the call's message), by its order.
+    order: int = -1
 
 
 @dataclass(frozen=True)
