@@ -348,8 +348,9 @@ ANTHROPIC_API_KEY = os.environ.get("ANTHROPIC_API_KEY", "")
 # Model requests allowed in one turn before the agent is stopped.
 AGENT_MAX_STEPS = int(os.environ.get("AGENT_MAX_STEPS", "10"))
 # The model's context window, in tokens: the history of each request fits in it by a
-# conservative estimate, its oldest turns left out first (chat.engine.context).
-AGENT_CONTEXT_TOKENS = int(os.environ.get("AGENT_CONTEXT_TOKENS", "100000"))
+# conservative estimate, its oldest turns left out first (chat.engine.window). Unset: the
+# window the provider's endpoint reports for the model, else 100,000.
+AGENT_CONTEXT_TOKENS = int(os.environ.get("AGENT_CONTEXT_TOKENS") or 0) or None
 # Whether what is left out is replaced by the model's summary of it, written once and kept.
 AGENT_SUMMARIZE = env_bool("AGENT_SUMMARIZE")
 # Seconds one provider request may take; failed requests are retried this many times.

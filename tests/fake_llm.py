@@ -16,6 +16,9 @@ class FakeLLM:
     def __init__(self) -> None:
         self.responses: list[dict] = []
         self.requests: list[dict] = []
+        # GET /models/<id> (both SDKs' models.retrieve): extra fields of a model's entry, as
+        # endpoints such as vLLM add them; unknown models are a 404.
+        self.models: dict[str, dict] = {}
         handler = type("Handler", (_Handler,), {"fake": self})
         self.server = ThreadingHTTPServer(("127.0.0.1", 0), handler)
         self.url = f"http://127.0.0.1:{self.server.server_address[1]}"
@@ -40,6 +43,22 @@ class _Handler(BaseHTTPRequestHandler):
 
     def log_message(self, *args) -> None:
         pass
+
+    def do_GET(self) -> None:
+        name = self.path.rstrip("/").rsplit("/", 1)[-1]
+        if "/models/" not in self.path or name not in self.fake.models:
+            self._json(404, {"error": {"message": "no such model", "type": "not_found"}})
+            return
+        entry = {"id": name, "object": "model", "created": 0, "owned_by": "fake"}
+        self._json(200, {**entry, "type": "model", **self.fake.models[name]})
+
+    def _json(self, status: int, body: dict) -> None:
+        payload = json.dumps(body).encode()
+        self.send_response(status)
+        self.send_header("Content-Type", "application/json")
+        self.send_header("Content-Length", str(len(payload)))
+        self.end_headers()
+        self.wfile.write(payload)
 
     def do_POST(self) -> None:
         body = json.loads(self.rfile.read(int(self.headers["Content-Length"])))

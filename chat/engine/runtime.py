@@ -172,7 +172,9 @@ async def request_model(
     summary = None
     if settings.AGENT_SUMMARIZE:
         summary = await db(window.stored_summary)(lease.conversation_id)
-    fitted = window.fit(history, specs, summary=summary)  # ContextOverflow: nothing is sent
+    budget = await window.budget_of(provider)
+    # Raises ContextOverflow: nothing is sent.
+    fitted = window.fit(history, specs, budget=budget, summary=summary)
     if fitted.left_out:
         logger.info(
             "conversation %s: %s earlier messages left out of the model's context",

@@ -1,4 +1,5 @@
-"""The model's context window: the history a request sends fits in AGENT_CONTEXT_TOKENS.
+"""The model's context window: the history a request sends fits in AGENT_CONTEXT_TOKENS (or
+the window the provider reports for its model).
 
 Tokens are estimated, never counted with a provider's tokenizer (that would mean a download
 or a request): a third of a token per ASCII character, two per other character, a few per
@@ -29,6 +30,8 @@ from chat.engine.providers.base import REPLY_TOKENS, HistoryMessage
 from chat.engine.tools import ToolSpec
 from chat.models import Conversation
 
+# The window when neither AGENT_CONTEXT_TOKENS nor the provider says.
+DEFAULT_CONTEXT_TOKENS = 100_000
 # What a message costs beyond its text (its role, the format around it).
 MESSAGE_TOKENS = 8
 LEFT_OUT_NOTE = (
@@ -98,16 +101,28 @@ class Fitted:
     dropped: tuple[HistoryMessage, ...] = ()  # the messages left out, in order
 
 
+async def budget_of(provider) -> int:
+    """The window requests are fitted in: AGENT_CONTEXT_TOKENS when set, else the one the
+    provider reports for its model (Provider.context_window), else DEFAULT_CONTEXT_TOKENS."""
+    if settings.AGENT_CONTEXT_TOKENS:
+        return settings.AGENT_CONTEXT_TOKENS
+    reported = getattr(provider, "context_window", None)
+    return (await reported() if reported else None) or DEFAULT_CONTEXT_TOKENS
+
+
 def fit(
-    history: list[HistoryMessage], specs: list[ToolSpec], *, summary: "Summary | None" = None
+    history: list[HistoryMessage],
+    specs: list[ToolSpec],
+    *,
+    budget: int,
+    summary: "Summary | None" = None,
 ) -> Fitted:
-    """`history` (runtime.build_history) as it fits in AGENT_CONTEXT_TOKENS with `specs`;
-    raises ContextOverflow when even the newest user message cannot.
+    """`history` (runtime.build_history) as it fits in `budget` tokens with `specs`; raises
+    ContextOverflow when even the newest user message cannot.
 
     With a `summary` (AGENT_SUMMARIZE), room is kept for it, the messages it covers are left
     out whether they would fit or not, and when more must go, a fifth of the window more goes
     with them: the model summarises what is left out every few turns, not at every step."""
-    budget = settings.AGENT_CONTEXT_TOKENS
     costs = [message_tokens(message) for message in history]
     fixed = fixed_tokens(specs) + sum(costs)
     covered = summary.through if summary is not None else -1

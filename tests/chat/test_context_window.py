@@ -165,6 +165,25 @@ def test_a_message_too_long_for_the_window_fails_the_turn_before_any_request(
     assert "the model's context holds" in error.detail
 
 
+def test_without_agent_context_tokens_the_window_the_endpoint_reports_is_used(
+    fake_llm, settings, conversation, user, post
+):
+    settings.AGENT_CONTEXT_TOKENS = None
+    fake_llm.models["fake-model"] = {"max_model_len": window.fixed_tokens(tools.specs()) + 100}
+    post(user, conversation, WORDS * 2)  # fits in 100,000, not in what the endpoint says
+    assert fake_llm.requests == []
+    conversation.refresh_from_db()
+    assert conversation.agent_state == AgentState.ERROR
+
+    fake_llm.models.clear()  # a new provider (settings changed) that is told nothing
+    settings.AGENT_MODEL = "other-model"
+    fake_llm.queue({"text": "Fine."})
+    conversation.agent_state = AgentState.IDLE
+    conversation.save(update_fields=["agent_state"])
+    post(user, conversation, WORDS * 2)  # 100,000 then
+    assert len(fake_llm.requests) == 1
+
+
 def text(t: str) -> list:
     return [TextBlock(text=t)]
 

@@ -1,6 +1,7 @@
 """Anthropic's Messages API through the official `anthropic` SDK: streaming text, `tool_use`
 and `tool_result`."""
 
+import asyncio
 from collections.abc import AsyncIterator
 
 import anthropic
@@ -8,12 +9,14 @@ import anthropic
 from chat.blocks import TextBlock, ToolCallBlock, ToolResultBlock
 from chat.engine.providers.base import (
     REPLY_TOKENS,
+    WINDOW_TIMEOUT,
     HistoryMessage,
     ProviderError,
     ProviderEvent,
     TextDelta,
     ToolCallRequest,
     connection_cause,
+    reported_window,
     retryable_status,
     status_cause,
 )
@@ -72,6 +75,20 @@ class AnthropicProvider:
             max_retries=0,
             timeout=timeout,
         )
+        self.window: int | None = None
+        self.window_asked = False
+
+    async def context_window(self) -> int | None:
+        """The model's window as its entry in the endpoint's model list gives it, asked once;
+        None where the endpoint does not say (the official APIs' own schemas do not)."""
+        if not self.window_asked:
+            self.window_asked = True
+            try:
+                async with asyncio.timeout(WINDOW_TIMEOUT):
+                    self.window = reported_window(await self.client.models.retrieve(self.model))
+            except (anthropic.AnthropicError, TimeoutError):
+                self.window = None
+        return self.window
 
     async def stream(
         self, *, history: list[HistoryMessage], tools: list[ToolSpec]

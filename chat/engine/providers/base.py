@@ -99,3 +99,26 @@ class Provider(Protocol):
     ) -> AsyncIterator[ProviderEvent]:
         """Stream one model response for `history` (oldest first)."""
         ...
+
+    async def context_window(self) -> int | None:
+        """The model's context window in tokens, if the provider's endpoint reports it."""
+        ...
+
+
+# Where endpoints that speak the OpenAI or Anthropic API report a model's window in its
+# entry of their model list (vLLM, OpenRouter, Groq, LM Studio, Anthropic), none of them
+# part of those APIs' own schemas.
+WINDOW_FIELDS = ("max_model_len", "context_length", "context_window", "max_input_tokens")
+# How long asking an endpoint for a model's window may take, once per provider.
+WINDOW_TIMEOUT = 5.0
+
+
+def reported_window(model: object) -> int | None:
+    """The context window in a model entry the SDK returned (its fields beyond the
+    schema's are kept by pydantic as extras), or None."""
+    extra = getattr(model, "model_extra", None) or {}
+    for field in WINDOW_FIELDS:
+        value = extra.get(field, getattr(model, field, None))
+        if isinstance(value, int) and not isinstance(value, bool) and value > 0:
+            return value
+    return None
