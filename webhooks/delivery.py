@@ -18,14 +18,14 @@ never wait for it.
 
 import asyncio
 import logging
-from collections import Counter
 from datetime import timedelta
 from http import HTTPStatus
 
 import httpx
 from django.conf import settings
 from django.db import transaction
-from django.db.models import F
+from django.db.models import F, Window
+from django.db.models.functions import RowNumber
 from django.utils import timezone
 from standardwebhooks import Webhook as Signer
 
@@ -35,9 +35,8 @@ from webhooks.models import Delivery, DeliveryStatus, DisabledReason
 
 logger = logging.getLogger("parley.webhooks")
 
-# Each round claims at most BATCH due deliveries, looked for among the LOOK_AHEAD due first.
+# Each round claims at most BATCH due deliveries.
 BATCH = 20
-LOOK_AHEAD = 200
 MAX_BACKOFF = timedelta(hours=6)
 USER_AGENT = "Parley-Webhooks/1"
 
@@ -48,20 +47,30 @@ def deliver_due() -> int:
     the round's slots for at most WEBHOOK_TIMEOUT, never all of them. Returns how many were
     attempted."""
     now = timezone.now()
-    # A disabled webhook's deliveries are given up as it is disabled; one queued by an event
-    # whose transaction raced with that waits, unattempted, until the webhook is enabled.
-    due = Delivery.objects.filter(
-        status=DeliveryStatus.PENDING,
-        next_attempt_at__lte=now,
-        webhook__disabled_at__isnull=True,
-    ).order_by("next_attempt_at")
-    taken: Counter = Counter()
+    # Each owner's earliest due deliveries (their share), then the earliest of those: however
+    # many one owner has due (10 webhooks make 10 a question event), every other owner's are
+    # in the same round. Looking only among the earliest due of all would leave another's
+    # behind a backlog that the share lets drain at a few a round. A disabled webhook's
+    # deliveries are given up as it is disabled; one queued by an event whose transaction
+    # raced with that waits, unattempted, until the webhook is enabled.
+    due = (
+        Delivery.objects.filter(
+            status=DeliveryStatus.PENDING,
+            next_attempt_at__lte=now,
+            webhook__disabled_at__isnull=True,
+        )
+        .annotate(
+            place=Window(
+                RowNumber(),
+                partition_by=F("webhook__owner_id"),
+                order_by=[F("next_attempt_at").asc(), F("pk").asc()],
+            )
+        )
+        .filter(place__lte=settings.WEBHOOK_USER_SHARE)
+        .order_by("next_attempt_at", "pk")
+    )
     claimed = []
-    for pk, next_attempt_at, owner_id in due.values_list(
-        "pk", "next_attempt_at", "webhook__owner_id"
-    )[:LOOK_AHEAD]:
-        if taken[owner_id] >= settings.WEBHOOK_USER_SHARE:
-            continue  # left for the next round
+    for pk, next_attempt_at in due.values_list("pk", "next_attempt_at")[:BATCH]:
         won = Delivery.objects.filter(
             pk=pk, status=DeliveryStatus.PENDING, next_attempt_at=next_attempt_at
         ).update(
@@ -69,10 +78,7 @@ def deliver_due() -> int:
             attempts=F("attempts") + 1,
         )
         if won:
-            taken[owner_id] += 1
             claimed.append(pk)
-            if len(claimed) == BATCH:
-                break
     if not claimed:
         return 0
     deliveries = list(Delivery.objects.select_related("webhook").filter(pk__in=claimed))

@@ -4,11 +4,12 @@ retries with the same webhook-id, and a bounded number of attempts."""
 
 import json
 import socket
-from datetime import UTC, datetime
+from datetime import UTC, datetime, timedelta
 
 import pytest
 from django.test import Client
 from django.urls import reverse
+from django.utils import timezone
 from standardwebhooks import Webhook as Verifier
 from standardwebhooks.webhooks import WebhookVerificationError
 
@@ -310,6 +311,37 @@ def test_one_users_slow_receivers_take_only_their_share_of_a_round(
         ("ada", "pending", 1),  # timed out: retried later
         ("mallory", "delivered", 1),
     ]
+
+
+def test_one_users_backlog_does_not_hold_back_another_users_deliveries(
+    user, other_user, hooked, settings
+):
+    """However many deliveries one user has due (ten webhooks make ten of each question
+    event, and their share of each round drains them slowly), another user's due delivery is
+    in the next round: each owner's earliest due are looked at, not the earliest due of all."""
+    webhook, _ = hooked
+    earlier = timezone.now() - timedelta(minutes=5)
+    Delivery.objects.bulk_create(
+        Delivery(
+            webhook=webhook,
+            event_id=f"msg_backlog_{n}",
+            event_type="question.asked",
+            body="{}",
+            next_attempt_at=earlier,
+        )
+        for n in range(500)
+    )
+    theirs = WebhookReceiver()
+    try:
+        their_webhook, _ = create_webhook(user=other_user, url=theirs.url)
+        Delivery.objects.create(
+            webhook=their_webhook, event_id="msg_theirs", event_type="question.asked", body="{}"
+        )
+        assert delivery.deliver_due() == settings.WEBHOOK_USER_SHARE + 1
+        assert theirs.answered == [200]
+    finally:
+        theirs.close()
+    assert Delivery.objects.get(event_id="msg_theirs").status == DeliveryStatus.DELIVERED
 
 
 def test_a_failing_receiver_gets_the_same_event_again_later(
