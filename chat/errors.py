@@ -146,6 +146,13 @@ class TooManySearches(RateLimited):
         )
 
 
+class SearchRunning(RateLimited):
+    def __init__(self, retry_after: int) -> None:
+        super().__init__(
+            retry_after, _("Your previous search is still running. Try again in a moment.")
+        )
+
+
 class TooManySubagents(Exception):
     """Starting these sub-agents would pass PARLEY_MAX_RUNNING_SUBAGENTS. Its words are for
     the model, which gets them as the spawn call's error result."""

@@ -7,12 +7,15 @@ Every limit is a setting (README, Configuration); 0 turns it off.
 
 import hashlib
 import time
+from collections.abc import Iterator
+from contextlib import contextmanager
 
 from django.conf import settings
 from django.contrib.auth import get_user_model
 from django.core.cache import cache
 
 from chat.errors import (
+    SearchRunning,
     TooManyConversations,
     TooManyMessages,
     TooManyRunningTurns,
@@ -81,6 +84,21 @@ def check_search_rate(*, user) -> None:
     wait = count_in_window("searches", user.pk, settings.PARLEY_SEARCHES_PER_MINUTE)
     if wait is not None:
         raise TooManySearches(wait)
+
+
+@contextmanager
+def search_slot(*, user) -> Iterator[None]:
+    """The user's one search at a time: raises SearchRunning while another of theirs runs.
+    A burst of searches at once loads the database for everyone, however few a minute the
+    rate allows; one at a time, a user's searches cost others little (bench/isolation.py)."""
+    key = _key("searching", user.pk)
+    # Expires on its own if the process dies mid-search: after the longest a search may run.
+    if not cache.add(key, 1, timeout=int(settings.PARLEY_SEARCH_TIMEOUT) + 5):
+        raise SearchRunning(1)
+    try:
+        yield
+    finally:
+        cache.delete(key)
 
 
 def check_turn_slot(*, user, conversation: Conversation) -> None:

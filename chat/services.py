@@ -46,8 +46,8 @@ def search_conversations(*, user, query: str, limit: int | None = None) -> list[
     """Up to `limit` of the user's conversations that match `query`, most recently active
     first (chat.selectors.search_conversations_for_user); with no words, the most recent.
 
-    Raises SearchTooLong (past SEARCH_MAX_CHARS), TooManySearches (chat.limits) or
-    SearchTooSlow.
+    Raises SearchTooLong (past SEARCH_MAX_CHARS), TooManySearches or SearchRunning (another
+    search of the user's runs: chat.limits), or SearchTooSlow.
     """
     query = clean_search(query)
     if not query:
@@ -55,7 +55,8 @@ def search_conversations(*, user, query: str, limit: int | None = None) -> list[
     if len(query) > SEARCH_MAX_CHARS:
         raise SearchTooLong(SEARCH_MAX_CHARS)
     limits.check_search_rate(user=user)
-    return search_conversations_for_user(user=user, query=query, limit=limit)
+    with limits.search_slot(user=user):
+        return search_conversations_for_user(user=user, query=query, limit=limit)
 
 
 def clean_search(query: str) -> str:

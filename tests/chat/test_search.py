@@ -4,6 +4,7 @@ substring match on SQLite (the suite runs on both: `make test`)."""
 import pytest
 from django.contrib.postgres.search import SearchQuery
 from django.db import OperationalError, connection
+from django.test import Client
 from django.urls import reverse
 
 from chat import services
@@ -154,3 +155,28 @@ def test_a_statement_past_the_search_timeout_is_cancelled(db):
     with connection.cursor() as cursor:  # and the timeout ended with the search
         cursor.execute("SHOW statement_timeout")
         assert cursor.fetchone() == ("0",)
+
+
+def test_a_user_runs_one_search_at_a_time_and_others_search_meanwhile(
+    client, user, other_user, chats, monkeypatch
+):
+    """A second search of the user's while one runs is refused; another user's is not."""
+    answers = []
+    search_for_user = services.search_conversations_for_user
+
+    def meanwhile(**options):
+        if not answers:  # while the user's first search runs
+            answers.append(search(client, "pizza"))
+            other = Client()
+            other.force_login(other_user)
+            answers.append(search(other, "pizza"))
+        return search_for_user(**options)
+
+    monkeypatch.setattr(services, "search_conversations_for_user", meanwhile)
+    client.force_login(user)
+    assert search(client, "pizza").status_code == 200
+    refused, others = answers
+    assert refused.status_code == 429 and refused["Retry-After"] == "1"
+    assert "Your previous search is still running." in refused.content.decode()
+    assert others.status_code == 200
+    assert search(client, "pizza").status_code == 200  # and once it ended, the next runs
