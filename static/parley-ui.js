@@ -109,10 +109,12 @@
     return true;
   }
 
+  // `seconds` since the time: a past time reads "6 minutes ago"; one a clock ahead of the
+  // browser's puts a little in the future reads "now".
   function describe(seconds) {
-    var ago = -seconds;
+    var ago = Math.max(0, seconds);
     for (var i = 0; i < UNITS.length; i++) {
-      if (Math.abs(ago) >= UNITS[i][1]) { return relative.format(-Math.round(ago / UNITS[i][1]), UNITS[i][0]); }
+      if (ago >= UNITS[i][1]) { return relative.format(-Math.round(ago / UNITS[i][1]), UNITS[i][0]); }
     }
     return relative.format(0, "second");
   }
