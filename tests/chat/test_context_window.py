@@ -73,42 +73,29 @@ def assert_pairs_intact(messages: list[dict]) -> None:
 def test_a_long_conversation_fits_every_request_in_the_window(
     fake_llm, budget, conversation, user, post, committed
 ):
+    pizza = {
+        "question": "Which pizza?",
+        "header": "Pizza",
+        "options": [{"label": "Margherita"}, {"label": "Funghi"}],
+    }
+    # Turns whose call pauses for the person, and how they answer: a question (its call keeps
+    # its answer) and a request to be allowed to act (its call keeps the decision).
+    paused = {
+        5: ("q5", "ask_user_question", {"questions": [pizza]}, "Margherita"),
+        8: ("a8", "confirm_action", {"action": "Delete 23 unused test files"}, "Yes"),
+    }
     for turn in range(12):
-        if turn == 5:  # a question, answered: the call keeps its answer
-            question = {
-                "question": "Which pizza?",
-                "header": "Pizza",
-                "options": [{"label": "Margherita"}, {"label": "Funghi"}],
-            }
-            call = {
-                "id": "q5",
-                "name": "ask_user_question",
-                "arguments": json.dumps({"questions": [question]}),
-            }
-            fake_llm.queue({"tool_calls": [call]}, {"text": f"Margherita it is. {WORDS}"})
-            post(user, conversation, f"Question {turn}: order lunch. {WORDS}")
+        if turn in paused:
+            call_id, tool, arguments, label = paused[turn]
+            call = {"id": call_id, "name": tool, "arguments": json.dumps(arguments)}
+            fake_llm.queue({"tool_calls": [call]}, {"text": f"Done as you said. {WORDS}"})
+            post(user, conversation, f"Question {turn}: {tool}. {WORDS}")
             with committed():
                 questions.answer_question(
                     user=user,
                     conversation_id=conversation.pk,
-                    tool_call_id="q5",
-                    answers=[Answer(labels=["Margherita"])],
-                )
-            continue
-        if turn == 8:  # asking to be allowed to act, allowed: the call keeps its decision
-            call = {
-                "id": "a8",
-                "name": "confirm_action",
-                "arguments": json.dumps({"action": "Delete 23 unused test files"}),
-            }
-            fake_llm.queue({"tool_calls": [call]}, {"text": f"Deleted them. {WORDS}"})
-            post(user, conversation, f"Question {turn}: clean up the tests. {WORDS}")
-            with committed():
-                questions.answer_question(
-                    user=user,
-                    conversation_id=conversation.pk,
-                    tool_call_id="a8",
-                    answers=[Answer(labels=["Yes"])],
+                    tool_call_id=call_id,
+                    answers=[Answer(labels=[label])],
                 )
             continue
         arguments = json.dumps({"expression": f"{turn} * 7"})

@@ -1,7 +1,6 @@
 """Anthropic's Messages API through the official `anthropic` SDK: streaming text, `tool_use`
 and `tool_result`."""
 
-import asyncio
 from collections.abc import AsyncIterator
 
 import anthropic
@@ -9,14 +8,13 @@ import anthropic
 from chat.blocks import TextBlock, ToolCallBlock, ToolResultBlock
 from chat.engine.providers.base import (
     REPLY_TOKENS,
-    WINDOW_TIMEOUT,
     HistoryMessage,
     ProviderError,
     ProviderEvent,
+    ReportedWindow,
     TextDelta,
     ToolCallRequest,
     connection_cause,
-    reported_window,
     retryable_status,
     status_cause,
 )
@@ -63,8 +61,9 @@ def to_anthropic_messages(history: list[HistoryMessage]) -> list[dict]:
     return messages
 
 
-class AnthropicProvider:
+class AnthropicProvider(ReportedWindow):
     name = "anthropic"
+    sdk_error = anthropic.AnthropicError
 
     def __init__(self, *, model: str, base_url: str, api_key: str, system: str, timeout: float):
         self.model = model or "claude-sonnet-4-5"
@@ -75,20 +74,6 @@ class AnthropicProvider:
             max_retries=0,
             timeout=timeout,
         )
-        self.window: int | None = None
-        self.window_asked = False
-
-    async def context_window(self) -> int | None:
-        """The model's window as its entry in the endpoint's model list gives it, asked once;
-        None where the endpoint does not say (the official APIs' own schemas do not)."""
-        if not self.window_asked:
-            self.window_asked = True
-            try:
-                async with asyncio.timeout(WINDOW_TIMEOUT):
-                    self.window = reported_window(await self.client.models.retrieve(self.model))
-            except (anthropic.AnthropicError, TimeoutError):
-                self.window = None
-        return self.window
 
     async def stream(
         self, *, history: list[HistoryMessage], tools: list[ToolSpec]

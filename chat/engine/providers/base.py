@@ -4,6 +4,7 @@ A provider never touches the database. The runtime builds its history from store
 turns its events into writes, so every provider gets the same persistence and recovery.
 """
 
+import asyncio
 from collections.abc import AsyncIterator
 from dataclasses import dataclass
 from typing import Any, Protocol
@@ -111,6 +112,28 @@ class Provider(Protocol):
 WINDOW_FIELDS = ("max_model_len", "context_length", "context_window", "max_input_tokens")
 # How long asking an endpoint for a model's window may take, once per provider.
 WINDOW_TIMEOUT = 5.0
+
+
+class ReportedWindow:
+    """Provider.context_window for a provider whose SDK client lists models
+    (`client.models.retrieve`), asked once; `sdk_error`: the SDK's base exception."""
+
+    client: Any
+    model: str
+    sdk_error: type[Exception]
+    _window: int | None
+    _window_asked = False
+
+    async def context_window(self) -> int | None:
+        if not self._window_asked:
+            self._window_asked = True
+            self._window = None
+            try:
+                async with asyncio.timeout(WINDOW_TIMEOUT):
+                    self._window = reported_window(await self.client.models.retrieve(self.model))
+            except (self.sdk_error, TimeoutError):
+                pass  # the official APIs' model entries do not say
+        return self._window
 
 
 def reported_window(model: object) -> int | None:

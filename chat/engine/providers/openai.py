@@ -1,7 +1,6 @@
 """Any OpenAI-compatible chat completions endpoint (OpenAI, Ollama, vLLM, llama.cpp, LM Studio,
 OpenRouter, ...), through the official `openai` SDK, streaming text and tool calls."""
 
-import asyncio
 import json
 import uuid
 from collections.abc import AsyncIterator
@@ -11,14 +10,13 @@ from openai.types.chat import ChatCompletion
 
 from chat.blocks import TextBlock, ToolCallBlock, ToolResultBlock
 from chat.engine.providers.base import (
-    WINDOW_TIMEOUT,
     HistoryMessage,
     ProviderError,
     ProviderEvent,
+    ReportedWindow,
     TextDelta,
     ToolCallRequest,
     connection_cause,
-    reported_window,
     retryable_status,
     status_cause,
 )
@@ -92,8 +90,9 @@ def chunk_parts(chunk: object) -> tuple[str, list[tuple[int, str, str, str]]]:
     raise ProviderError("The model sent a malformed stream chunk.", retryable=True)
 
 
-class OpenAIProvider:
+class OpenAIProvider(ReportedWindow):
     name = "openai"
+    sdk_error = openai.OpenAIError
 
     def __init__(self, *, model: str, base_url: str, api_key: str, system: str, timeout: float):
         self.model = model or "gpt-4o-mini"
@@ -105,20 +104,6 @@ class OpenAIProvider:
             max_retries=0,
             timeout=timeout,
         )
-        self.window: int | None = None
-        self.window_asked = False
-
-    async def context_window(self) -> int | None:
-        """The model's window as its entry in the endpoint's model list gives it, asked once;
-        None where the endpoint does not say (the official APIs' own schemas do not)."""
-        if not self.window_asked:
-            self.window_asked = True
-            try:
-                async with asyncio.timeout(WINDOW_TIMEOUT):
-                    self.window = reported_window(await self.client.models.retrieve(self.model))
-            except (openai.OpenAIError, TimeoutError):
-                self.window = None
-        return self.window
 
     async def post(self, request: dict) -> openai.AsyncStream[object]:
         """What `client.chat.completions.create(**request)` does, less two steps. It walks
