@@ -6,6 +6,7 @@ runtime (streaming, tool calls, several steps in a turn) runs without a network.
 
 import asyncio
 import functools
+import json
 import re
 import tomllib
 from collections.abc import AsyncIterator
@@ -24,6 +25,9 @@ DEFAULT_SCRIPT = Path(__file__).with_name("demo_script.toml")
 class Step:
     text: str = ""
     tool_calls: list[dict[str, Any]] = field(default_factory=list)
+    # Said instead of `text` when a result of the step before is an error: a question that
+    # expired or was declined has no answer to speak of.
+    unanswered: str = ""
 
 
 @dataclass(frozen=True)
@@ -36,7 +40,14 @@ def load_script(path: Path) -> tuple[list[Rule], list[Step]]:
     data = tomllib.loads(path.read_text(encoding="utf-8"))
 
     def steps(raw: list[dict]) -> list[Step]:
-        return [Step(text=s.get("text", ""), tool_calls=s.get("tool_calls", [])) for s in raw]
+        return [
+            Step(
+                text=s.get("text", ""),
+                tool_calls=s.get("tool_calls", []),
+                unanswered=s.get("unanswered", ""),
+            )
+            for s in raw
+        ]
 
     rules = [
         Rule(re.compile(rule["match"], re.IGNORECASE), steps(rule["steps"]))
@@ -51,6 +62,23 @@ def load_suggestions(path: Path) -> list[str]:
     conversation. Kept in the script, beside the rules they match."""
     data = tomllib.loads(path.read_text(encoding="utf-8"))
     return [s for s in data.get("suggestions", []) if isinstance(s, str) and s.strip()]
+
+
+def spoken(result: str) -> str:
+    """A tool result as a person would say it ({answers[N]} in a script): a question's JSON
+    answers as their values, a confirmation as yes or no; any other result as it is."""
+    try:
+        data = json.loads(result)
+    except ValueError:
+        return result
+    if isinstance(data, dict) and isinstance(data.get("answers"), dict):
+        return "; ".join(
+            value if isinstance(value, str) else ", ".join(map(str, value))
+            for value in data["answers"].values()
+        )
+    if isinstance(data, dict) and isinstance(data.get("confirmed"), bool):
+        return "yes" if data["confirmed"] else "no"
+    return result
 
 
 class _Format(dict):
@@ -76,14 +104,21 @@ class ScriptedProvider:
             ).strip()
         since = history[last_user + 1 :]
         done = sum(1 for m in since if m.role == "assistant")
-        results = [b.content for m in since for b in m.blocks if isinstance(b, ToolResultBlock)]
+        results = [b for m in since for b in m.blocks if isinstance(b, ToolResultBlock)]
         steps = next((r.steps for r in self.rules if r.pattern.search(said)), self.fallback)
         # Past the end of the script the turn ends quietly.
         step = steps[done] if done < len(steps) else Step()
         asked = len(steps[done - 1].tool_calls) if 0 < done <= len(steps) else 0
         last_results = results[-asked:] if asked else []
+        if step.unanswered and any(result.is_error for result in last_results):
+            step = Step(text=step.unanswered)
         shown = said if len(said) <= 200 else said[:199] + "…"
-        return step, {"said": shown, "count": len(user_turns), "results": last_results}
+        return step, {
+            "said": shown,
+            "count": len(user_turns),
+            "results": [result.content for result in last_results],
+            "answers": [spoken(result.content) for result in last_results],
+        }
 
     async def stream(
         self, *, history: list[HistoryMessage], tools: list[ToolSpec]

@@ -1,0 +1,58 @@
+"""The built-in scripted agent speaks after an answer as a person would read it: the answers,
+not the JSON the model receives; and a question that expired gets words of its own, never the
+instruction meant for the model."""
+
+from datetime import timedelta
+
+import pytest
+from django.utils import timezone
+
+from chat.blocks import TextBlock, parse_blocks
+from chat.models import Role
+from questions import services as questions
+from questions.blocks import Answer
+from questions.models import Question
+
+pytestmark = pytest.mark.django_db
+
+
+def last_reply(conversation) -> str:
+    message = conversation.messages.filter(role=Role.ASSISTANT).order_by("-order").first()
+    return "".join(b.text for b in parse_blocks(message.blocks) if isinstance(b, TextBlock))
+
+
+def answer(user, conversation, *answers: Answer) -> None:
+    question = Question.objects.get(conversation=conversation, status="pending")
+    questions.answer_question(
+        user=user,
+        conversation_id=conversation.pk,
+        tool_call_id=question.tool_call_id,
+        answers=list(answers),
+    )
+
+
+def test_the_answers_of_several_questions_are_spoken(conversation, user, post, committed):
+    post(user, conversation, "Run the setup survey")
+    with committed():
+        answer(
+            user, conversation, Answer(labels=["PostgreSQL"]), Answer(labels=["Search", "Export"])
+        )
+    assert last_reply(conversation) == "Setting up with **PostgreSQL; Search, Export**."
+
+
+def test_a_confirmation_is_answered_yes_or_no(conversation, user, post, committed):
+    post(user, conversation, "Delete the unused test files (confirm first)")
+    with committed():
+        answer(user, conversation, Answer(labels=["Yes"]))
+    assert last_reply(conversation) == "You answered **yes**. Done as you said."
+
+
+def test_an_expired_question_gets_the_agents_own_words(conversation, user, post, committed):
+    post(user, conversation, "Delete the unused test files (confirm first)")
+    question = Question.objects.get(conversation=conversation)
+    Question.objects.filter(pk=question.pk).update(expires_at=timezone.now() - timedelta(seconds=1))
+    with committed():
+        assert questions.expire_question(question_id=question.pk)
+    reply = last_reply(conversation)
+    assert reply == "No answer came, so I left the files as they are."
+    assert questions.EXPIRED_RESULT not in reply
