@@ -75,6 +75,7 @@ INSTALLED_APPS = [
     "api",
     "accounts",
     "webhooks",
+    "mcp_server",
 ]
 
 # WhiteNoise last: it is the one middleware that cannot run async, and Django's ASGI handler
