@@ -377,6 +377,9 @@ QUESTION_REMIND_BEFORE = (
     if os.environ.get("QUESTION_REMIND_BEFORE")
     else None
 )
+# Parley as an MCP server (mcp_server/): a call that waits for the user's answer sends the
+# client a progress notification this often, in seconds (the contract: at least every 15 s).
+MCP_PROGRESS_SECONDS = float(os.environ.get("MCP_PROGRESS_SECONDS", "10"))
 # Parley's own address as people reach it, for links sent elsewhere (webhooks).
 PUBLIC_URL = (
     os.environ.get("PUBLIC_URL")

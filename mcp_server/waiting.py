@@ -1,19 +1,15 @@
 """Waiting, without holding a thread, until an agent's question is resolved: woken by every
 change to its conversation (chat.events), with the Question row read again at least every
-PROGRESS_SECONDS, when a progress notification also goes out."""
+MCP_PROGRESS_SECONDS, when a progress notification also goes out."""
 
 import time
 from collections.abc import Awaitable, Callable
 
 from channels.db import database_sync_to_async
+from django.conf import settings
 
 from chat.events import conversation_group, subscribe, user_group
 from questions.models import Question
-
-# At least this often, a waiting call tells the client it still waits (the contract: at least
-# every 15 s) and reads the question's row again.
-PROGRESS_SECONDS = 10.0
-
 
 # Why a wait ended without an outcome (StoppedWaiting.reason).
 SHUTTING_DOWN = "shutting down"
@@ -42,12 +38,14 @@ async def wait_for_outcome(
     user_id: int,
     still_valid: Callable[[], bool],
     progress: Callable[[float], Awaitable[None]],
-    interval: float = PROGRESS_SECONDS,
+    interval: float | None = None,
 ) -> Question | None:
     """The question once it is resolved (None: deleted with its conversation). `progress` is
     called with the seconds waited so far, now and at least every `interval` seconds; a change
     to the conversation, or to the user's sessions and tokens (chat.events.user_group: a
-    revoked token), wakes the wait at once. Raises StoppedWaiting."""
+    revoked token), wakes the wait at once. `interval`: MCP_PROGRESS_SECONDS unless given.
+    Raises StoppedWaiting."""
+    interval = settings.MCP_PROGRESS_SECONDS if interval is None else interval
     started = time.monotonic()
     async with subscribe(conversation_group(conversation_id), user_group(user_id)) as changes:
         last_progress: float | None = None
