@@ -46,7 +46,8 @@ class McpEndpoint:
             await response(scope, receive, send)
             return
         await self._start()
-        await self._app(scope, receive, send)
+        process = _process_name(scope)
+        await self._app(_session_of_this_process(scope, process), receive, _naming(send, process))
 
     async def _start(self) -> None:
         loop = asyncio.get_running_loop()
@@ -78,6 +79,41 @@ async def _run(manager: StreamableHTTPSessionManager, running: asyncio.Future) -
         if not running.done():
             running.set_exception(error)
         raise
+
+
+# An MCP session lives in the process that opened it (the SDK keeps it in memory). Its id, as
+# clients see it, starts with that process's address ("127.0.0.1:8001/…"), so that a proxy in
+# front of several processes sends each session's requests to its own (deploy/nginx maps the
+# prefix to the process); this process takes its own prefix off again before the SDK reads it.
+SESSION_HEADER = b"mcp-session-id"
+
+
+def _process_name(scope) -> bytes:
+    host, port = scope.get("server") or ("", "")
+    return f"{host}:{port}/".encode()
+
+
+def _session_of_this_process(scope, process: bytes):
+    headers = [
+        (name, value.removeprefix(process) if name == SESSION_HEADER else value)
+        for name, value in scope["headers"]
+    ]
+    return {**scope, "headers": headers}
+
+
+def _naming(send, process: bytes):
+    async def named(message) -> None:
+        if message["type"] == "http.response.start":
+            message = {
+                **message,
+                "headers": [
+                    (name, process + value if name.lower() == SESSION_HEADER else value)
+                    for name, value in message.get("headers", [])
+                ],
+            }
+        await send(message)
+
+    return named
 
 
 def _host_allowed(scope) -> bool:

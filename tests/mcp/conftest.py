@@ -10,6 +10,7 @@ from datetime import UTC, datetime
 
 import httpx
 import httpx2
+import psycopg
 import pytest
 from mcp.client.session import ClientSession
 from mcp.client.streamable_http import streamable_http_client
@@ -32,11 +33,21 @@ class Account:
         return {"Authorization": f"Bearer {self.token}"}
 
 
+def execute(server: LiveServer, sql: str, *params) -> None:
+    """Write to the server's database (placeholders: %s)."""
+    if server.database_url.startswith("sqlite:///"):
+        server.query(sql, *params)
+        return
+    with psycopg.connect(server.database_url) as connection:
+        connection.execute(sql, params)
+
+
 def add_account(server: LiveServer, username: str, *, expire_after: int | None = None) -> Account:
     """A user with a personal API token (and, with `expire_after`, their own question
     deadline in seconds), written into the live server's database."""
     now = datetime.now(UTC).strftime("%Y-%m-%d %H:%M:%S.%f")
-    server.query(
+    execute(
+        server,
         "INSERT INTO auth_user (password, is_superuser, username, first_name, last_name, email, "
         "is_staff, is_active, date_joined) VALUES ('!', false, %s, '', '', '', false, true, %s)",
         username,
@@ -44,7 +55,8 @@ def add_account(server: LiveServer, username: str, *, expire_after: int | None =
     )
     [(user_id,)] = server.query("SELECT id FROM auth_user WHERE username = %s", username)
     token = PREFIX + secrets.token_urlsafe(32)
-    server.query(
+    execute(
+        server,
         "INSERT INTO api_apitoken (name, prefix, digest, created_at, user_id) "
         "VALUES ('mcp', %s, %s, %s, %s)",
         token[:13],
@@ -53,7 +65,8 @@ def add_account(server: LiveServer, username: str, *, expire_after: int | None =
         user_id,
     )
     if expire_after is not None:
-        server.query(
+        execute(
+            server,
             "INSERT INTO accounts_preferences (theme, notify_in_browser, question_expire_after, "
             "user_id) VALUES ('system', false, %s, %s)",
             expire_after,
