@@ -67,6 +67,14 @@ class QuestionPending(ParleyError):
     default_message = _("Parley is waiting for your answer: answer or reject the question first.")
 
 
+class NoAgentHere(ParleyError):
+    status = 409
+    default_message = _(
+        "An agent outside Parley asks its questions in this conversation. It reads your "
+        "answers to them, not other messages."
+    )
+
+
 class NothingToRegenerate(ParleyError):
     status = 409
     default_message = _("There is no reply to regenerate yet.")

@@ -27,6 +27,16 @@ class AgentState(models.TextChoices):
 RUNNING_STATES = frozenset({AgentState.LLM_REQUESTING, AgentState.TOOL_EXECUTING})
 
 
+class Agent(models.TextChoices):
+    """Who asks in a conversation."""
+
+    # Parley's own agent: the model, run by the turn engine.
+    PARLEY = "parley", _("Parley's agent")
+    # An agent outside Parley (an MCP client): it asks its questions here and reads the answers
+    # itself. The model never runs in such a conversation.
+    EXTERNAL = "external", _("An agent outside Parley")
+
+
 class Conversation(models.Model):
     owner = models.ForeignKey(
         settings.AUTH_USER_MODEL,
@@ -38,6 +48,7 @@ class Conversation(models.Model):
     agent_state = models.CharField(
         _("agent state"), max_length=20, choices=AgentState.choices, default=AgentState.IDLE
     )
+    agent = models.CharField(_("agent"), max_length=12, choices=Agent.choices, default=Agent.PARLEY)
     # A change cursor: bumped by every write to the transcript, so a client that has seen
     # everything up to N can ask for exactly what changed after N.
     seq = models.PositiveBigIntegerField(_("change sequence"), default=0)
@@ -88,6 +99,7 @@ class Conversation(models.Model):
             models.CheckConstraint(
                 condition=Q(agent_state__in=AgentState.values), name="conversation_agent_state"
             ),
+            models.CheckConstraint(condition=Q(agent__in=Agent.values), name="conversation_agent"),
             # Spawning is idempotent: a runner that takes over a spawn finds the children made.
             models.UniqueConstraint(
                 fields=["parent", "parent_tool_call_id", "subagent_index"],
@@ -106,6 +118,11 @@ class Conversation(models.Model):
     @property
     def is_subagent(self) -> bool:
         return self.parent_id is not None
+
+    @property
+    def is_external(self) -> bool:
+        """An agent outside Parley asks here: no model turn ever runs."""
+        return self.agent == Agent.EXTERNAL
 
 
 # PostgreSQL's "simple" text-search configuration: words as written, in any language (no

@@ -25,7 +25,7 @@ from chat.errors import (
     QuestionPending,
     SearchTooLong,
 )
-from chat.models import AgentState, Conversation, Message, Role
+from chat.models import Agent, AgentState, Conversation, Message, Role
 from chat.selectors import (
     conversation_for_user,
     conversations_for_user,
@@ -65,10 +65,11 @@ def clean_search(query: str) -> str:
     return clean_text(query)
 
 
-def create_conversation(*, owner, title: str = "") -> Conversation:
-    """A new conversation. Raises TooManyConversations past the user's rate (chat.limits)."""
+def create_conversation(*, owner, title: str = "", agent: Agent = Agent.PARLEY) -> Conversation:
+    """A new conversation (`agent`: who asks in it). Raises TooManyConversations past the
+    user's rate (chat.limits)."""
     limits.check_conversation_rate(user=owner)
-    return Conversation.objects.create(owner=owner, title=_clean_title(title))
+    return Conversation.objects.create(owner=owner, title=_clean_title(title), agent=agent)
 
 
 @transaction.atomic

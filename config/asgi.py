@@ -1,6 +1,6 @@
-"""ASGI entry point: HTTP goes to Django, websockets to Channels behind an exact Origin check
-and auth, and `parley-runs` channel messages to the turn runner (with REDIS_URL, in
-`manage.py worker`)."""
+"""ASGI entry point: HTTP goes to Django (and /mcp/ to the MCP server, mcp_server.asgi),
+websockets to Channels behind an exact Origin check and auth, and `parley-runs` channel
+messages to the turn runner (with REDIS_URL, in `manage.py worker`)."""
 
 import os
 
@@ -16,12 +16,14 @@ from django.conf import settings  # noqa: E402
 from chat.engine.runner import RunnerLifecycle, RunWorker  # noqa: E402
 from chat.routing import websocket_urlpatterns  # noqa: E402
 from config.origins import ExactOriginValidator  # noqa: E402
+from mcp_server.asgi import McpEndpoint, mount  # noqa: E402
 from questions.routing import websocket_urlpatterns as question_websockets  # noqa: E402
 
 application = RunnerLifecycle(
     ProtocolTypeRouter(
         {
-            "http": django_asgi_app,
+            # /mcp/: Parley as an MCP server (mcp_server.asgi); everything else: Django.
+            "http": mount(McpEndpoint(), django_asgi_app),
             "websocket": ExactOriginValidator(
                 AuthMiddlewareStack(URLRouter(websocket_urlpatterns + question_websockets))
             ),

@@ -75,6 +75,7 @@ INSTALLED_APPS = [
     "api",
     "accounts",
     "webhooks",
+    "mcp_server",
 ]
 
 # WhiteNoise last: it is the one middleware that cannot run async, and Django's ASGI handler
@@ -379,7 +380,12 @@ QUESTION_REMIND_BEFORE = (
     if os.environ.get("QUESTION_REMIND_BEFORE")
     else None
 )
-# Parley's own address as people reach it, for links sent elsewhere (webhooks).
+# Parley as an MCP server (mcp_server/): a call that waits for the user's answer sends the
+# client a progress notification this often, in seconds (the contract: at least every 15 s).
+MCP_PROGRESS_SECONDS = float(os.environ.get("MCP_PROGRESS_SECONDS", "10"))
+# Parley's own address as people reach it, for links sent elsewhere (webhooks); the Settings
+# page's "Connect an agent" uses it when it is set, else the address the page was opened at.
+PUBLIC_URL_CONFIGURED = bool(os.environ.get("PUBLIC_URL"))
 PUBLIC_URL = (
     os.environ.get("PUBLIC_URL")
     or f"http://{os.environ.get('HOST') or '127.0.0.1'}:{os.environ.get('PORT') or '8000'}"

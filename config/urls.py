@@ -23,6 +23,7 @@ urlpatterns = [
     path("", include("questions.urls")),
     path("", include("accounts.urls")),
     path("", include("webhooks.urls")),
+    path("", include("mcp_server.urls")),
 ]
 
 handler400 = "chat.views.bad_request"

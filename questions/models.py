@@ -173,6 +173,16 @@ class Question(models.Model):
         return QuestionRequest.model_validate({"tool": self.kind, "questions": self.questions})
 
     @property
+    def given_answers(self) -> list[Answer] | None:
+        """One answer per question as the person gave it (an ordinary message that answered is
+        the typed answer to each question); None unless answered."""
+        if self.status == QuestionStatus.ANSWERED and self.answers is not None:
+            return [Answer(**a) for a in self.answers]
+        if self.status == QuestionStatus.AUTO_RESOLVED:
+            return [Answer(custom=self.answer_text) for _ in self.questions]
+        return None
+
+    @property
     def resolution(self) -> Resolution:
         """The question_request block's `questionResolution` for this status."""
         return RESOLUTIONS[self.status]

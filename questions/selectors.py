@@ -1,6 +1,8 @@
 """Reads of questions. Access to a conversation is checked through chat.selectors first."""
 
+from django.conf import settings
 from django.db.models import QuerySet
+from django.urls import reverse
 
 from chat.models import AgentState, Conversation
 from chat.selectors import accessible_conversation_id, conversation_for_user
@@ -83,3 +85,10 @@ def draft_answers(conversation_id: int, tool_call_id: str) -> list[Answer]:
         except ValueError:
             answers.append(Answer())
     return answers
+
+
+def question_url(question: Question) -> str:
+    """The question in its conversation, as an absolute link under PUBLIC_URL (for webhooks
+    and the agents that asked it)."""
+    link = reverse("chat:conversation_detail", args=[question.conversation_id])
+    return f"{settings.PUBLIC_URL}{link}#question-{question.tool_call_id}"

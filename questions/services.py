@@ -54,6 +54,8 @@ REMINDER_EVENT = "questions.reminder"
 STOPPED_AFTER_REJECT = gettext_noop(
     "You rejected the question, so the agent stopped. Send a message when you want it to go on."
 )
+# The same for an agent outside Parley (an MCP client), which reads the rejection itself.
+REJECTED_EXTERNAL = gettext_noop("You rejected the question. The agent that asked it was told.")
 
 NOT_AN_OPTION = _("Pick one of the options shown.")
 ONE_CHOICE = _("This question takes a single choice.")
@@ -339,7 +341,7 @@ def _reject(question: Question, *, by, via: Via) -> None:
             transcript,
             result=declined.model_copy(update={"shown_elsewhere": True}),
             unrun_result=NOT_RUN_AFTER_DECLINE,
-            notice=STOPPED_AFTER_REJECT,
+            notice=REJECTED_EXTERNAL if question.conversation.is_external else STOPPED_AFTER_REJECT,
         )
 
 
@@ -481,21 +483,24 @@ def answer_text(request: QuestionRequest, answers: list[Answer]) -> str:
     )
 
 
+def answer_values(request: QuestionRequest, answers: list[Answer]) -> dict[str, str | list[str]]:
+    """{question text: the chosen label, or the typed text; a list of labels (typed text
+    last) where several may be chosen}: the seeds' `answers` object."""
+    values: dict[str, str | list[str]] = {}
+    for question, answer in zip(request.questions, answers, strict=True):
+        if question.multiple:
+            values[question.text] = [*answer.labels, *([answer.custom] if answer.custom else [])]
+        else:
+            values[question.text] = answer.custom or (answer.labels[0] if answer.labels else "")
+    return values
+
+
 def result_for_model(request: QuestionRequest, answers: list[Answer]) -> str:
     """What the model receives (README, "What the model receives")."""
     if request.tool == TOOL_QUESTION:
         return answer_text(request, answers)
     if request.tool == TOOL_ASK_USER_QUESTION:
-        result = {}
-        for question, answer in zip(request.questions, answers, strict=True):
-            if question.multiple:
-                result[question.text] = [
-                    *answer.labels,
-                    *([answer.custom] if answer.custom else []),
-                ]
-            else:
-                result[question.text] = answer.custom or (answer.labels[0] if answer.labels else "")
-        return json.dumps({"answers": result}, ensure_ascii=False)
+        return json.dumps({"answers": answer_values(request, answers)}, ensure_ascii=False)
     if request.tool == TOOL_CONFIRM_ACTION:
         [answer] = answers
         if answer.labels:

@@ -7,16 +7,15 @@ import json
 import secrets
 import uuid
 
-from django.conf import settings
 from django.db import transaction
 from django.db.models import Q, QuerySet
 from django.http import Http404
-from django.urls import reverse
 from django.utils import timezone
 from django.utils.translation import gettext_lazy as _
 
 from chat.engine import runner
 from questions.notifications import QuestionEvent
+from questions.selectors import question_url
 from webhooks.addresses import UnsafeUrl, check_url
 from webhooks.models import Delivery, DeliveryStatus, DisabledReason, Webhook
 
@@ -82,7 +81,6 @@ def event_body(event: QuestionEvent) -> str:
     """The JSON body (spec 6.1): type, timestamp and data with the conversation, the tool
     call, the questions and an absolute link to the question."""
     question = event.question
-    link = reverse("chat:conversation_detail", args=[question.conversation_id])
     return json.dumps(
         {
             "type": event.type,
@@ -91,7 +89,7 @@ def event_body(event: QuestionEvent) -> str:
                 "conversationId": question.conversation_id,
                 "toolCallId": question.tool_call_id,
                 "questions": question.questions,
-                "url": f"{settings.PUBLIC_URL}{link}#question-{question.tool_call_id}",
+                "url": question_url(question),
             },
         },
         ensure_ascii=False,

@@ -20,6 +20,10 @@ without a claim transaction of its own queued behind the pages that render the v
 Should the process die first, the lease lapses and a sweep runs the turn, as for a runner
 that died mid-turn.
 
+In the conversation of an agent outside Parley (an MCP client: Conversation.agent external)
+no model runs: its pausing call comes in through begin_external_call, and an answer ends the
+turn (resume) instead of asking the model again.
+
 A sub-agent's turn is an ordinary turn of a child conversation; its parent waits in
 tool_executing, and stopping or failing the parent stops the running children.
 """
@@ -49,6 +53,7 @@ from chat.blocks import (
 )
 from chat.engine import dispatch
 from chat.engine.dispatch import NOTHING, Next
+from chat.errors import AgentBusy, NoAgentHere
 from chat.models import RUNNING_STATES, AgentState, Conversation, Message, Role
 from chat.selectors import SUBAGENT_STOPPED, assistant_newest_first, last_turn_newest_first
 from chat.transcript import Transcript, draft_text, lock
@@ -141,9 +146,12 @@ def queued_lease_expiry() -> datetime | None:
 def begin_turn(transcript: Transcript, *, retrying: bool = False) -> Next:
     """idle/error -> llm_requesting (also from a pause nothing waits on any more: the model
     reads its open call as having no result). A retry takes the failed attempt's place: its
-    error card goes, and a new one comes only if it fails again."""
-    _retire_retry(transcript, superseded=retrying)
+    error card goes, and a new one comes only if it fails again. Raises NoAgentHere in a
+    conversation of an agent outside Parley, where no model runs."""
     conversation = transcript.conversation
+    if conversation.is_external:
+        raise NoAgentHere
+    _retire_retry(transcript, superseded=retrying)
     was_waiting = conversation.agent_state == AgentState.AWAITING_USER
     conversation.turn_steps = 0
     conversation.turn_pauses = 0
@@ -167,8 +175,15 @@ def stop_turn(transcript: Transcript) -> Next:
 
 def resume(transcript: Transcript, *, result: ToolResultBlock) -> Next:
     """Store the pausing call's one result and carry on: the calls left after it first, then
-    the model. The caller holds the row lock and has checked the pause is still open."""
+    the model. The caller holds the row lock and has checked the pause is still open.
+
+    In a conversation of an agent outside Parley the turn ends there (idle): that agent reads
+    the result itself (begin_external_call)."""
     transcript.append(role=Role.TOOL, blocks=[result])
+    if transcript.conversation.is_external:
+        _end(transcript, AgentState.IDLE)
+        _attention_changed(transcript.conversation)
+        return NOTHING
     # The user is back in the loop: the step budget starts again (the pause budget not).
     transcript.conversation.turn_steps = 0
     calls_left = bool(open_tool_calls(transcript.conversation))
@@ -189,6 +204,30 @@ def decline(
     transcript.append(role=Role.SYSTEM, blocks=[NoticeBlock(message=notice)])
     _end(transcript, AgentState.IDLE)
     _attention_changed(transcript.conversation)
+
+
+def begin_external_call(
+    transcript: Transcript, *, name: str, arguments: dict
+) -> tuple[Lease, ToolCallBlock]:
+    """An agent outside Parley (an MCP client) calls the pausing tool `name` in its
+    conversation, where no model runs: the call is stored as that agent's message and the turn
+    moves to tool_executing, its lease taken for the caller, who pauses it in this same
+    transaction (questions.services.ask) — so no runner or sweep ever sees it running. Returns
+    that lease and the stored call. The caller holds the row lock; raises AgentBusy unless the
+    conversation is an external agent's and neither runs nor waits for the user."""
+    conversation = transcript.conversation
+    if not conversation.is_external or conversation.agent_state not in (
+        AgentState.IDLE,
+        AgentState.ERROR,
+    ):
+        raise AgentBusy
+    conversation.turn_steps = 0
+    conversation.turn_pauses = 0
+    call = ToolCallBlock(id=f"call_{uuid.uuid4().hex[:24]}", name=name, arguments=arguments)
+    transcript.append(role=Role.ASSISTANT, blocks=[call])
+    conversation.agent_state = AgentState.TOOL_EXECUTING
+    claim = _take_lease(transcript, step_limit=None)
+    return claim.lease, call
 
 
 # --- The runner's side -------------------------------------------------------------------------

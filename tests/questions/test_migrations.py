@@ -35,8 +35,13 @@ def latest():
 
 def historical_apps(questions_node):
     """The models as they are with every app at its latest migration but questions at
-    `questions_node`."""
-    nodes = [node for node in latest() if node[0] != "questions"] + [questions_node]
+    `questions_node` (and the apps built on questions' rows, such as mcp_server, left out)."""
+    graph = executor().loader.graph
+    nodes = [
+        node
+        for node in latest()
+        if not any(app == "questions" for app, _ in graph.forwards_plan(node))
+    ] + [questions_node]
     return executor().loader.project_state(nodes).apps
 
 

@@ -1,0 +1,139 @@
+"""The MCP endpoint as an ASGI application (config.asgi mounts it at /mcp/ in front of
+Django): streamable HTTP through the SDK's session manager, behind Django's host check and the
+SDK's bearer authentication over Parley's personal API tokens (401 without a valid one).
+
+The session manager runs its sessions in a task group that must live as long as the process
+(StreamableHTTPSessionManager.run(), meant for an ASGI lifespan). daphne sends no lifespan
+events, so the first request to /mcp/ starts it, in a task of its own on the server's event
+loop, outside any request (a request's task ends with it; the sessions must not), and every
+request waits until it runs. A process that never serves MCP never starts it. It stops with
+the loop, as the process exits; the calls waiting then are lost to their clients, and their
+questions stay answerable (mcp_server.services.ask).
+"""
+
+import asyncio
+import contextvars
+
+from django.conf import settings
+from django.http.request import split_domain_port, validate_host
+from mcp.server.auth.middleware.auth_context import AuthContextMiddleware
+from mcp.server.auth.middleware.bearer_auth import BearerAuthBackend, RequireAuthMiddleware
+from mcp.server.streamable_http_manager import StreamableHTTPSessionManager
+from starlette.middleware.authentication import AuthenticationMiddleware
+from starlette.responses import JSONResponse
+
+from mcp_server.auth import ApiTokens
+from mcp_server.server import make_server
+from mcp_server.streams import RecentEvents
+
+PATH = "/mcp"
+
+
+class McpEndpoint:
+    def __init__(self) -> None:
+        self._loop: asyncio.AbstractEventLoop | None = None
+        self._running: asyncio.Future | None = None
+        self._task: asyncio.Task | None = None
+        self._app = None
+
+    async def __call__(self, scope, receive, send) -> None:
+        if scope["type"] != "http":
+            return
+        if not _host_allowed(scope):
+            response = JSONResponse(
+                {"error": "invalid_request", "error_description": "Bad host"}, 400
+            )
+            await response(scope, receive, send)
+            return
+        await self._start()
+        process = _process_name(scope)
+        await self._app(_session_of_this_process(scope, process), receive, _naming(send, process))
+
+    async def _start(self) -> None:
+        loop = asyncio.get_running_loop()
+        if self._loop is not loop:  # the first request on this loop (tests run several loops)
+            self._loop = loop
+            manager = StreamableHTTPSessionManager(
+                app=make_server(),
+                event_store=RecentEvents(),
+                max_request_body_size=settings.DATA_UPLOAD_MAX_MEMORY_SIZE,
+            )
+            self._app = AuthenticationMiddleware(
+                AuthContextMiddleware(RequireAuthMiddleware(manager.handle_request, [])),
+                backend=BearerAuthBackend(ApiTokens()),
+            )
+            self._running = loop.create_future()
+            self._task = loop.create_task(
+                _run(manager, self._running), context=contextvars.Context()
+            )
+        await asyncio.shield(self._running)
+
+
+async def _run(manager: StreamableHTTPSessionManager, running: asyncio.Future) -> None:
+    """Run the session manager until the loop ends."""
+    try:
+        async with manager.run():
+            running.set_result(None)
+            await asyncio.get_running_loop().create_future()
+    except BaseException as error:
+        if not running.done():
+            running.set_exception(error)
+        raise
+
+
+# An MCP session lives in the process that opened it (the SDK keeps it in memory). Its id, as
+# clients see it, starts with that process's address ("127.0.0.1:8001/…"), so that a proxy in
+# front of several processes sends each session's requests to its own (deploy/nginx maps the
+# prefix to the process); this process takes its own prefix off again before the SDK reads it.
+SESSION_HEADER = b"mcp-session-id"
+
+
+def _process_name(scope) -> bytes:
+    host, port = scope.get("server") or ("", "")
+    return f"{host}:{port}/".encode()
+
+
+def _session_of_this_process(scope, process: bytes):
+    headers = [
+        (name, value.removeprefix(process) if name == SESSION_HEADER else value)
+        for name, value in scope["headers"]
+    ]
+    return {**scope, "headers": headers}
+
+
+def _naming(send, process: bytes):
+    async def named(message) -> None:
+        if message["type"] == "http.response.start":
+            message = {
+                **message,
+                "headers": [
+                    (name, process + value if name.lower() == SESSION_HEADER else value)
+                    for name, value in message.get("headers", [])
+                ],
+            }
+        await send(message)
+
+    return named
+
+
+def _host_allowed(scope) -> bool:
+    """Django's ALLOWED_HOSTS check (HttpRequest.get_host), which the requests to /mcp/ do
+    not pass through Django for."""
+    host = next((v.decode("latin-1") for k, v in scope["headers"] if k == b"host"), "")
+    domain, _port = split_domain_port(host)
+    allowed = settings.ALLOWED_HOSTS
+    if settings.DEBUG and not allowed:
+        allowed = [".localhost", "127.0.0.1", "[::1]"]
+    return bool(domain) and validate_host(domain, allowed)
+
+
+def mount(endpoint, django_app):
+    """HTTP requests to /mcp and under /mcp/ go to `endpoint`, the rest to Django."""
+
+    async def route(scope, receive, send):
+        path = scope.get("path", "")
+        if path == PATH or path.startswith(PATH + "/"):
+            return await endpoint(scope, receive, send)
+        return await django_app(scope, receive, send)
+
+    return route

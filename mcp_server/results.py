@@ -1,0 +1,70 @@
+"""What a call returns once its question is resolved: the answers, or an error result saying
+why there are none. Words for the calling agent (a model), in English like the results Parley's
+own agent reads."""
+
+import json
+
+from mcp_types import CallToolResult, TextContent
+
+from questions.models import Question, QuestionStatus
+from questions.services import answer_values
+
+REJECTED = "The user rejected this question: they chose not to answer it."
+EXPIRED = "The question expired: the user did not answer it in time."
+CANCELLED = "The question was cancelled before the user answered it."
+DELETED = "The question no longer exists: the user deleted its conversation."
+INVALID = "Invalid {tool} call, not shown to the user: {error}. Fix it and ask again."
+UNKNOWN_TOOL = "Unknown tool {name!r}. Available tools: ask_user_question, confirm_action."
+# A restart or a revoked token ends the wait, not the question: calling again with the same
+# arguments returns its answer (mcp_server.services.ask).
+INTERRUPTED = (
+    "Parley stopped waiting for the answer ({reason}). The question stays open for the user: "
+    "make the same call again to wait for its answer."
+)
+SHUTTING_DOWN = "the server is restarting"
+CREDENTIAL_ENDED = "the token was revoked"
+
+# Where the question is, for integrators: in the result's _meta.
+META_KEY = "parley/question"
+
+
+def answered(question: Question, url: str) -> CallToolResult:
+    """The user's answers: {"answers": {question text: label, typed text, or a list of
+    labels}} as structured content, and the same as JSON text."""
+    structured = {"answers": answer_values(question.request, question.given_answers)}
+    return CallToolResult(
+        content=[TextContent(type="text", text=json.dumps(structured, ensure_ascii=False))],
+        structured_content=structured,
+        meta={META_KEY: audit(question, url)},
+    )
+
+
+def outcome(question: Question | None, url: str = "") -> CallToolResult:
+    """The result for a resolved question (None: it was deleted)."""
+    if question is None:
+        return error(DELETED)
+    if question.status in (QuestionStatus.ANSWERED, QuestionStatus.AUTO_RESOLVED):
+        return answered(question, url)
+    text = {
+        QuestionStatus.REJECTED: REJECTED,
+        QuestionStatus.EXPIRED: EXPIRED,
+    }.get(question.status, CANCELLED)
+    return error(text, meta={META_KEY: audit(question, url)})
+
+
+def error(text: str, *, meta: dict | None = None) -> CallToolResult:
+    return CallToolResult(content=[TextContent(type="text", text=text)], is_error=True, meta=meta)
+
+
+def audit(question: Question, url: str) -> dict:
+    """Who resolved the question, when and through which channel (the audit), and where it is."""
+    payload = question.payload
+    return {
+        "conversationId": question.conversation_id,
+        "toolCallId": question.tool_call_id,
+        "url": url,
+        "questionResolution": payload.question_resolution,
+        "answeredBy": payload.answered_by,
+        "answeredAt": payload.answered_at.isoformat() if payload.answered_at else None,
+        "answeredVia": payload.answered_via,
+    }

@@ -1,0 +1,129 @@
+"""Asking for an agent outside Parley (an MCP client), and noting that its answer reached it.
+
+A call is asked in a conversation of that client's (chat.models.Agent.EXTERNAL), one per
+client session, titled after the client: the call is stored as the agent's message, and the
+question shown and the conversation paused in the same transaction, by the same services as
+Parley's own agent's question tools (chat.engine.turns.begin_external_call, then
+questions.services.ask). From there it is a question like any other: the inbox, the count,
+notifications, webhooks, its deadline and its audit. An answer ends that conversation's turn
+instead of asking a model (chat.engine.turns.resume), and the waiting call reads the row.
+"""
+
+import hashlib
+import json
+from dataclasses import dataclass
+
+from django.db import transaction
+from django.utils import timezone
+
+from chat import limits
+from chat import services as chat_services
+from chat.engine import turns
+from chat.errors import ConversationNotFound
+from chat.models import Agent, AgentState
+from chat.selectors import conversation_for_user
+from chat.transcript import Transcript
+from mcp_server.models import AgentCall
+from questions import services as questions
+from questions.models import Question
+from questions.schemas import QuestionRequest, normalise
+
+# The longest client name kept (a conversation's title holds it too).
+CLIENT_NAME_CHARS = AgentCall._meta.get_field("client_name").max_length
+
+
+@dataclass(frozen=True)
+class Client:
+    """Who calls: the client as it named itself (clientInfo), and its MCP session."""
+
+    name: str
+    version: str = ""
+    session_id: str = ""
+
+
+def ask(*, user, client: Client, tool: str, arguments: object) -> AgentCall:
+    """Ask the user the question of a `tool` call (`ask_user_question`, `confirm_action`).
+
+    The same call made again while an earlier one's answer has not reached the client (the
+    first was lost to a restart or a dropped connection) returns that earlier call, answered
+    or not, instead of asking twice. Raises ValueError (the arguments break the tool's schema
+    or a limit: the same validation as Parley's own agent's), TooManyMessages or
+    TooManyConversations (chat.limits: each new question counts as a message sent).
+    """
+    request = normalise(tool, arguments)
+    fingerprint = _fingerprint(tool, arguments)
+    earlier = undelivered_call(user=user, client=client, fingerprint=fingerprint)
+    if earlier is not None:
+        return earlier
+    limits.check_message_rate(user=user)
+    return _ask(
+        user=user, client=client, request=request, arguments=arguments, fingerprint=fingerprint
+    )
+
+
+def undelivered_call(*, user, client: Client, fingerprint: str) -> AgentCall | None:
+    """The client's newest call with these arguments whose outcome it has not received."""
+    return (
+        AgentCall.objects.filter(
+            user=user, client_name=client.name, fingerprint=fingerprint, delivered_at__isnull=True
+        )
+        .order_by("-created_at", "-id")
+        .first()
+    )
+
+
+@transaction.atomic
+def _ask(
+    *, user, client: Client, request: QuestionRequest, arguments: dict, fingerprint: str
+) -> AgentCall:
+    conversation = _conversation_for(user=user, client=client)
+    with Transcript(conversation) as transcript:
+        lease, call = turns.begin_external_call(transcript, name=request.tool, arguments=arguments)
+    # A new turn of a conversation with no pause yet: within any limit of pauses.
+    asked = questions.ask(lease, call, request, limit=1)
+    assert asked
+    question = Question.objects.get(conversation_id=conversation.pk, tool_call_id=call.id)
+    return AgentCall.objects.create(
+        question=question,
+        user=user,
+        client_name=client.name,
+        client_version=client.version,
+        session_id=client.session_id,
+        fingerprint=fingerprint,
+    )
+
+
+def _conversation_for(*, user, client: Client):
+    """The conversation this client session asks in, locked: the one of its newest call,
+    unless it waits for an answer already (a call made while another waits gets a conversation
+    of its own) or is gone; else a new one, titled after the client."""
+    newest = (
+        AgentCall.objects.filter(user=user, client_name=client.name, session_id=client.session_id)
+        .order_by("-created_at", "-id")
+        .values_list("question__conversation_id", flat=True)
+        .first()
+    )
+    if newest is not None:
+        try:
+            conversation = conversation_for_user(user=user, conversation_id=newest, lock=True)
+        except ConversationNotFound:
+            conversation = None
+        if conversation is not None and conversation.agent_state in (
+            AgentState.IDLE,
+            AgentState.ERROR,
+        ):
+            return conversation
+    created = chat_services.create_conversation(owner=user, title=client.name, agent=Agent.EXTERNAL)
+    return conversation_for_user(user=user, conversation_id=created.pk, lock=True)
+
+
+def mark_delivered(*, call_id: int) -> None:
+    """The call's outcome was returned to the client: a call made again asks anew."""
+    AgentCall.objects.filter(pk=call_id, delivered_at__isnull=True).update(
+        delivered_at=timezone.now()
+    )
+
+
+def _fingerprint(tool: str, arguments: object) -> str:
+    canonical = json.dumps([tool, arguments], sort_keys=True, ensure_ascii=False, default=str)
+    return hashlib.sha256(canonical.encode()).hexdigest()
