@@ -112,9 +112,12 @@ class Progress:
 
 
 @asynccontextmanager
-async def mcp_client(base_url: str, token: str, *, name: str = CLIENT, headers=None):
-    """An initialized ClientSession of the SDK on base_url's /mcp/, as `name`; the response
-    headers it saw are in `session.seen_headers`."""
+async def mcp_client(
+    base_url: str, token: str, *, name: str = CLIENT, headers=None, read_timeout: float = 60
+):
+    """An initialized ClientSession of the SDK on base_url's /mcp/, as `name`, that waits
+    `read_timeout` seconds for the server to say something; the response headers it saw are
+    in `session.seen_headers`."""
     seen: list[httpx2.Headers] = []
 
     async def keep(response):
@@ -123,7 +126,7 @@ async def mcp_client(base_url: str, token: str, *, name: str = CLIENT, headers=N
     async with (
         httpx2.AsyncClient(
             headers={"Authorization": f"Bearer {token}", **(headers or {})},
-            timeout=httpx2.Timeout(30, read=60),
+            timeout=httpx2.Timeout(30, read=read_timeout),
             event_hooks={"response": [keep]},
         ) as http,
         streamable_http_client(f"{base_url}/mcp/", http_client=http) as (read, write),

@@ -72,3 +72,31 @@ async def test_sessions_through_nginx_stay_on_their_process(deployed):
         found = await asyncio.gather(*(one(n, user) for n in range(SESSIONS)))
     assert found == [{"answers": {f"Question {n}?": "B"}} for n in range(SESSIONS)]
     assert "Session not found" not in nginx.error_log()
+
+
+# Past nginx's default proxy_read_timeout (60 s), which the template raises for /mcp/.
+IDLE_SECONDS = 65
+
+
+async def test_a_call_waits_over_a_minute_idle_through_nginx_and_returns_the_answer(deployed):
+    """No progress token: nothing at all crosses the connection while the person thinks."""
+    web, nginx = deployed
+    account = add_account(web[0], "grace")
+    text = "Ship it?"
+    arguments = {"questions": [{"question": text, "options": [{"label": "Yes"}, {"label": "No"}]}]}
+    async with (
+        mcp_client(nginx.url, account.token, name="Slow agent", read_timeout=120) as session,
+        api(web[1].url, account) as user,
+    ):
+        waiting = asyncio.create_task(session.call_tool("ask_user_question", arguments))
+        with pytest.raises(TimeoutError):  # still waiting, a minute later
+            await asyncio.wait_for(asyncio.shield(waiting), IDLE_SECONDS)
+        [question] = await pending(user)
+        answered = await user.post(
+            f"/conversations/{question['conversationId']}/respond",
+            json={"answers": {text: "Yes"}},
+        )
+        assert answered.status_code == 200, answered.text
+        result = await asyncio.wait_for(waiting, 15)
+    assert not result.is_error
+    assert result.structured_content == {"answers": {text: "Yes"}}
