@@ -130,7 +130,7 @@ def test_the_terminal_client_answers_with_arrow_keys(server, token):
         child.sendline("delete")
         child.expect(r"Delete 23 unused test files")
         child.send("y")
-        child.expect('"confirmed": true')
+        child.expect(r"You answered (\x1b\[[0-9;]*m)*yes")
         child.expect("> ")
         child.sendeof()
         child.expect(pexpect.EOF)
@@ -288,7 +288,7 @@ def test_the_numbered_prompt_asks_again_on_bad_input(server, token):
     assert "There is no option 9: choose 1-3." in result.stdout
     assert "Choose by number, 1-2." in result.stdout  # a confirmation takes no typed answer
     assert "Great, ordering: **Pepperoni**." in result.stdout  # a pipe gets plain text
-    assert '"confirmed": true' in result.stdout  # "y" answers a confirmation
+    assert "You answered **yes**." in result.stdout  # "y" answers a confirmation
     assert "Traceback" not in result.stderr
 
 

@@ -2,7 +2,6 @@
 double clicks, and screenshots of every form (the docs' pictures: tests/browser/conftest.py's
 `screenshots`)."""
 
-import json
 import re
 
 import pytest
@@ -143,7 +142,7 @@ def test_confirm_names_the_action_warns_and_explains_no_and_reject(page):
     page.keyboard.press("ArrowLeft")
     expect(group.get_by_role("button", name="Yes")).to_be_focused()
     page.keyboard.press("Enter")
-    expect(last_reply(page)).to_contain_text('"confirmed": true')
+    expect(last_reply(page)).to_contain_text("You answered yes.")
 
 
 def test_several_questions_answered_together_each_answer_under_its_question(page):
@@ -156,15 +155,8 @@ def test_several_questions_answered_together_each_answer_under_its_question(page
     features.get_by_role("checkbox", name="Other…").check()
     features.get_by_role("textbox", name="Your answer").fill("Audit log")
     group.get_by_role("button", name="Submit").click()
-    expect(last_reply(page)).to_contain_text('"Audit log"]}}')
-    reply = last_reply(page).inner_text()
-    answers = json.loads(reply[reply.index("{") : reply.rindex("}") + 1])
-    assert answers == {
-        "answers": {
-            "Which database should the service use?": "SQLite",
-            "Which features should be enabled?": ["Export", "Audit log"],
-        }
-    }
+    # The scripted agent says the answers it got, in the questions' order.
+    expect(last_reply(page)).to_contain_text("Setting up with SQLite; Export, Audit log.")
     items = group.locator(".question-item")
     expect(items.nth(0).locator(".question-answer")).to_have_text("Answer: SQLite")
     expect(items.nth(1).locator(".answer-choice")).to_have_text(["Export"])
@@ -183,8 +175,7 @@ def test_several_questions_with_the_keyboard_only(page):
     expect(group.get_by_role("checkbox", name="Search")).to_be_focused()
     page.keyboard.press("Space")
     page.keyboard.press("Control+Enter")
-    expect(last_reply(page)).to_contain_text('"Search"]}}')
-    assert '"Which database should the service use?": "SQLite"' in last_reply(page).inner_text()
+    expect(last_reply(page)).to_contain_text("Setting up with SQLite; Search.")
 
 
 def test_a_reload_while_pending_shows_the_question_and_it_still_answers(page):
@@ -419,5 +410,5 @@ def test_number_keys_never_answer_a_confirmation(page):
     expect(no).to_be_focused()
     page.keyboard.press("1")  # "Yes", were number keys to answer it
     page.keyboard.press("Enter")  # the focused button itself
-    expect(last_reply(page)).to_contain_text('"confirmed": false')
-    expect(page.locator(".message-assistant").filter(has_text='"confirmed": true')).to_have_count(0)
+    expect(last_reply(page)).to_contain_text("You answered no.")
+    expect(page.locator(".message-assistant").filter(has_text="You answered yes")).to_have_count(0)

@@ -98,8 +98,8 @@ def test_confirm_action(page, choice):
     question = page.get_by_role("group", name="Delete 23 unused test files")
     expect(question.get_by_text("git history keeps them")).to_be_visible()
     question.get_by_role("button", name=choice).click()
-    confirmed = "true" if choice == "Yes" else "false"
-    expect(page.locator(".message-assistant").last).to_contain_text(f'"confirmed": {confirmed}')
+    said = "yes" if choice == "Yes" else "no"
+    expect(page.locator(".message-assistant").last).to_contain_text(f"You answered {said}.")
 
 
 def test_a_question_from_an_openai_compatible_endpoint(open_page, start_server):
