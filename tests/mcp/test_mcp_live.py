@@ -336,7 +336,8 @@ async def test_another_users_token_cannot_see_or_answer(mcp_live, account):
 
 
 async def test_a_call_lost_to_a_restart_gets_the_kept_answer(tmp_path):
-    """The server restarts while a call waits: the session is gone, the question is not.
+    """The server is killed (SIGKILL) while a call waits, and started again: the session is
+    gone, the question is not.
     The client connects again and makes the same call: it returns the answer given meanwhile,
     without asking twice."""
     server = LiveServer(tmp_path, MCP_PROGRESS_SECONDS="0.2")
@@ -349,7 +350,7 @@ async def test_a_call_lost_to_a_restart_gets_the_kept_answer(tmp_path):
             async with mcp_client(server.url, account.token) as session:
                 waiting = call(session, progress=progress)
                 await progress.next()
-                await asyncio.to_thread(server.stop)
+                await asyncio.to_thread(server.stop, kill=True)
                 # The call is cut off with the process: an error result saying to call again,
                 # or the connection's end.
                 try:
