@@ -130,3 +130,13 @@ def clock(monkeypatch):
     fake = Clock()
     monkeypatch.setattr(timezone, "now", lambda: real_now() + fake.offset)
     return fake
+
+
+@pytest.fixture
+def one_minute(monkeypatch):
+    """The per-minute limits count in fixed one-minute windows (chat.limits): hold their clock
+    in the middle of one, so a test's counts never straddle two."""
+    from chat import limits
+
+    held = int(limits.time.time()) // 60 * 60 + 30
+    monkeypatch.setattr(limits.time, "time", lambda: held)

@@ -20,7 +20,9 @@ def bearer(user) -> dict:
     return {"Authorization": f"Bearer {create_token(user=user, name='t')[1]}"}
 
 
-def test_messages_per_minute_refused_with_429_in_api_and_page(client, user, settings, committed):
+def test_messages_per_minute_refused_with_429_in_api_and_page(
+    client, user, settings, one_minute, committed
+):
     settings.PARLEY_MESSAGES_PER_MINUTE = 2
     conversation = services.create_conversation(owner=user)
     path = f"/api/v1/conversations/{conversation.pk}/messages"
@@ -66,7 +68,7 @@ def test_running_turns_at_once_are_limited(client, user, settings, committed, di
     assert dispatched == [first.pk]
 
 
-def test_another_users_limits_are_their_own(user, other_user, settings):
+def test_another_users_limits_are_their_own(user, other_user, settings, one_minute):
     settings.PARLEY_MESSAGES_PER_MINUTE = 1
     mine = services.create_conversation(owner=user)
     theirs = services.create_conversation(owner=other_user)
@@ -76,7 +78,7 @@ def test_another_users_limits_are_their_own(user, other_user, settings):
         services.post_user_message(user=user, conversation_id=mine.pk, text="two")
 
 
-def test_conversations_per_minute_refused_in_api_and_page(client, user, settings):
+def test_conversations_per_minute_refused_in_api_and_page(client, user, settings, one_minute):
     settings.PARLEY_CONVERSATIONS_PER_MINUTE = 1
     headers = bearer(user)
     created = client.post("/api/v1/conversations", {}, "application/json", headers=headers)

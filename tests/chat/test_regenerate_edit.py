@@ -213,7 +213,7 @@ def test_the_last_turn_of_a_long_transcript_is_read_from_its_end(conversation, m
 
 @pytest.mark.django_db
 def test_regenerate_and_edit_count_against_the_messages_per_minute(
-    client, conversation, user, post, settings, committed
+    client, conversation, user, post, settings, committed, one_minute
 ):
     """Each costs a model turn and keeps a superseded copy: a flood of them is refused like a
     flood of messages, and the refusal is shown where the person acted."""

@@ -109,7 +109,7 @@ def test_a_search_longer_than_the_limit_is_refused_and_says_so(client, user, cha
 
 
 def test_searches_are_limited_per_user_and_the_refusal_says_when_to_try_again(
-    client, user, other_user, chats, settings
+    client, user, other_user, chats, settings, one_minute
 ):
     settings.PARLEY_SEARCHES_PER_MINUTE = 2
     client.force_login(user)

@@ -137,7 +137,7 @@ def test_bad_arguments_ask_nothing(user):
     assert pending_questions_for_user(user=user) == []
 
 
-def test_questions_count_as_messages_sent(user, settings):
+def test_questions_count_as_messages_sent(user, settings, one_minute):
     settings.PARLEY_MESSAGES_PER_MINUTE = 1
     ask(user)
     with pytest.raises(TooManyMessages):
