@@ -152,17 +152,30 @@
     if (alert) { alert.textContent = ""; }
   });
 
-  document.addEventListener("htmx:sendError", function (event) {
+  // A form that got no answer, or a server error, is offered again as it was: "Retry" sends
+  // it once more (the composer keeps its text; nothing was swapped).
+  function sayFailed(event, text) {
     var alert = alertOf(event.target);
-    if (alert) { alert.textContent = document.body.getAttribute("data-network-error"); }
+    if (!alert) { return; }
+    alert.textContent = text + " ";
+    var form = event.target.closest("form");
+    if (!form) { return; }
+    var retry = document.createElement("button");
+    retry.type = "button";
+    retry.className = "alert-retry";
+    retry.textContent = document.body.getAttribute("data-retry");
+    retry.addEventListener("click", function () { form.requestSubmit(); });
+    alert.appendChild(retry);
+  }
+
+  document.addEventListener("htmx:sendError", function (event) {
+    sayFailed(event, document.body.getAttribute("data-network-error"));
   });
 
   document.addEventListener("htmx:responseError", function (event) {
-    var alert = alertOf(event.target);
-    if (!alert) { return; }
     var xhr = event.detail.xhr;
     var text = /^text\/plain/.test(xhr.getResponseHeader("Content-Type") || "") ? xhr.responseText : "";
-    alert.textContent = text || document.body.getAttribute("data-server-error");
+    sayFailed(event, text || document.body.getAttribute("data-server-error"));
   });
 })();
 

@@ -5,7 +5,7 @@ import time
 
 from playwright.sync_api import expect
 
-from tests.browser.pages import log_in, new_conversation, send
+from tests.browser.pages import log_in, new_conversation, send, user_messages
 from tests.live_server import RedisServer
 
 
@@ -112,3 +112,21 @@ def test_a_message_sent_while_redis_is_down_says_to_try_again_in_a_moment(
         expect(page.get_by_role("textbox", name="Message")).to_have_value("hello")
     finally:
         redis.stop()
+
+
+def test_a_message_that_could_not_be_sent_keeps_its_text_and_offers_retry(open_page, parley_server):
+    page = open_page(parley_server)
+    log_in(page)
+    new_conversation(page)
+    page.context.set_offline(True)
+    send(page, "Sent while offline")
+    alert = page.locator("#composer-error")
+    expect(alert).to_contain_text(
+        "Parley could not be reached. Check your connection and try again."
+    )
+    expect(page.get_by_role("textbox", name="Message")).to_have_value("Sent while offline")
+    page.context.set_offline(False)
+    alert.get_by_role("button", name="Retry").click()
+    expect(user_messages(page).last).to_contain_text("Sent while offline")
+    expect(page.get_by_role("textbox", name="Message")).to_have_value("")
+    expect(alert).to_be_empty()
