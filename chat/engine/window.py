@@ -124,18 +124,19 @@ def fit(
     out whether they would fit or not, and when more must go, a fifth of the window more goes
     with them: the model summarises what is left out every few turns, not at every step."""
     costs = [message_tokens(message) for message in history]
-    fixed = fixed_tokens(specs) + sum(costs)
+    whole = fixed_tokens(specs) + sum(costs)
     covered = summary.through if summary is not None else -1
-    if fixed <= budget and covered < 0:
-        return Fitted(history, 0, fixed)
+    if whole <= budget and covered < 0:
+        return Fitted(history, 0, whole)
     extra = estimate_tokens(LEFT_OUT_NOTE.format(count=len(history))) + 1
     if summary is not None:
         extra += SUMMARY_TOKENS
-    total = fixed + extra
+    total = whole + extra
     target = budget
     dropped: set[int] = set()
     for start, end in _droppable(history):
-        if any(message.order > covered for message in history[start:end]):
+        summarized = covered >= 0 and all(m.order <= covered for m in history[start:end])
+        if not summarized:
             if total <= target:
                 break
             if summary is not None:
