@@ -254,11 +254,14 @@ def test_a_network_failure_is_shown_and_the_answer_kept(page, context, console_e
     group.get_by_role("textbox", name="Your answer").fill("Apollo")
     context.set_offline(True)
     group.get_by_role("button", name="Submit").click()
-    expect(group.get_by_role("alert")).to_have_text(
+    alert = group.get_by_role("alert")
+    expect(alert).to_contain_text(
         "Parley could not be reached. Check your connection and try again."
     )
     expect(group.get_by_role("textbox", name="Your answer")).to_have_value("Apollo")
     context.set_offline(False)
+    alert.get_by_role("button", name="Retry").click()  # the answer kept is sent as it was
+    expect(last_reply(page)).to_contain_text("The project is now called Apollo.")
 
 
 @pytest.mark.parametrize(
