@@ -35,15 +35,13 @@ import statistics
 import tempfile
 import threading
 import time
-import uuid
 from collections import Counter
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 
 import httpx
-import psycopg
 
-from bench.servers import POSTGRES_ADMIN, postgres_database
+from bench.servers import postgres_database
 from tests.live_clients import HandshakeRefused, SignedIn, log_in
 from tests.live_clients import run as on_a_thread
 from tests.live_server import LiveServer
@@ -225,24 +223,10 @@ class Receiver:
 
 
 @contextlib.contextmanager
-def copy_of(database_url: str):
-    """A new database made from `database_url`'s (a template copy), dropped afterwards."""
-    base = database_url.rsplit("/", 1)[1]
-    name = f"{base}_{uuid.uuid4().hex[:6]}"
-    with psycopg.connect(POSTGRES_ADMIN, autocommit=True) as connection:
-        connection.execute(f'CREATE DATABASE "{name}" TEMPLATE "{base}"')
-    try:
-        yield database_url.rsplit("/", 1)[0] + f"/{name}"
-    finally:
-        with psycopg.connect(POSTGRES_ADMIN, autocommit=True) as connection:
-            connection.execute(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
-
-
-@contextlib.contextmanager
 def server_on(database_url: str, *, seed: str = "", **env: str):
     """One daphne process with the default limits on a copy of the run's database (`seed`
     run in it first, through manage.py shell), stopped afterwards."""
-    with copy_of(database_url) as url:
+    with postgres_database(template=database_url.rsplit("/", 1)[1]) as url:
         workdir = Path(tempfile.mkdtemp(prefix="parley-bench-isolation-"))
         server = LiveServer(workdir, database_url=url, **DEFAULTS, **env)
         if seed:

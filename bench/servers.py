@@ -27,10 +27,13 @@ def model_env(model_url: str) -> dict[str, str]:
 
 
 @contextlib.contextmanager
-def postgres_database():
+def postgres_database(template: str = ""):
+    """A new database of the run's own (a copy of the database `template` names, if given),
+    dropped afterwards; yields its URL."""
     name = f"parley_perf_{uuid.uuid4().hex[:10]}"
+    copy = f' TEMPLATE "{template}"' if template else ""
     with psycopg.connect(POSTGRES_ADMIN, autocommit=True) as connection:
-        connection.execute(f'CREATE DATABASE "{name}"')
+        connection.execute(f'CREATE DATABASE "{name}"{copy}')
     try:
         yield POSTGRES_ADMIN.rsplit("/", 1)[0] + f"/{name}"
     finally:
