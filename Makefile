@@ -29,6 +29,10 @@ locale/%/LC_MESSAGES/django.mo: locale/%/LC_MESSAGES/django.po
 messages: bootstrap $(MO)
 
 run: export DEBUG ?= true
+# The example MCP server (examples/notes_server.py), its notes kept beside the database.
+run: export MCP_CONFIG ?= examples/mcp.json
+run: export PARLEY_PYTHON ?= $(abspath $(PYTHON))
+run: export NOTES_DIR ?= $(abspath data/notes)
 run: messages
 	@$(PYTHON) manage.py migrate --no-input -v 0
 	@$(PYTHON) manage.py ensure_demo_user

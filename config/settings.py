@@ -76,6 +76,7 @@ INSTALLED_APPS = [
     "accounts",
     "webhooks",
     "mcp_server",
+    "mcp_client",
 ]
 
 # WhiteNoise last: it is the one middleware that cannot run async, and Django's ASGI handler
@@ -380,6 +381,9 @@ QUESTION_REMIND_BEFORE = (
     if os.environ.get("QUESTION_REMIND_BEFORE")
     else None
 )
+# Tools from MCP servers (mcp_client/): a JSON file in the `mcpServers` format (docs/operators/
+# tools.md). Unset: no MCP servers.
+MCP_CONFIG = os.environ.get("MCP_CONFIG", "")
 # Parley as an MCP server (mcp_server/): a call that waits for the user's answer sends the
 # client a progress notification this often, in seconds (the contract: at least every 15 s).
 MCP_PROGRESS_SECONDS = float(os.environ.get("MCP_PROGRESS_SECONDS", "10"))

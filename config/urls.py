@@ -24,6 +24,7 @@ urlpatterns = [
     path("", include("accounts.urls")),
     path("", include("webhooks.urls")),
     path("", include("mcp_server.urls")),
+    path("", include("mcp_client.urls")),
 ]
 
 handler400 = "chat.views.bad_request"

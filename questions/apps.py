@@ -11,8 +11,11 @@ class QuestionsConfig(AppConfig):
     def ready(self) -> None:
         from chat.engine import runner, tools
         from questions import deadlines
+        from questions.approvals import APPROVAL_TYPE, ELICITATION_TYPE
         from questions.tools import TOOLS
 
         for tool in TOOLS:
             tools.register(tool)
+        tools.register_action(APPROVAL_TYPE, "questions/approval.html")
+        tools.register_action(ELICITATION_TYPE, "questions/elicitation.html")
         runner.every_sweep(deadlines.sweep)

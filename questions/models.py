@@ -11,9 +11,19 @@ from django.conf import settings
 from django.db import models
 from django.db.models import Q
 from django.utils import timezone
+from django.utils.translation import gettext
 from django.utils.translation import gettext_lazy as _
 
 from chat.blocks import ActionBlock
+from questions.approvals import (
+    ApprovalPayload,
+    ApprovalRequest,
+    ElicitationPayload,
+    ElicitationRequest,
+    approval_block,
+    elicitation_block,
+    form_fields,
+)
 from questions.blocks import (
     ASKED,
     CANCELLED,
@@ -37,6 +47,13 @@ class QuestionKind(models.TextChoices):
     ASK_USER_QUESTION = "ask_user_question", _("Questions")
     # Yes or No before the agent acts.
     CONFIRM_ACTION = "confirm_action", _("Confirmation")
+    # May the agent call this tool (from an MCP server) with these arguments?
+    TOOL_APPROVAL = "tool_approval", _("Approval")
+    # A running tool asks for values (a form) or for a link to be opened.
+    ELICITATION = "elicitation", _("Request from a tool")
+
+
+TOOL_REQUEST_KINDS = (QuestionKind.TOOL_APPROVAL, QuestionKind.ELICITATION)
 
 
 class QuestionStatus(models.TextChoices):
@@ -80,13 +97,15 @@ class Question(models.Model):
     )
     tool_call_id = models.CharField(_("tool call"), max_length=64)
     kind = models.CharField(_("kind"), max_length=20, choices=QuestionKind.choices)
-    # The normalised questions (questions.schemas.Question, under their wire names).
+    # The normalised questions (questions.schemas.Question, under their wire names); for an
+    # approval or an elicitation, one questions.approvals.ApprovalRequest or ElicitationRequest.
     questions = models.JSONField(_("questions"))
     status = models.CharField(
         _("status"), max_length=16, choices=QuestionStatus.choices, default=QuestionStatus.PENDING
     )
     # When answered with choices: one {"labels", "custom"} per question (questions.blocks.
-    # Answer); when answered by a message, null. The text the answer inserted or was.
+    # Answer); when answered by a message, null. An approval's {"decision", "arguments",
+    # "feedback"}; an elicitation's {"action", "content"}. The text the answer inserted or was.
     answers = models.JSONField(_("answers"), null=True, blank=True)
     answer_text = models.TextField(_("answer text"), blank=True)
     # The user message that answered (inserted by the answer, or the person's own message).
@@ -169,6 +188,33 @@ class Question(models.Model):
         return f"{self.conversation_id}-{self.tool_call_id}"
 
     @property
+    def is_tool_request(self) -> bool:
+        """An approval or an elicitation: asked by a tool, not in the model's own words."""
+        return self.kind in TOOL_REQUEST_KINDS
+
+    @property
+    def summary(self) -> str:
+        """One line saying what is asked (notifications, the live state, mail)."""
+        if self.kind == QuestionKind.TOOL_APPROVAL:
+            approval = self.approval
+            return gettext("Allow %(tool)s (%(server)s)?") % {
+                "tool": approval.title,
+                "server": approval.server,
+            }
+        if self.kind == QuestionKind.ELICITATION:
+            return self.elicitation.message
+        first = self.request.questions[0]
+        return first.header or first.text
+
+    @property
+    def approval(self) -> ApprovalRequest:
+        return ApprovalRequest.model_validate(self.questions[0])
+
+    @property
+    def elicitation(self) -> ElicitationRequest:
+        return ElicitationRequest.model_validate(self.questions[0])
+
+    @property
     def request(self) -> QuestionRequest:
         return QuestionRequest.model_validate({"tool": self.kind, "questions": self.questions})
 
@@ -176,6 +222,8 @@ class Question(models.Model):
     def given_answers(self) -> list[Answer] | None:
         """One answer per question as the person gave it (an ordinary message that answered is
         the typed answer to each question); None unless answered."""
+        if self.is_tool_request:
+            return None
         if self.status == QuestionStatus.ANSWERED and self.answers is not None:
             return [Answer(**a) for a in self.answers]
         if self.status == QuestionStatus.AUTO_RESOLVED:
@@ -187,8 +235,41 @@ class Question(models.Model):
         """The question_request block's `questionResolution` for this status."""
         return RESOLUTIONS[self.status]
 
+    def _audit(self) -> dict:
+        return {
+            "tool_call_id": self.tool_call_id,
+            "question_resolution": self.resolution,
+            "expires_at": self.expires_at,
+            "answered_by": self.answered_by.get_username() if self.answered_by_id else None,
+            "answered_at": self.answered_at,
+            "answered_via": self.answered_via or None,
+        }
+
     @property
-    def payload(self) -> QuestionPayload:
+    def payload(self) -> "QuestionPayload | ApprovalPayload | ElicitationPayload":
+        """The block's payload for this row's kind (see `question_payload`)."""
+        decided = self.answers if isinstance(self.answers, dict) else {}
+        if self.kind == QuestionKind.TOOL_APPROVAL:
+            return ApprovalPayload(
+                **self._audit(),
+                **self.approval.model_dump(),
+                decision=decided.get("decision"),
+                edited_arguments=decided.get("arguments"),
+                feedback=decided.get("feedback", ""),
+            )
+        if self.kind == QuestionKind.ELICITATION:
+            request = self.elicitation
+            return ElicitationPayload(
+                **self._audit(),
+                **request.model_dump(exclude={"requested_schema"}),
+                fields=form_fields(request.requested_schema),
+                action=decided.get("action"),
+                content=decided.get("content"),
+            )
+        return self.question_payload
+
+    @property
+    def question_payload(self) -> QuestionPayload:
         """The question_request block's payload (questions.blocks), made from this row: what
         every write of the block stores, and what pages and the API show of the row. Reads
         `answered_by` (select_related it for many)."""
@@ -210,8 +291,13 @@ class Question(models.Model):
 
     @property
     def block(self) -> ActionBlock:
-        """The question_request block, as the transcript shows it."""
-        return question_block(self.payload)
+        """The row's block, as the transcript shows it."""
+        payload = self.payload
+        if isinstance(payload, ApprovalPayload):
+            return approval_block(payload)
+        if isinstance(payload, ElicitationPayload):
+            return elicitation_block(payload)
+        return question_block(payload)
 
 
 RESOLUTIONS: dict[str, Resolution] = {
@@ -249,3 +335,28 @@ class QuestionDraft(models.Model):
 
     def __str__(self) -> str:
         return f"{self.question_id}"
+
+
+class ToolPermission(models.Model):
+    """A user's "Always allow" for one tool: its calls run without asking them again, until
+    they revoke it (/settings/tools/). `tool` is the name the model sees (mcp__server__tool)."""
+
+    user = models.ForeignKey(
+        settings.AUTH_USER_MODEL,
+        on_delete=models.CASCADE,
+        related_name="tool_permissions",
+        verbose_name=_("user"),
+    )
+    tool = models.CharField(_("tool"), max_length=200)
+    created_at = models.DateTimeField(_("allowed"), default=timezone.now)
+
+    class Meta:
+        verbose_name = _("tool permission")
+        verbose_name_plural = _("tool permissions")
+        ordering = ["tool"]
+        constraints = [
+            models.UniqueConstraint(fields=["user", "tool"], name="tool_permission_unique")
+        ]
+
+    def __str__(self) -> str:
+        return self.tool

@@ -10,14 +10,17 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import datetime
 
-from questions.models import Question, QuestionStatus
+from questions.models import Question, QuestionKind, QuestionStatus
 
 ASKED = "question.asked"
 ANSWERED = "question.answered"
 REJECTED = "question.rejected"
 EXPIRED = "question.expired"
 REMINDER = "question.reminder"
-EVENT_TYPES = (ASKED, ANSWERED, REJECTED, EXPIRED, REMINDER)
+# An approval before a tool runs (questions.approvals): asked, and decided or expired.
+APPROVAL_REQUESTED = "approval.requested"
+APPROVAL_RESOLVED = "approval.resolved"
+EVENT_TYPES = (ASKED, ANSWERED, REJECTED, EXPIRED, REMINDER, APPROVAL_REQUESTED, APPROVAL_RESOLVED)
 
 # The event each resolution makes (a cancelled question tells nobody: nobody answered it,
 # and its conversation had moved on).
@@ -27,6 +30,22 @@ RESOLVED = {
     QuestionStatus.REJECTED: REJECTED,
     QuestionStatus.EXPIRED: EXPIRED,
 }
+
+
+
+
+def asked_event(question: Question) -> str:
+    return APPROVAL_REQUESTED if question.kind == QuestionKind.TOOL_APPROVAL else ASKED
+
+
+def resolved_event(question: Question) -> str | None:
+    """The event a resolution makes, or None. An elicitation tells nobody: the tool that asked
+    waits for it itself, and its call's outcome is what matters."""
+    if question.kind == QuestionKind.ELICITATION:
+        return None
+    if question.kind == QuestionKind.TOOL_APPROVAL:
+        return APPROVAL_RESOLVED if question.status in RESOLVED else None
+    return RESOLVED.get(question.status)
 
 
 @dataclass(frozen=True)

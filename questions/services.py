@@ -22,7 +22,7 @@ from django.utils.translation import gettext_lazy as _
 from django.utils.translation import gettext_noop
 
 from chat import events
-from chat.blocks import TextBlock, ToolCallBlock, ToolResultBlock, parse_blocks
+from chat.blocks import ActionBlock, TextBlock, ToolCallBlock, ToolResultBlock, parse_blocks
 from chat.engine import dispatch, turns
 from chat.errors import ConversationNotFound, NothingToStop
 from chat.models import AgentState, Conversation, Message, Role
@@ -30,9 +30,10 @@ from chat.selectors import conversation_for_user
 from chat.text import clean_text
 from chat.transcript import Transcript, lock
 from questions import notifications
-from questions.blocks import API, AUTO_RESOLVE, BROWSER, EXPIRY, Answer, Via, payload_of
+from questions.approvals import APPROVAL_TYPE, ELICITATION_TYPE
+from questions.blocks import ACTION_TYPE, API, AUTO_RESOLVE, BROWSER, EXPIRY, Answer, Via
 from questions.errors import DraftTooLong, InvalidAnswer, QuestionAlreadyResolved
-from questions.models import Question, QuestionDraft, QuestionStatus
+from questions.models import Question, QuestionDraft, QuestionKind, QuestionStatus
 from questions.schemas import (
     TOOL_ASK_USER_QUESTION,
     TOOL_CONFIRM_ACTION,
@@ -41,6 +42,9 @@ from questions.schemas import (
     QuestionRequest,
 )
 from questions.selectors import pending_question, question_for_user
+
+# The blocks a Question row writes (its `block`), found by their call id.
+ACTION_TYPES = (ACTION_TYPE, APPROVAL_TYPE, ELICITATION_TYPE)
 
 # What the model reads when the user rejects its question, and for calls it made after it.
 DECLINED = "The user declined to answer this question."
@@ -101,7 +105,7 @@ def ask(lease: turns.Lease, call: ToolCallBlock, request: QuestionRequest, *, li
     question.conversation = paused.conversation
     question.message = paused.message
     question.save(force_insert=True)
-    _publish(notifications.ASKED, question, at=now)
+    _publish(notifications.asked_event(question), question, at=now)
     return True
 
 
@@ -253,10 +257,20 @@ def expire_question(*, question_id: int) -> bool:
         return False  # resolved meanwhile, or not due
     question.conversation = conversation
     with Transcript(conversation) as transcript:
+        if question.kind == QuestionKind.ELICITATION:
+            # The running tool that asked reads the expiry as a cancel.
+            _resolve(transcript, question, status=QuestionStatus.EXPIRED, by=None, via=EXPIRY)
+            turns.attention_changed(conversation)
+            return True
         if conversation.agent_state != AgentState.AWAITING_USER:
             _resolve(transcript, question, status=QuestionStatus.CANCELLED, by=None, via="")
             return False
         _resolve(transcript, question, status=QuestionStatus.EXPIRED, by=None, via=EXPIRY)
+        if question.kind == QuestionKind.TOOL_APPROVAL:
+            # The call will not run (the runner tells the model); the step goes on once no
+            # other approval of it waits.
+            resume_if_decided(transcript)
+            return True
         result = ToolResultBlock.error(question.tool_call_id, EXPIRED_RESULT)
         next = turns.resume(transcript, result=result.model_copy(update={"shown_elsewhere": True}))
     dispatch.on_commit(next)
@@ -333,9 +347,12 @@ def _answer(question: Question, answers: list[Answer], *, by, via: Via) -> Messa
 
 def _reject(question: Question, *, by, via: Via) -> None:
     """No message is inserted and the agent stops (idle); the model later reads that the
-    user declined."""
+    user declined. Rejecting one approval of a step rejects the others it waits on too."""
     with Transcript(question.conversation) as transcript:
         _resolve(transcript, question, status=QuestionStatus.REJECTED, by=by, via=via)
+        if question.kind == QuestionKind.TOOL_APPROVAL:
+            for other in _pending_approvals(question.conversation):
+                _resolve(transcript, other, status=QuestionStatus.REJECTED, by=by, via=via)
         declined = ToolResultBlock.error(question.tool_call_id, DECLINED)
         turns.decline(
             transcript,
@@ -352,17 +369,20 @@ def _resolve(
     status: QuestionStatus,
     by,
     via: str,
-    answers: list[Answer] | None = None,
+    answers: list[Answer] | dict | None = None,
     answer_text: str = "",
     reply: Message | None = None,
 ) -> None:
     """Resolve the pending `question` (first wins: the conditional update), and in the same
     transaction write its block as the transcript shows it, delete its draft and tell the
-    listeners. Raises QuestionAlreadyResolved if it was no longer pending."""
+    listeners. `answers`: one Answer per question, or an approval's or elicitation's decision
+    as stored. Raises QuestionAlreadyResolved if it was no longer pending."""
     now = timezone.now()
+    if isinstance(answers, list):
+        answers = [a.model_dump() for a in answers]
     resolution = {
         "status": status,
-        "answers": None if answers is None else [a.model_dump() for a in answers],
+        "answers": answers,
         "answer_text": answer_text,
         "reply": reply,
         "answered_by": by,
@@ -380,13 +400,34 @@ def _resolve(
     message = question.message
     blocks = parse_blocks(message.blocks)
     for index, block in enumerate(blocks):
-        payload = payload_of(block)
-        if payload is not None and payload.tool_call_id == question.tool_call_id:
+        if (
+            isinstance(block, ActionBlock)
+            and block.action_type in ACTION_TYPES
+            and block.extra.get("toolCallId") == question.tool_call_id
+        ):
             blocks[index] = question.block
     transcript.update(message, blocks=blocks)
     QuestionDraft.objects.filter(question=question).delete()
-    if (event := notifications.RESOLVED.get(status)) is not None:
+    if (event := notifications.resolved_event(question)) is not None:
         _publish(event, question, at=now)
+
+
+def _pending_approvals(conversation: Conversation) -> list[Question]:
+    questions = Question.objects.select_related("message").filter(
+        conversation=conversation, kind=QuestionKind.TOOL_APPROVAL, status=QuestionStatus.PENDING
+    )
+    for question in questions:
+        question.conversation = conversation
+    return list(questions)
+
+
+def resume_if_decided(transcript: Transcript) -> None:
+    """The step that asked for approvals goes on once none of them waits any more."""
+    conversation = transcript.conversation
+    if conversation.agent_state == AgentState.AWAITING_USER and not _pending_approvals(
+        conversation
+    ):
+        dispatch.on_commit(turns.resume_tools(transcript))
 
 
 def _publish(event: str, question: Question, *, at: datetime) -> None:

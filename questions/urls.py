@@ -13,4 +13,12 @@ urlpatterns = [
         "c/<int:conversation_id>/questions/<str:tool_call_id>/reject/", views.reject, name="reject"
     ),
     path("c/<int:conversation_id>/questions/<str:tool_call_id>/draft/", views.draft, name="draft"),
+    path(
+        "c/<int:conversation_id>/questions/<str:tool_call_id>/decide/", views.decide, name="decide"
+    ),
+    path(
+        "c/<int:conversation_id>/questions/<str:tool_call_id>/respond/",
+        views.respond,
+        name="respond",
+    ),
 ]

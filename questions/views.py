@@ -9,7 +9,7 @@ from django.shortcuts import redirect, render
 from django.views.decorators.http import require_GET, require_POST
 
 from chat.views import control_response, conversation_view
-from questions import services
+from questions import services, tool_requests
 from questions.blocks import BROWSER, Answer
 from questions.selectors import pending_questions_for_user
 
@@ -92,6 +92,53 @@ def draft(request: HttpRequest, conversation_id: int, tool_call_id: str) -> Http
         ),
         alert=alert_id(tool_call_id),
     )
+
+
+@require_POST
+@conversation_view
+def decide(request: HttpRequest, conversation_id: int, tool_call_id: str) -> HttpResponse:
+    """Decide a tool call's approval: the button pressed is `decision` (allow, always, deny);
+    `arguments` holds the edited arguments when the person opened "Edit arguments", `feedback`
+    what they tell the agent with a deny."""
+    post = request.POST
+    response = control_response(
+        request,
+        conversation_id,
+        lambda: tool_requests.decide(
+            user=request.user,
+            conversation_id=conversation_id,
+            tool_call_id=tool_call_id,
+            decision=post.get("decision", ""),
+            # Sent only while "Edit arguments" is open (the box is disabled otherwise).
+            arguments=post.get("arguments"),
+            feedback=post.get("feedback", ""),
+            via=BROWSER,
+        ),
+        alert=alert_id(tool_call_id),
+    )
+    return for_page(request, response, conversation_id, tool_call_id)
+
+
+@require_POST
+@conversation_view
+def respond(request: HttpRequest, conversation_id: int, tool_call_id: str) -> HttpResponse:
+    """Answer a running tool's request: `action` (accept, decline, cancel), and the form's
+    fields as `field-<name>`."""
+    values = {key[6:]: value for key, value in request.POST.items() if key.startswith("field-")}
+    response = control_response(
+        request,
+        conversation_id,
+        lambda: tool_requests.answer_elicitation(
+            user=request.user,
+            conversation_id=conversation_id,
+            tool_call_id=tool_call_id,
+            action=request.POST.get("action", ""),
+            values=values,
+            via=BROWSER,
+        ),
+        alert=alert_id(tool_call_id),
+    )
+    return for_page(request, response, conversation_id, tool_call_id)
 
 
 def for_page(

@@ -283,6 +283,28 @@
     if (open) { input.focus(); }
   }
 
+  // "Edit arguments" opens the approval's Arguments box (only then is it sent with Allow).
+  document.addEventListener("click", function (event) {
+    var toggle = event.target.closest && event.target.closest("button[data-edit-arguments]");
+    if (!toggle) { return; }
+    var box = document.getElementById(toggle.getAttribute("data-edit-arguments"));
+    if (!box) { return; }
+    var open = toggle.getAttribute("aria-expanded") !== "true";
+    box.hidden = !open;
+    var editor = box.querySelector("textarea");
+    editor.disabled = !open;
+    toggle.setAttribute("aria-expanded", open ? "true" : "false");
+    if (open) { editor.focus(); }
+  });
+
+  // A tool's link opens in a new tab only once the person agrees ("Open link"), from the
+  // click itself so that no popup blocker stops it; the form then tells the tool.
+  document.addEventListener("click", function (event) {
+    var open = event.target.closest && event.target.closest(".question-pending button[data-open-url]");
+    var url = open && open.getAttribute("data-open-url");
+    if (url && /^https?:\/\//i.test(url)) { window.open(url, "_blank", "noopener,noreferrer"); }
+  });
+
   document.addEventListener("click", function (event) {
     var other = event.target.closest && event.target.closest(".question-pending button[data-other]");
     if (other) { showOther(other, other.getAttribute("aria-expanded") !== "true"); }

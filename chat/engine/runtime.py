@@ -168,6 +168,7 @@ async def request_model(
     which reads it, so its text is not sent ahead."""
     lease = context.lease
     writer = StreamWriter(lease, None if context.is_subagent else draft)
+    await tools.prepare()
     specs = tools.specs(is_subagent=context.is_subagent)
     summary = None
     if settings.AGENT_SUMMARIZE:
@@ -274,6 +275,7 @@ async def run_tools(context: ToolContext, calls: tuple[ToolCallBlock, ...] | Non
     else read). True if a pausing call paused the turn."""
     lease = context.lease
     calls = list(calls) if calls is not None else await db(turns.pending_tool_calls)(lease)
+    await tools.prepare()
     if (refusal := tools.batch_refusal(calls)) is not None:
         await db(turns.refuse_tool_calls)(
             lease, calls, result=refusal.result, error=refusal.error, detail=refusal.detail

@@ -8,7 +8,7 @@ unknown tool, bad arguments, a failure inside) becomes an error result the model
 
 import asyncio
 import functools
-from collections.abc import Callable
+from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
@@ -162,11 +162,29 @@ def invalid_arguments(name: str, error: ValidationError) -> str:
 # --- The registry ----------------------------------------------------------------------------
 
 _tools: dict[str, Tool] = {}
+# Awaited before each model request: apps whose tools come and go (MCP servers) bring the
+# registry up to date there.
+_preparations: list[Callable[[], Awaitable[None]]] = []
 
 
 def register(tool: Tool) -> Tool:
     _tools[tool.name] = tool
     return tool
+
+
+def unregister(name: str) -> None:
+    _tools.pop(name, None)
+
+
+def before_offering(prepare: Callable[[], Awaitable[None]]) -> None:
+    """Have `prepare` awaited before the tools are offered to the model (`prepare()`)."""
+    if prepare not in _preparations:
+        _preparations.append(prepare)
+
+
+async def prepare() -> None:
+    for preparation in _preparations:
+        await preparation()
 
 
 def registered(name: str) -> Tool | None:
@@ -183,7 +201,7 @@ def specs(*, is_subagent: bool = False) -> list[ToolSpec]:
     """Every tool offered to the model (to a sub-agent: those it may call)."""
     return [
         tool.spec()
-        for tool in _tools.values()
+        for tool in list(_tools.values())
         if tool.enabled() and not (is_subagent and tool.subagent_refusal is not None)
     ]
 
@@ -213,6 +231,18 @@ async def run(call: ToolCallBlock, context: ToolContext) -> Outcome:
     return outcome
 
 
+# Action blocks that no one tool shows (an approval before any tool runs): their templates.
+_action_templates: dict[str, str] = {}
+
+
+def register_action(action_type: str, template_name: str) -> None:
+    """Have action blocks of `action_type` rendered by `template_name` (as a pausing tool's
+    are by its own), with `block` and `conversation` in the context."""
+    _action_templates[action_type] = template_name
+
+
 def template_for_action(action_type: str) -> str | None:
-    """The template of a pausing tool's action blocks ("" if none is registered)."""
+    """The template of an action block's type (None if none is registered)."""
+    if action_type in _action_templates:
+        return _action_templates[action_type]
     return next((t.template_name for t in _tools.values() if t.action_type == action_type), None)

@@ -4,6 +4,7 @@
     tool_executing --tools_done--> llm_requesting
     tool_executing --pause--> awaiting_user --resume--> llm_requesting or tool_executing
         (calls left after the pausing one)      awaiting_user --decline--> idle
+    awaiting_user --resume_tools--> tool_executing (the calls' approvals are all decided)
     any running state --fail--> error      any running state --stop_turn--> idle
 
 Every transition commits before its effect runs: the step counter before the model request,
@@ -157,7 +158,7 @@ def begin_turn(transcript: Transcript, *, retrying: bool = False) -> Next:
     conversation.turn_pauses = 0
     next = _set_running(transcript, AgentState.LLM_REQUESTING)
     if was_waiting:
-        _attention_changed(conversation)
+        attention_changed(conversation)
     return next
 
 
@@ -182,14 +183,24 @@ def resume(transcript: Transcript, *, result: ToolResultBlock) -> Next:
     transcript.append(role=Role.TOOL, blocks=[result])
     if transcript.conversation.is_external:
         _end(transcript, AgentState.IDLE)
-        _attention_changed(transcript.conversation)
+        attention_changed(transcript.conversation)
         return NOTHING
     # The user is back in the loop: the step budget starts again (the pause budget not).
     transcript.conversation.turn_steps = 0
     calls_left = bool(open_tool_calls(transcript.conversation))
     state = AgentState.TOOL_EXECUTING if calls_left else AgentState.LLM_REQUESTING
     next = _set_running(transcript, state)
-    _attention_changed(transcript.conversation)
+    attention_changed(transcript.conversation)
+    return next
+
+
+def resume_tools(transcript: Transcript) -> Next:
+    """Every decision the pause waited for is made (the tools' approvals): run the open calls,
+    which read their decisions. The caller holds the row lock and has checked the pause is
+    still open."""
+    transcript.conversation.turn_steps = 0
+    next = _set_running(transcript, AgentState.TOOL_EXECUTING)
+    attention_changed(transcript.conversation)
     return next
 
 
@@ -203,7 +214,7 @@ def decline(
     _close_open_tool_calls(transcript, unrun_result)
     transcript.append(role=Role.SYSTEM, blocks=[NoticeBlock(message=notice)])
     _end(transcript, AgentState.IDLE)
-    _attention_changed(transcript.conversation)
+    attention_changed(transcript.conversation)
 
 
 def begin_external_call(
@@ -432,12 +443,15 @@ def refuse_tool_calls(
         transcript.append(role=Role.SYSTEM, blocks=[ErrorBlock(message=error, detail=detail)])
 
 
-def pause(lease: Lease, call: ToolCallBlock, action: ActionBlock, *, limit: int) -> Paused | None:
-    """Show `action` under the message that made `call` and wait for the user: tool_executing ->
-    awaiting_user. None (nothing changes) if the turn already paused `limit` times. In the
-    caller's transaction, which records what the pause is for (questions.services.ask)."""
+def pause(
+    lease: Lease, call: ToolCallBlock, *actions: ActionBlock, limit: int | None = None
+) -> Paused | None:
+    """Show `actions` under the message that made `call` (the calls they are about are all
+    in it) and wait for the user: tool_executing -> awaiting_user. None (nothing changes) if
+    the turn already paused `limit` times. In the caller's transaction, which records what the
+    pause is for (questions.services.ask, questions.tool_requests.ask_approvals)."""
     conversation = _held(lease, AgentState.TOOL_EXECUTING)
-    if conversation.turn_pauses >= limit:
+    if limit is not None and conversation.turn_pauses >= limit:
         _keep_lease(conversation)
         return None
     message = _message_with_call(conversation, call.id)
@@ -445,9 +459,22 @@ def pause(lease: Lease, call: ToolCallBlock, action: ActionBlock, *, limit: int)
     conversation.agent_state = AgentState.AWAITING_USER
     _free_lease(conversation)
     with Transcript(conversation) as transcript:
-        transcript.update(message, blocks=[*parse_blocks(message.blocks), action])
-    _attention_changed(conversation)
+        transcript.update(message, blocks=[*parse_blocks(message.blocks), *actions])
+    attention_changed(conversation)
     return Paused(conversation, message)
+
+
+def show_action(lease: Lease, call: ToolCallBlock, action: ActionBlock) -> Message:
+    """Show `action` under the message that made the running `call` without pausing the turn
+    (a running tool asks the user something and waits itself); returns that message. In the
+    caller's transaction."""
+    conversation = _held(lease, AgentState.TOOL_EXECUTING)
+    _keep_lease(conversation)
+    message = _message_with_call(conversation, call.id)
+    with Transcript(conversation) as transcript:
+        transcript.update(message, blocks=[*parse_blocks(message.blocks), action])
+    attention_changed(conversation, waiting=True)
+    return message
 
 
 def stale_runs() -> list[int]:
@@ -553,9 +580,11 @@ def _free_lease(conversation: Conversation) -> None:
     conversation.lease_expires_at = None
 
 
-def _attention_changed(conversation: Conversation) -> None:
-    """A pause began or ended: the owner's pages recount what waits for them."""
-    waiting = conversation.agent_state == AgentState.AWAITING_USER
+def attention_changed(conversation: Conversation, *, waiting: bool | None = None) -> None:
+    """Something began or stopped waiting for the owner (a pause; a running tool's request):
+    their pages recount what waits for them."""
+    if waiting is None:
+        waiting = conversation.agent_state == AgentState.AWAITING_USER
     events.send_on_commit(
         events.attention_group(conversation.owner_id),
         events.attention_changed(conversation.owner_id, conversation.pk, waiting=waiting),

@@ -7,6 +7,7 @@ from django import template
 from django.utils.dateparse import parse_datetime
 from django.utils.translation import gettext_lazy as _
 
+from questions.approvals import ApprovalPayload, ElicitationPayload
 from questions.blocks import Answer, QuestionPayload, payload_of
 from questions.models import AnsweredVia
 from questions.schemas import Question
@@ -107,3 +108,32 @@ VIA_LABELS = dict(AnsweredVia.choices)
 @register.filter
 def via_label(via: str | None) -> str:
     return VIA_LABELS.get(via or "", via or "")
+
+
+@register.filter
+def approval_payload(block) -> ApprovalPayload | None:
+    """The payload of an approval block (None if it cannot be read)."""
+    try:
+        return ApprovalPayload.model_validate(block.extra)
+    except (AttributeError, ValueError):
+        return None
+
+
+@register.filter
+def elicitation_payload(block) -> ElicitationPayload | None:
+    """The payload of an elicitation block (None if it cannot be read)."""
+    try:
+        return ElicitationPayload.model_validate(block.extra)
+    except (AttributeError, ValueError):
+        return None
+
+
+@register.simple_tag
+def elicitation_value(payload: ElicitationPayload, field) -> str:
+    """A sent value as the person would read it: a choice by its title, a switch as Yes/No."""
+    value = (payload.content or {}).get(field.name)
+    if field.kind == "boolean":
+        return _("Yes") if value else _("No")
+    if field.kind == "enum":
+        return next((c.title for c in field.choices if c.value == value), str(value))
+    return "" if value is None else str(value)

@@ -1,0 +1,161 @@
+"""The operator's MCP servers: the JSON file named by MCP_CONFIG, in the `mcpServers` format
+that Claude Desktop, Cursor and VS Code use, plus Parley's optional per-server `approval`:
+
+    {"mcpServers": {
+        "notes": {"command": "python", "args": ["server.py"], "env": {...}, "cwd": "...",
+                  "approval": {"default": "ask", "tools": {"list_notes": "allow"}}},
+        "search": {"url": "https://example.org/mcp", "headers": {"Authorization": "..."}}}}
+
+Strings may name environment variables as `${NAME}` or `${NAME:-default}`, as Claude Code's
+`.mcp.json` does (a secret stays out of the file). Only this file starts processes: nothing a
+user sends can name a command. A file that cannot
+be read is one clear error (healthz, /settings/tools/, the log); a server whose entry is wrong
+is left out with its own error, and the others still run.
+"""
+
+import json
+import logging
+import os
+import re
+from dataclasses import dataclass, field
+from functools import cache
+from pathlib import Path
+from typing import Annotated, Literal
+
+from django.conf import settings
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
+
+logger = logging.getLogger("parley.mcp_client")
+
+Policy = Literal["ask", "allow", "deny"]
+ASK, ALLOW, DENY = "ask", "allow", "deny"
+# A server's name is part of each tool's name (mcp__<server>__<tool>), which the model
+# providers limit to letters, digits, _ and -.
+SERVER_NAME = re.compile(r"[A-Za-z0-9_-]{1,40}")
+# The legacy protocol (initialize handshake) or the SDK's negotiation of the newest it speaks.
+Protocol = Literal["auto", "legacy"]
+
+
+class Approval(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+    default: Policy | None = None
+    tools: dict[str, Policy] = {}
+
+
+class _Server(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+    approval: Approval = Approval()
+    protocol: Protocol = "auto"
+    # Seconds one tool call may take before the model is told it timed out.
+    timeout: Annotated[float, Field(gt=0, le=3600)] = 300
+
+
+class StdioServer(_Server):
+    command: Annotated[str, Field(min_length=1)]
+    args: list[str] = []
+    env: dict[str, str] = {}
+    cwd: str | None = None
+
+
+class HttpServer(_Server):
+    url: Annotated[str, Field(pattern=r"^https?://")]
+    headers: dict[str, str] = {}
+    type: Literal["http", "streamable-http", "streamableHttp"] | None = None
+
+
+class _File(BaseModel):
+    model_config = ConfigDict(extra="ignore")
+
+    mcpServers: dict[str, dict] = {}  # noqa: N815 - the format's own name
+
+    @model_validator(mode="before")
+    @classmethod
+    def _object(cls, data):
+        if not isinstance(data, dict):
+            raise ValueError("the file must hold a JSON object")
+        return data
+
+
+@dataclass(frozen=True)
+class ServerConfig:
+    name: str
+    spec: StdioServer | HttpServer
+
+    @property
+    def transport(self) -> str:
+        return "stdio" if isinstance(self.spec, StdioServer) else "http"
+
+    def policy(self, tool: str) -> Policy | None:
+        """The operator's policy for one of this server's tools, or None (the default: a
+        read-only tool runs at once, any other asks)."""
+        return self.spec.approval.tools.get(tool, self.spec.approval.default)
+
+
+@dataclass(frozen=True)
+class Config:
+    servers: tuple[ServerConfig, ...] = ()
+    # The file as a whole could not be used (it names no server then).
+    error: str = ""
+    # Entries left out, by server name: why.
+    invalid: dict[str, str] = field(default_factory=dict)
+
+
+VARIABLE = re.compile(r"\$\{([A-Za-z_][A-Za-z0-9_]*)(?::-([^}]*))?\}")
+
+
+def _expand(value):
+    """`${NAME}` and `${NAME:-default}` in every string of an entry, from the environment."""
+    if isinstance(value, str):
+        return VARIABLE.sub(lambda m: os.environ.get(m[1]) or (m[2] or ""), value)
+    if isinstance(value, list):
+        return [_expand(v) for v in value]
+    if isinstance(value, dict):
+        return {k: (v if k == "approval" else _expand(v)) for k, v in value.items()}
+    return value
+
+
+def parse(text: str) -> Config:
+    try:
+        document = _File.model_validate(json.loads(text))
+    except ValueError as error:  # json and pydantic errors alike
+        return Config(error=f"MCP_CONFIG is not a valid mcpServers file: {_short(error)}")
+    servers, invalid = [], {}
+    for name, entry in document.mcpServers.items():
+        if not SERVER_NAME.fullmatch(name) or "__" in name:
+            invalid[name[:40]] = "the name may hold only letters, digits, _ and - (no __)"
+            continue
+        model = StdioServer if isinstance(entry, dict) and "command" in entry else HttpServer
+        try:
+            servers.append(ServerConfig(name, model.model_validate(_expand(entry))))
+        except ValidationError as error:
+            invalid[name] = _short(error)
+    return Config(servers=tuple(servers), invalid=invalid)
+
+
+def _short(error: Exception) -> str:
+    if isinstance(error, ValidationError):
+        return "; ".join(
+            f"{'.'.join(str(p) for p in e['loc']) or 'entry'}: {e['msg']}" for e in error.errors()
+        )
+    return str(error)
+
+
+@cache
+def load() -> Config:
+    """MCP_CONFIG, read once per process (a change needs a restart, as for every setting)."""
+    path = settings.MCP_CONFIG
+    if not path:
+        return Config()
+    try:
+        text = Path(path).read_text(encoding="utf-8")
+    except OSError as error:
+        config = Config(error=f"MCP_CONFIG {path} cannot be read: {error.strerror}")
+    else:
+        config = parse(text)
+    if config.error:
+        logger.error("%s", config.error)
+    for name, why in config.invalid.items():
+        logger.error("MCP server %s left out: %s", name, why)
+    return config

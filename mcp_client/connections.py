@@ -1,0 +1,253 @@
+"""One connection per MCP server per process, kept open and reused by every turn.
+
+Each server gets a task on the event loop that runs the turns (daphne's, or a worker's): it
+connects with the SDK's `Client` (stdio: it starts the operator's command; HTTP: streamable
+HTTP), lists the tools, and holds the session until the server dies or stops answering pings;
+then it connects again, with a growing pause between attempts. `notifications/tools/
+list_changed` lists the tools again. What each server is doing (connected, or why not) is
+kept for /settings/tools/, /healthz and the log.
+
+A call runs in the turn's own task through the shared session. An elicitation the server
+sends while a call runs is routed to that call: in the newer protocol the SDK runs it inside
+the call's own task (`current_call`); in the legacy protocol it arrives on the session's task,
+and belongs to the one call in flight on the server (with several in flight it cannot be told
+apart, and is cancelled).
+"""
+
+import asyncio
+import contextlib
+import contextvars
+import logging
+import time
+from collections.abc import Awaitable, Callable
+from dataclasses import dataclass
+from typing import Any
+
+import httpx2
+import mcp_types as types
+from mcp import Client
+from mcp.client.stdio import StdioServerParameters
+from mcp.client.streamable_http import streamable_http_client
+
+from mcp_client.config import ServerConfig, StdioServer, load
+
+logger = logging.getLogger("parley.mcp_client")
+
+# How long a turn waits for the servers' first connection before it goes on without them.
+FIRST_CONNECT_SECONDS = 15.0
+PING_SECONDS = 15.0
+RETRY_MIN_SECONDS = 1.0
+RETRY_MAX_SECONDS = 60.0
+
+# The call a task is running: who to ask when its server elicits (set by mcp_client.tools).
+current_call: contextvars.ContextVar["Call | None"] = contextvars.ContextVar(
+    "parley_mcp_call", default=None
+)
+
+Elicit = Callable[["Call", str, Any], Awaitable[types.ElicitResult]]
+
+
+@dataclass(frozen=True)
+class Call:
+    """A call in flight: what an elicitation needs to reach the person."""
+
+    lease: Any  # chat.engine.turns.Lease
+    call: Any  # chat.blocks.ToolCallBlock
+    tool: str
+
+
+class ServerConnection:
+    def __init__(self, config: ServerConfig, elicit: Elicit) -> None:
+        self.config = config
+        self.name = config.name
+        self.elicit = elicit
+        self.client: Client | None = None
+        self.tools: dict[str, types.Tool] = {}
+        self.error = ""
+        self.connected_at: float | None = None
+        self.attempted = asyncio.Event()  # the first attempt ended, either way
+        # Called when the tools or the state change (the registry and the status follow).
+        self.tools_changed: Callable[[], None] = lambda: None
+        self._broken = asyncio.Event()
+        self._relist = asyncio.Event()
+        self._inflight: list[Call] = []
+        self.task: asyncio.Task | None = None
+
+    @property
+    def connected(self) -> bool:
+        return self.client is not None
+
+    def start(self) -> None:
+        self.task = asyncio.get_running_loop().create_task(
+            self._run(), name=f"mcp server {self.name}"
+        )
+
+    def _client(self) -> Client:
+        spec = self.config.spec
+        if isinstance(spec, StdioServer):
+            server: Any = StdioServerParameters(
+                command=spec.command, args=spec.args, env=spec.env or None, cwd=spec.cwd
+            )
+        else:
+            http = httpx2.AsyncClient(
+                headers=spec.headers, timeout=httpx2.Timeout(30.0, read=spec.timeout + 30)
+            )
+            server = streamable_http_client(spec.url, http_client=http)
+        return Client(
+            server,
+            mode=spec.protocol,
+            elicitation_callback=self._on_elicit,
+            message_handler=self._on_message,
+            client_info=types.Implementation(name="parley", version="3"),
+            cache=None,
+        )
+
+    async def _run(self) -> None:
+        pause = RETRY_MIN_SECONDS
+        while True:
+            began = time.monotonic()
+            try:
+                async with self._client() as client:
+                    await self._list_tools(client)
+                    self.client, self.error = client, ""
+                    self.connected_at = time.time()
+                    self.attempted.set()
+                    self.tools_changed()
+                    logger.info("MCP server %s connected: %s tools", self.name, len(self.tools))
+                    await self._hold(client)
+            except asyncio.CancelledError:
+                raise
+            except BaseException as error:  # noqa: BLE001 - a server's failure never ends the loop
+                self.error = _describe(error)
+                logger.warning("MCP server %s: %s", self.name, self.error)
+            finally:
+                self.client = None
+            self.attempted.set()
+            self.tools_changed()
+            if time.monotonic() - began > RETRY_MAX_SECONDS:
+                pause = RETRY_MIN_SECONDS  # it ran a while: a fresh failure, not a crash loop
+            await asyncio.sleep(pause)
+            pause = min(pause * 2, RETRY_MAX_SECONDS)
+
+    async def _hold(self, client: Client) -> None:
+        """Keep the session until it breaks: the transport failed, or a ping went unanswered."""
+        self._broken.clear()
+        while not self._broken.is_set():
+            with contextlib.suppress(TimeoutError):
+                async with asyncio.timeout(PING_SECONDS):
+                    await _first(self._broken.wait(), self._relist.wait())
+            if self._relist.is_set():
+                self._relist.clear()
+                await self._list_tools(client)
+                continue
+            if not self._broken.is_set():
+                async with asyncio.timeout(PING_SECONDS):
+                    await client.send_ping()
+        raise ConnectionError(self.error or "the connection was lost")
+
+    async def _list_tools(self, client: Client) -> None:
+        tools, cursor = {}, None
+        for _ in range(100):
+            page = await client.list_tools(cursor=cursor)
+            tools.update((tool.name, tool) for tool in page.tools)
+            cursor = page.next_cursor
+            if cursor is None:
+                break
+        self.tools = tools
+        self.tools_changed()
+
+    async def _on_message(self, message) -> None:
+        if isinstance(message, Exception):
+            self.error = _describe(message)
+            self._broken.set()
+        elif isinstance(message, types.ToolListChangedNotification):
+            self._relist.set()
+
+    async def _on_elicit(self, context, params) -> types.ElicitResult | types.ErrorData:
+        call = current_call.get()
+        if call is None and len(self._inflight) == 1:
+            call = self._inflight[0]
+        if call is None:
+            logger.warning("MCP server %s elicited with no single call in flight", self.name)
+            return types.ElicitResult(action="cancel")
+        return await self.elicit(call, self.name, params)
+
+    async def call_tool(self, call: Call, arguments: dict) -> types.CallToolResult:
+        """Call the tool through the open session (ConnectionError if there is none)."""
+        client = self.client
+        if client is None:
+            raise ConnectionError(self.error or "not connected")
+        token = current_call.set(call)
+        self._inflight.append(call)
+        try:
+            return await client.call_tool(
+                call.tool, arguments, read_timeout_seconds=self.config.spec.timeout
+            )
+        finally:
+            self._inflight.remove(call)
+            current_call.reset(token)
+
+    def status(self) -> dict:
+        return {
+            "name": self.name,
+            "transport": self.config.transport,
+            "connected": self.connected,
+            "error": "" if self.connected else (self.error or "connecting"),
+            "tools": sorted(self.tools),
+        }
+
+
+async def _first(*waits: Awaitable) -> None:
+    tasks = [asyncio.ensure_future(w) for w in waits]
+    try:
+        await asyncio.wait(tasks, return_when=asyncio.FIRST_COMPLETED)
+    finally:
+        for task in tasks:
+            task.cancel()
+
+
+def _describe(error: BaseException) -> str:
+    """One line for people: the innermost cause of an error (the SDK wraps in groups)."""
+    while isinstance(error, BaseExceptionGroup) and error.exceptions:
+        error = error.exceptions[0]
+    text = str(error).strip() or type(error).__name__
+    if isinstance(error, FileNotFoundError):
+        text = f"the command was not found: {error.filename or text}"
+    return text.splitlines()[0][:300]
+
+
+class Connections:
+    """The servers of MCP_CONFIG, connected on this event loop."""
+
+    def __init__(self, elicit: Elicit, tools_changed: Callable[["Connections"], None]) -> None:
+        config = load()
+        self.error = config.error
+        self.invalid = config.invalid
+        self.servers = {c.name: ServerConnection(c, elicit) for c in config.servers}
+        for server in self.servers.values():
+            server.tools_changed = lambda: tools_changed(self)
+            server.start()
+
+    async def ready(self, timeout: float = FIRST_CONNECT_SECONDS) -> None:
+        """Wait until every server's first attempt ended (connected or failed), at most
+        `timeout` seconds."""
+        waits = [s.attempted.wait() for s in self.servers.values() if not s.attempted.is_set()]
+        if waits:
+            with contextlib.suppress(TimeoutError):
+                async with asyncio.timeout(timeout):
+                    await asyncio.gather(*waits)
+
+    def status(self) -> dict:
+        return {
+            "error": self.error,
+            "servers": [s.status() for s in self.servers.values()],
+            "invalid": self.invalid,
+        }
+
+    async def close(self) -> None:
+        for server in self.servers.values():
+            if server.task is not None:
+                server.task.cancel()
+        await asyncio.gather(
+            *(s.task for s in self.servers.values() if s.task is not None), return_exceptions=True
+        )

@@ -1,0 +1,314 @@
+"""The MCP servers' tools as the agent's tools (chat.engine.tools): named
+`mcp__<server>__<tool>`, with the server's description and input schema, and approval before
+any call that is not known to be harmless.
+
+Policy, per call: the operator's setting for the tool or its server (MCP_CONFIG `approval`),
+else a read-only tool (`readOnlyHint`) runs at once and every other tool asks; a user's
+"Always allow" turns their "ask" into "allow". "deny" tools are not offered. Sub-agents are
+offered only the tools that never ask.
+
+Exactly once: a ToolRun row is committed before the call goes out, and the result is stored
+after it. A turn that finds the row but no result (its process died in between) does not
+call again: the model is told the call was interrupted and may or may not have happened.
+"""
+
+import asyncio
+import json
+import logging
+import re
+import uuid
+from typing import Any
+
+import mcp_types as types
+from channels.db import database_sync_to_async
+from django.db import IntegrityError
+from mcp.shared.exceptions import MCPError
+
+from chat import events
+from chat.blocks import ToolCallBlock, ToolResultBlock
+from chat.engine import tools, turns
+from chat.engine.tools import MAX_RESULT_CHARS, PAUSED, Outcome, Tool, ToolContext, ToolSpec
+from chat.models import Conversation
+from chat.text import drop_invisible
+from mcp_client.config import ALLOW, ASK, DENY, ServerConfig
+from mcp_client.connections import Call, Connections, ServerConnection
+from mcp_client.models import ToolRun
+from questions import tool_requests
+from questions.approvals import DENY as DENIED_DECISION
+from questions.approvals import MAX_SHOWN_CHARS, ApprovalRequest, ElicitationRequest
+from questions.models import QuestionStatus
+
+logger = logging.getLogger("parley.mcp_client")
+
+db = database_sync_to_async
+
+PREFIX = "mcp__"
+# Model providers allow these characters in a tool's name, and at most 64 of them.
+NAME_CHARS = re.compile(r"[^A-Za-z0-9_-]")
+MAX_NAME = 64
+MAX_DESCRIPTION = 2_000
+
+# What the model reads (English: it is the model's input, not the page's).
+DENIED = "The user denied this call: the tool did not run."
+FEEDBACK = " Their feedback: {feedback}"
+EXPIRED = "Not run: the user did not decide on this call in time. Do not assume it was allowed."
+CANCELLED = "Not run: the approval of this call was cancelled."
+INTERRUPTED = (
+    "This call was interrupted: its process stopped while the tool was running, so it may or "
+    "may not have happened. It was not run again. Check its effect before you rely on it or "
+    "call it again."
+)
+EDITED = (
+    "The user edited the arguments before allowing this call; it ran with these arguments "
+    "instead of yours: {arguments}\n\n"
+)
+NOT_CONNECTED = "The MCP server {server} is not available ({error}); the tool did not run."
+FAILED = "The MCP server {server} failed while running {tool}: {error}"
+TIMED_OUT = "{tool} did not finish within {seconds:g} seconds; it may or may not have happened."
+SUBAGENT = "Sub-agents cannot call tools that need the user's approval."
+CUT = "\n\n[The result was cut to {kept} of its {total} characters.]"
+NOT_OFFERED = "The operator does not allow {name}."
+
+
+def exposed_name(server: str, tool: str) -> str:
+    return (PREFIX + server + "__" + NAME_CHARS.sub("_", tool))[:MAX_NAME]
+
+
+class McpTool(Tool):
+    """One tool of one MCP server."""
+
+    def __init__(self, server: ServerConnection, tool: types.Tool) -> None:
+        self.server = server
+        self.tool = tool
+        self.name = exposed_name(server.name, tool.name)
+        annotations = tool.annotations
+        self.title = (tool.title or (annotations.title if annotations else None) or tool.name)[:200]
+        self.read_only = bool(annotations and annotations.read_only_hint)
+        self.description = drop_invisible(tool.description or self.title)[:MAX_DESCRIPTION]
+        self.parameters = tool.input_schema if isinstance(tool.input_schema, dict) else {}
+
+    @property
+    def config(self) -> ServerConfig:
+        return self.server.config
+
+    @property
+    def policy(self) -> str:
+        """The operator's policy for this tool, with the default filled in."""
+        return self.config.policy(self.tool.name) or (ALLOW if self.read_only else ASK)
+
+    @property
+    def subagent_refusal(self) -> str | None:  # type: ignore[override]
+        return None if self.policy == ALLOW else SUBAGENT
+
+    def enabled(self) -> bool:
+        return self.policy != DENY
+
+    def spec(self) -> ToolSpec:
+        return ToolSpec(self.name, self.description, self.parameters or {"type": "object"})
+
+    def approval_request(self, call: ToolCallBlock) -> ApprovalRequest:
+        return ApprovalRequest.of(
+            name=self.name,
+            server=self.server.name,
+            tool=self.tool.name,
+            title=self.title,
+            description=self.description,
+            arguments=call.arguments,
+            input_schema=self.parameters,
+        )
+
+    async def run(self, call: ToolCallBlock, context: ToolContext) -> Outcome:
+        conversation_id = context.conversation_id
+        decided = await db(tool_requests.decision_for)(conversation_id, call.id)
+        arguments, edited = call.arguments, False
+        if decided is None:
+            if self.policy == ASK and not await db(_always_allowed)(conversation_id, self.name):
+                if context.is_subagent:
+                    return ToolResultBlock.error(call.id, SUBAGENT)
+                asks = await db(_approvals_to_ask)(context.lease, call)
+                await db(tool_requests.ask_approvals)(context.lease, asks)
+                return PAUSED
+        elif decided.status == QuestionStatus.EXPIRED:
+            return ToolResultBlock.error(call.id, EXPIRED)
+        elif decided.status == QuestionStatus.CANCELLED:
+            return ToolResultBlock.error(call.id, CANCELLED)
+        elif decided.decision == DENIED_DECISION or decided.status == QuestionStatus.REJECTED:
+            feedback = FEEDBACK.format(feedback=decided.feedback) if decided.feedback else ""
+            return ToolResultBlock.error(call.id, DENIED + feedback)
+        elif decided.arguments is not None:
+            arguments, edited = decided.arguments, True
+        return await self.call(call, context, arguments, edited=edited)
+
+    async def call(
+        self, call: ToolCallBlock, context: ToolContext, arguments: dict, *, edited: bool
+    ) -> ToolResultBlock:
+        """Make the call, at most once for this tool call id."""
+        conversation_id = context.conversation_id
+        if not await db(_record_start)(conversation_id, call.id, self.name):
+            for key in await db(tool_requests.pending_elicitation_keys)(conversation_id, call.id):
+                await db(tool_requests.end_elicitation)(conversation_id, key)
+            return ToolResultBlock.error(call.id, INTERRUPTED)
+        prefix = EDITED.format(arguments=json.dumps(arguments, ensure_ascii=False)) if edited else ""
+        in_flight = Call(lease=context.lease, call=call, tool=self.tool.name)
+        try:
+            result = await self.server.call_tool(in_flight, arguments)
+        except ConnectionError as error:
+            text = NOT_CONNECTED.format(server=self.server.name, error=error)
+            return ToolResultBlock.error(call.id, prefix + text)
+        except TimeoutError:
+            seconds = self.config.spec.timeout
+            return ToolResultBlock.error(
+                call.id, prefix + TIMED_OUT.format(tool=self.name, seconds=seconds)
+            )
+        except (MCPError, Exception) as error:  # noqa: BLE001 - the model is told, the turn goes on
+            text = FAILED.format(server=self.server.name, tool=self.tool.name, error=error)
+            return ToolResultBlock.error(call.id, prefix + text[:MAX_SHOWN_CHARS])
+        return ToolResultBlock(
+            tool_call_id=call.id, content=prefix + result_text(result), is_error=result.is_error
+        )
+
+    def resolve_by_message(self, transcript, call, reply, user):
+        """A message sent while approvals wait denies them, with the message as feedback."""
+        text = "\n".join(b.text for b in reply.parsed_blocks if getattr(b, "text", None))
+        return tool_requests.deny_all(
+            transcript, user=user, via="auto-resolve", feedback=text, reply=reply
+        )
+
+
+def result_text(result: types.CallToolResult) -> str:
+    """A tool's result as the model reads it: its text, a line for each other kind of
+    content, the structured result when there is no text; cut to MAX_RESULT_CHARS, saying so."""
+    parts = []
+    for block in result.content:
+        if isinstance(block, types.TextContent):
+            parts.append(block.text)
+        elif isinstance(block, types.EmbeddedResource):
+            resource = block.resource
+            text = getattr(resource, "text", None)
+            parts.append(text if isinstance(text, str) else f"[resource {resource.uri}]")
+        elif isinstance(block, types.ResourceLink):
+            parts.append(f"[resource link {block.uri}]")
+        else:
+            parts.append(f"[{block.type} content ({getattr(block, 'mime_type', '')}), not shown]")
+    if not any(parts) and result.structured_content is not None:
+        parts.append(json.dumps(result.structured_content, ensure_ascii=False))
+    text = "\n".join(parts)
+    if len(text) > MAX_RESULT_CHARS:
+        kept = MAX_RESULT_CHARS - 100
+        text = text[:kept] + CUT.format(kept=kept, total=len(text))
+    return text
+
+
+def _always_allowed(conversation_id: int, name: str) -> bool:
+    owner_id = Conversation.objects.filter(pk=conversation_id).values_list("owner_id", flat=True)
+    return tool_requests.always_allowed(owner_id.first(), name)
+
+
+def _approvals_to_ask(lease: turns.Lease, call: ToolCallBlock) -> list[tuple[ToolCallBlock, ApprovalRequest]]:
+    """This call's approval, and those of the calls after it in its step that need one too:
+    asked together, decided one by one."""
+    calls = turns.pending_tool_calls(lease)
+    start = next((i for i, c in enumerate(calls) if c.id == call.id), 0)
+    owner_id = Conversation.objects.filter(pk=lease.conversation_id).values_list("owner_id", flat=True).first()
+    asks = []
+    for later in calls[start:]:
+        tool = tools.offered(later.name)
+        if not isinstance(tool, McpTool) or tool.policy != ASK:
+            continue
+        if later.id != call.id and (
+            tool_requests.always_allowed(owner_id, tool.name)
+            or tool_requests.decision_for(lease.conversation_id, later.id) is not None
+        ):
+            continue
+        asks.append((later, tool.approval_request(later)))
+    return asks
+
+
+def _record_start(conversation_id: int, call_id: str, name: str) -> bool:
+    """Record that the call goes out now; False if it already went out once."""
+    try:
+        ToolRun.objects.create(conversation_id=conversation_id, tool_call_id=call_id, tool=name)
+    except IntegrityError:
+        return False
+    return True
+
+
+# --- Elicitation -------------------------------------------------------------------------------
+
+ELICITATION_POLL_SECONDS = 2.0
+
+
+async def elicit(call: Call, server: str, params: Any) -> types.ElicitResult:
+    """A running tool asks the person: show the request in the call's conversation, wait for
+    the answer (or its deadline, or the call's end), and send it back."""
+    mode = getattr(params, "mode", "form") or "form"
+    url = getattr(params, "url", "") or ""
+    if mode == "url" and not re.match(r"^https?://", url):
+        return types.ElicitResult(action="decline")
+    request = ElicitationRequest(
+        server=server,
+        call_id=call.call.id,
+        tool=call.tool,
+        message=drop_invisible(str(params.message or ""))[:MAX_SHOWN_CHARS],
+        mode="url" if mode == "url" else "form",
+        requested_schema=getattr(params, "requested_schema", None) or {},
+        url=url[:2000],
+    )
+    conversation_id = call.lease.conversation_id
+    key = f"elicit_{uuid.uuid4().hex[:24]}"
+    await db(tool_requests.ask_elicitation)(call.lease, call.call, request, key=key)
+    try:
+        async with events.subscribe(events.conversation_group(conversation_id)) as changes:
+            while True:
+                outcome = await db(tool_requests.elicitation_outcome)(conversation_id, key)
+                if outcome is not None:
+                    action, content = outcome
+                    accepted = action == "accept" and mode == "form"
+                    return types.ElicitResult(action=action, content=content if accepted else None)
+                await changes.wait(ELICITATION_POLL_SECONDS)
+    finally:
+        # The call ended first (it failed, timed out, or the turn was stopped): the request
+        # can no longer be answered.
+        await asyncio.shield(db(tool_requests.end_elicitation)(conversation_id, key))
+
+
+# --- The connections of this process -----------------------------------------------------------
+
+_connections: dict[asyncio.AbstractEventLoop, Connections] = {}
+
+
+def _sync_registry(connections: Connections) -> None:
+    """Offer exactly the tools the servers list now."""
+    current = {}
+    for server in connections.servers.values():
+        for tool in server.tools.values():
+            wrapped = McpTool(server, tool)
+            current[wrapped.name] = wrapped
+    for name in [n for n, t in tools._tools.items() if isinstance(t, McpTool) and n not in current]:
+        tools.unregister(name)
+    for tool in current.values():
+        tools.register(tool)
+    from mcp_client import status
+
+    status.publish(connections)
+
+
+async def connect() -> None:
+    """Connect this event loop to the servers once, and wait for their first attempt."""
+    loop = asyncio.get_running_loop()
+    connections = _connections.get(loop)
+    if connections is None:
+        for stale in [other for other in _connections if other.is_closed()]:
+            del _connections[stale]
+        connections = _connections[loop] = Connections(elicit, _sync_registry)
+        from mcp_client import status
+
+        status.publish(connections)
+    await connections.ready()
+
+
+def connections_here() -> Connections | None:
+    try:
+        return _connections.get(asyncio.get_running_loop())
+    except RuntimeError:
+        return None
