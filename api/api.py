@@ -3,10 +3,12 @@
 
 import re
 from functools import partial
+from typing import Annotated, Any, Literal
 
 from asgiref.sync import sync_to_async
 from django.conf import settings
 from django.core.exceptions import RequestDataTooBig
+from django.db import transaction
 from django.http import HttpRequest
 from django.utils.translation import gettext as _
 from ninja import Field, Header, NinjaAPI, Query, Schema, Status
@@ -24,10 +26,12 @@ from chat.limits import StreamSlot
 from chat.live.sessions import session_still_valid
 from chat.selectors import MAX_ID, conversation_for_user, conversations_for_user, subagents_of
 from questions import services as questions
+from questions import tool_requests
+from questions.approvals import FormField
 from questions.blocks import API, TERMINAL, Via
-from questions.models import QuestionStatus
+from questions.models import QuestionKind, QuestionStatus
 from questions.schemas import Question
-from questions.selectors import pending_question, questions_for_user
+from questions.selectors import pending_questions, questions_for_user
 
 MAX_WAIT = 120.0
 # A change cursor as a client sends it back: ASCII digits only (str.isdigit also accepts "²"),
@@ -144,22 +148,114 @@ class MessageOut(Schema):
     createdAt: str
 
 
+# The resolution, deadline and audit of a question, an approval or an elicitation.
+RESOLUTION = Field(description="asked, replied, rejected, expired or cancelled")
+EXPIRES_AT = Field(
+    None, description="When the server resolves it as expired (ISO time); null: never."
+)
+ANSWERED_BY = Field(None, description="Who resolved it (a user name).")
+ANSWERED_AT = Field(None, description="When it was resolved (ISO time).")
+ANSWERED_VIA = Field(None, description="How: browser, api, terminal, auto-resolve or expiry.")
+
+
 class PendingQuestionOut(Schema):
+    """A question the model asked (one of the three question tools)."""
+
     conversationId: int
     toolCallId: str
-    tool: str
+    tool: Literal["question", "ask_user_question", "confirm_action"]
     questions: list[Question]
     question: str | None = Field(None, description="The only question's text (one question).")
     options: list[str] | None = Field(None, description="Its option labels (one question).")
-    questionResolution: str = Field(description="asked, replied, rejected, expired or cancelled")
-    expiresAt: str | None = Field(
-        None, description="When the server resolves it as expired (ISO time); null: never."
+    questionResolution: str = RESOLUTION
+    expiresAt: str | None = EXPIRES_AT
+    answeredBy: str | None = ANSWERED_BY
+    answeredAt: str | None = ANSWERED_AT
+    answeredVia: str | None = ANSWERED_VIA
+
+
+class ApprovalDetail(Schema):
+    name: str = Field(description="The tool's name as the model calls it: mcp__<server>__<tool>.")
+    server: str = Field(description="The MCP server (its name in MCP_CONFIG).")
+    tool: str = Field(description="The tool's own name on its server.")
+    title: str = Field(description="The tool's title, else its name.")
+    description: str
+    arguments: dict[str, Any] = Field(description="The arguments the model called it with.")
+    inputSchema: dict[str, Any] = Field(
+        description="The tool's input schema (JSON Schema): edited arguments must fit it."
     )
-    answeredBy: str | None = Field(None, description="Who resolved it (a user name).")
-    answeredAt: str | None = Field(None, description="When it was resolved (ISO time).")
-    answeredVia: str | None = Field(
-        None, description="How: browser, api, terminal, auto-resolve or expiry."
+
+
+class ApprovalOut(Schema):
+    """May the agent call this tool from an MCP server with these arguments?"""
+
+    conversationId: int
+    toolCallId: str = Field(description="The tool call it is about.")
+    tool: Literal["tool_approval"]
+    approval: ApprovalDetail
+    decision: Literal["allow", "always", "deny"] | None = Field(
+        None, description="How it was decided; null while pending, expired or cancelled."
     )
+    editedArguments: dict[str, Any] | None = Field(
+        None, description="The arguments allowed instead of the model's; null: not edited."
+    )
+    feedback: str = Field("", description="What the person told the model with Deny.")
+    questionResolution: str = RESOLUTION
+    expiresAt: str | None = EXPIRES_AT
+    answeredBy: str | None = ANSWERED_BY
+    answeredAt: str | None = ANSWERED_AT
+    answeredVia: str | None = ANSWERED_VIA
+
+
+class ElicitationDetail(Schema):
+    server: str = Field(description="The MCP server that asks.")
+    tool: str = Field("", description="Its tool that is running and waits for the answer.")
+    callId: str = Field(description="That tool's call in the transcript.")
+    message: str = Field(description="What the server asks, in its own words.")
+    mode: Literal["form", "url"] = Field(
+        description="form: answer with values for `fields`; url: open `url`, then accept."
+    )
+    url: str = ""
+    fields: list[FormField] = Field(
+        description="The form, in order: name, kind (string, number, integer, boolean or "
+        "enum), title, description, required, default, minimum, maximum, minLength, "
+        "maxLength, format and, for an enum, choices ({value, title})."
+    )
+
+
+class ElicitationOut(Schema):
+    """A running tool from an MCP server asks for values (a form) or to open a link; it waits
+    for the answer while the turn runs."""
+
+    conversationId: int
+    toolCallId: str = Field(description="This request's id in the conversation.")
+    tool: Literal["elicitation"]
+    elicitation: ElicitationDetail
+    action: Literal["accept", "decline", "cancel"] | None = Field(
+        None, description="How it was answered; null while pending or when it expired."
+    )
+    content: dict[str, Any] | None = Field(None, description="The values sent with accept.")
+    questionResolution: str = RESOLUTION
+    expiresAt: str | None = EXPIRES_AT
+    answeredBy: str | None = ANSWERED_BY
+    answeredAt: str | None = ANSWERED_AT
+    answeredVia: str | None = ANSWERED_VIA
+
+
+# Whatever waits for a person, told apart by `tool`.
+AnyQuestionOut = Annotated[
+    PendingQuestionOut | ApprovalOut | ElicitationOut, Field(discriminator="tool")
+]
+PENDING_QUESTIONS = Field(
+    description="Everything that waits for an answer now, in the order asked: the paused "
+    "turn's question or approvals (several approvals of one step wait together), and the "
+    "elicitations of a tool that is running."
+)
+PENDING_QUESTION = Field(
+    None,
+    description="What the paused turn waits for (the first of `pendingQuestions`); null "
+    "unless the agent's state is awaiting_user.",
+)
 
 
 class SubagentOut(ConversationOut):
@@ -189,7 +285,8 @@ class MessagePage(Schema):
 
 
 class ConversationDetail(ConversationOut):
-    pendingQuestion: PendingQuestionOut | None = None
+    pendingQuestion: AnyQuestionOut | None = PENDING_QUESTION
+    pendingQuestions: list[AnyQuestionOut] = PENDING_QUESTIONS
     messages: list[MessageOut] = Field(
         description=f"The newest messages (at most {PAGE_SIZE}), in transcript order, "
         "superseded ones included."
@@ -207,7 +304,8 @@ class AgentResult(Schema):
     status: str = Field(description="complete, needs_input, running, interrupted or error")
     conversationId: int
     response: str
-    pendingQuestion: PendingQuestionOut | None = None
+    pendingQuestion: AnyQuestionOut | None = PENDING_QUESTION
+    pendingQuestions: list[AnyQuestionOut] = PENDING_QUESTIONS
     messages: list[MessageOut]
 
 
@@ -226,6 +324,33 @@ class Respond(Schema):
 
 class Cancel(Schema):
     wait: float = Field(0, ge=0, le=MAX_WAIT)
+
+
+class Decide(Schema):
+    decision: Literal["allow", "always", "deny"] = Field(
+        description="allow: run the call once; always: run it, and never ask you again about "
+        "this tool; deny: do not run it."
+    )
+    arguments: dict[str, Any] | None = Field(
+        None,
+        description="With allow or always: the arguments to run it with instead of the "
+        "model's; they must fit the tool's input schema.",
+    )
+    feedback: str = Field("", description="With deny: what to tell the model.")
+    wait: float = Field(0, ge=0, le=MAX_WAIT, description="Seconds to wait for the agent.")
+
+
+class Elicit(Schema):
+    action: Literal["accept", "decline", "cancel"] = Field(
+        description="accept: send `content` (form) or say the link was opened (url); decline: "
+        "refuse; cancel: dismiss without deciding."
+    )
+    content: dict[str, Any] | None = Field(
+        None,
+        description="With accept, for a form: field name -> value (a string, number or "
+        "boolean; an enum's choice by its value). Optional fields may be left out.",
+    )
+    wait: float = Field(0, ge=0, le=MAX_WAIT, description="Seconds to wait for the agent.")
 
 
 # --- Endpoints ---------------------------------------------------------------------------------
@@ -256,7 +381,7 @@ def get_conversation(request, conversation_id: int):
     superseded_calls = superseded_tool_calls(conversation) if children else set()
     return {
         **results.conversation_data(conversation),
-        "pendingQuestion": results.question_data(pending_question(conversation)),
+        **results.pending_data(conversation),
         "messages": page["messages"],
         "messagesBefore": page["before"],
         "children": [results.subagent_data(s, superseded_calls=superseded_calls) for s in children],
@@ -306,8 +431,9 @@ async def post_message(request, conversation_id: int, body: PostMessage):
     "/conversations/{conversation_id}/respond", response={200: AgentResult, **ERRORS}, by_alias=True
 )
 async def respond(request, conversation_id: int, body: Respond):
-    """Answer the pending question: one entry per question text."""
-    reply = await sync_to_async(questions.answer_question_by_text)(
+    """Answer the pending question: one entry per question text. An approval or an
+    elicitation is answered at its own endpoint (409 here)."""
+    reply = await sync_to_async(_answer_by_text)(
         user=request.user,
         conversation_id=conversation_id,
         answers=body.answers,
@@ -329,6 +455,47 @@ async def cancel(request, conversation_id: int, body: Cancel | None = None):
     return await _result(
         request, conversation_id, body.wait if body else 0, since_order=since, interrupted=True
     )
+
+
+@api.post(
+    "/conversations/{conversation_id}/approvals/{tool_call_id}",
+    response={200: AgentResult, **ERRORS},
+    by_alias=True,
+)
+async def decide(request, conversation_id: int, tool_call_id: str, body: Decide):
+    """Decide a pending approval of a tool call (`toolCallId` of the approval). The paused
+    step goes on once every approval it waits for is decided."""
+    since = await sync_to_async(_next_order)(request.user, conversation_id)
+    await sync_to_async(tool_requests.decide)(
+        user=request.user,
+        conversation_id=conversation_id,
+        tool_call_id=tool_call_id,
+        decision=body.decision,
+        arguments=body.arguments,
+        feedback=body.feedback or "",
+        via=channel(request),
+    )
+    return await _result(request, conversation_id, body.wait, since_order=since)
+
+
+@api.post(
+    "/conversations/{conversation_id}/elicitations/{tool_call_id}",
+    response={200: AgentResult, **ERRORS},
+    by_alias=True,
+)
+async def elicitation(request, conversation_id: int, tool_call_id: str, body: Elicit):
+    """Answer a running tool's elicitation (`toolCallId` of the elicitation): accept with the
+    form's `content`, decline or cancel. The tool goes on with the answer."""
+    since = await sync_to_async(_next_order)(request.user, conversation_id)
+    await sync_to_async(tool_requests.answer_elicitation)(
+        user=request.user,
+        conversation_id=conversation_id,
+        tool_call_id=tool_call_id,
+        action=body.action,
+        values=body.content or {},
+        via=channel(request),
+    )
+    return await _result(request, conversation_id, body.wait, since_order=since)
 
 
 @api.get("/conversations/{conversation_id}/events", response={200: None, **ERRORS}, by_alias=True)
@@ -371,11 +538,12 @@ async def events(
 QUESTIONS_LISTED = 100
 
 
-@api.get("/questions", response={200: list[PendingQuestionOut], **ERRORS}, by_alias=True)
+@api.get("/questions", response={200: list[AnyQuestionOut], **ERRORS}, by_alias=True)
 def list_questions(request, status: QuestionStatus = QuestionStatus.PENDING):
-    """The user's questions in every conversation with one status: `pending` (waiting for an
-    answer, the most recently asked first), or `answered`, `auto_resolved`, `rejected`,
-    `expired`, `cancelled` (the most recently resolved first); at most 100."""
+    """The user's questions, approvals and elicitations in every conversation with one
+    status: `pending` (waiting for an answer, the most recently asked first), or `answered`,
+    `auto_resolved`, `rejected`, `expired`, `cancelled` (the most recently resolved first); at
+    most 100. `tool` tells them apart."""
     found = questions_for_user(user=request.user, status=status)[:QUESTIONS_LISTED]
     return [results.question_data(q) for q in found]
 
@@ -418,6 +586,39 @@ async def _result(request, conversation_id: int, wait: float, **options) -> dict
 def _agent_result(user, conversation_id: int, **options) -> dict:
     conversation = conversation_for_user(user=user, conversation_id=conversation_id)
     return results.agent_result(conversation, **options)
+
+
+class NotAQuestion(ParleyError):
+    """What waits is an approval or an elicitation, which /respond cannot answer."""
+
+    status = 409
+
+
+def _answer_by_text(*, user, conversation_id: int, answers, tool_call_id, via: Via):
+    """questions.answer_question_by_text, once the pending thing is known to be a question."""
+    with transaction.atomic():
+        conversation = conversation_for_user(user=user, conversation_id=conversation_id, lock=True)
+        waiting = pending_questions(conversation)
+        if waiting and all(q.is_tool_request for q in waiting):
+            first = waiting[0]
+            if first.kind == QuestionKind.TOOL_APPROVAL:
+                message = _(
+                    "A tool call waits for approval, not an answer: decide it with POST "
+                    "/api/v1/conversations/%(id)s/approvals/%(call)s."
+                )
+            else:
+                message = _(
+                    "A tool asks for values, not an answer: reply with POST "
+                    "/api/v1/conversations/%(id)s/elicitations/%(call)s."
+                )
+            raise NotAQuestion(message % {"id": conversation_id, "call": first.tool_call_id})
+        return questions.answer_question_by_text(
+            user=user,
+            conversation_id=conversation_id,
+            answers=answers,
+            tool_call_id=tool_call_id,
+            via=via,
+        )
 
 
 def _next_order(user, conversation_id: int) -> int:

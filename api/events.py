@@ -81,6 +81,7 @@ def _state(conversation) -> dict:
         "status": result["status"],
         "conversationId": conversation.pk,
         "pendingQuestion": result["pendingQuestion"],
+        "pendingQuestions": result["pendingQuestions"],
     }
 
 

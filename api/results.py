@@ -1,11 +1,12 @@
-"""What the API returns: messages, pending questions and agent results, as plain dicts."""
+"""What the API returns: messages, pending questions (and approvals and elicitations) and
+agent results, as plain dicts."""
 
 from chat.blocks import TextBlock, ToolCallBlock, parse_blocks
 from chat.models import RUNNING_STATES, AgentState, Conversation, Message, Role
 from chat.paging import TranscriptPage
 from chat.selectors import Subagent
-from questions.models import Question
-from questions.selectors import pending_question
+from questions.models import Question, QuestionKind
+from questions.selectors import AUDIT_FIELDS, pending_questions, tool_request_data
 
 STATUS = {
     AgentState.AWAITING_USER: "needs_input",
@@ -74,15 +75,18 @@ def tool_call_ids(messages: list[Message]) -> set[str]:
     }
 
 
-# The payload's resolution, deadline and audit fields, under their wire names.
-AUDIT_FIELDS = {"question_resolution", "expires_at", "answered_by", "answered_at", "answered_via"}
-
-
 def question_data(question: Question | None) -> dict | None:
-    """A question as the API returns it (pending, or with its resolution and audit)."""
+    """A question, an approval or an elicitation as the API returns it (pending, or with its
+    resolution and audit)."""
     if question is None:
         return None
-    payload = question.payload
+    if question.is_tool_request:
+        return {
+            "conversationId": question.conversation_id,
+            "toolCallId": question.tool_call_id,
+            **tool_request_data(question),
+        }
+    payload = question.question_payload
     data = {
         "conversationId": question.conversation_id,
         "toolCallId": payload.tool_call_id,
@@ -117,6 +121,21 @@ def agent_result(
         "status": status,
         "conversationId": conversation.pk,
         "response": message_data(replies[-1])["text"] if replies else "",
-        "pendingQuestion": question_data(pending_question(conversation)),
+        **pending_data(conversation),
         "messages": [message_data(m) for m in messages],
+    }
+
+
+def pending_data(conversation: Conversation) -> dict:
+    """`pendingQuestion`: what the paused turn waits for (the first, when several approvals
+    wait), or None, as before approvals and elicitations; `pendingQuestions`: everything that
+    waits for an answer now (questions.selectors.pending_questions), an elicitation while its
+    tool runs included."""
+    pending = pending_questions(conversation)
+    first = None
+    if conversation.agent_state == AgentState.AWAITING_USER:
+        first = next((q for q in pending if q.kind != QuestionKind.ELICITATION), None)
+    return {
+        "pendingQuestion": question_data(first),
+        "pendingQuestions": [question_data(q) for q in pending],
     }

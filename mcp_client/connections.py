@@ -28,6 +28,9 @@ import mcp_types as types
 from mcp import Client
 from mcp.client.stdio import StdioServerParameters
 from mcp.client.streamable_http import streamable_http_client
+from mcp.client.subscriptions import ListenNotSupportedError, SubscriptionLost
+from mcp.shared.exceptions import MCPError
+from mcp_types.version import MODERN_PROTOCOL_VERSIONS
 
 from mcp_client.config import ServerConfig, StdioServer, load
 
@@ -130,20 +133,41 @@ class ServerConnection:
             pause = min(pause * 2, RETRY_MAX_SECONDS)
 
     async def _hold(self, client: Client) -> None:
-        """Keep the session until it breaks: the transport failed, or a ping went unanswered."""
+        """Keep the session until it breaks: the transport failed, or a ping went unanswered.
+        Any answer to a ping counts, an error too (the newest protocol has no ping method)."""
         self._broken.clear()
-        while not self._broken.is_set():
-            with contextlib.suppress(TimeoutError):
-                async with asyncio.timeout(PING_SECONDS):
-                    await _first(self._broken.wait(), self._relist.wait())
-            if self._relist.is_set():
-                self._relist.clear()
-                await self._list_tools(client)
-                continue
-            if not self._broken.is_set():
-                async with asyncio.timeout(PING_SECONDS):
-                    await client.send_ping()
+        watcher = None
+        if client.protocol_version in MODERN_PROTOCOL_VERSIONS:
+            watcher = asyncio.create_task(self._listen(client))
+        try:
+            while not self._broken.is_set():
+                with contextlib.suppress(TimeoutError):
+                    async with asyncio.timeout(PING_SECONDS):
+                        await _first(self._broken.wait(), self._relist.wait())
+                if self._relist.is_set():
+                    self._relist.clear()
+                    await self._list_tools(client)
+                    continue
+                if not self._broken.is_set():
+                    async with asyncio.timeout(PING_SECONDS):
+                        with contextlib.suppress(MCPError):
+                            await client.send_ping()
+        finally:
+            if watcher is not None:
+                watcher.cancel()
         raise ConnectionError(self.error or "the connection was lost")
+
+    async def _listen(self, client: Client) -> None:
+        """The newest protocol sends tools/list_changed only on a `subscriptions/listen`
+        stream (the older one sends it on the session, to `_on_message`)."""
+        try:
+            async with client.listen(tools_list_changed=True) as changes:
+                async for _ in changes:
+                    self._relist.set()
+        except (MCPError, ListenNotSupportedError):
+            return  # the server sends no change events
+        except SubscriptionLost:
+            self._broken.set()
 
     async def _list_tools(self, client: Client) -> None:
         tools, cursor = {}, None

@@ -148,7 +148,9 @@ class McpTool(Tool):
             for key in await db(tool_requests.pending_elicitation_keys)(conversation_id, call.id):
                 await db(tool_requests.end_elicitation)(conversation_id, key)
             return ToolResultBlock.error(call.id, INTERRUPTED)
-        prefix = EDITED.format(arguments=json.dumps(arguments, ensure_ascii=False)) if edited else ""
+        prefix = (
+            EDITED.format(arguments=json.dumps(arguments, ensure_ascii=False)) if edited else ""
+        )
         in_flight = Call(lease=context.lease, call=call, tool=self.tool.name)
         try:
             result = await self.server.call_tool(in_flight, arguments)
@@ -204,12 +206,18 @@ def _always_allowed(conversation_id: int, name: str) -> bool:
     return tool_requests.always_allowed(owner_id.first(), name)
 
 
-def _approvals_to_ask(lease: turns.Lease, call: ToolCallBlock) -> list[tuple[ToolCallBlock, ApprovalRequest]]:
+def _approvals_to_ask(
+    lease: turns.Lease, call: ToolCallBlock
+) -> list[tuple[ToolCallBlock, ApprovalRequest]]:
     """This call's approval, and those of the calls after it in its step that need one too:
     asked together, decided one by one."""
     calls = turns.pending_tool_calls(lease)
     start = next((i for i, c in enumerate(calls) if c.id == call.id), 0)
-    owner_id = Conversation.objects.filter(pk=lease.conversation_id).values_list("owner_id", flat=True).first()
+    owner_id = (
+        Conversation.objects.filter(pk=lease.conversation_id)
+        .values_list("owner_id", flat=True)
+        .first()
+    )
     asks = []
     for later in calls[start:]:
         tool = tools.offered(later.name)

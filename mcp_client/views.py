@@ -14,9 +14,7 @@ from questions.models import ToolPermission
 
 @require_GET
 def tools_page(request: HttpRequest) -> HttpResponse:
-    allowed = set(
-        ToolPermission.objects.filter(user=request.user).values_list("tool", flat=True)
-    )
+    allowed = set(ToolPermission.objects.filter(user=request.user).values_list("tool", flat=True))
     servers = status.servers()
     listed = set()
     for server in servers:

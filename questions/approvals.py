@@ -178,7 +178,9 @@ def check_arguments(value: dict, schema: dict) -> None:
         return  # the server's schema is broken: the server itself will judge the call
     if error is not None:
         where = "/".join(str(p) for p in error.absolute_path)
-        raise InvalidInput(SCHEMA_MISMATCH % {"error": f"{where}: {error.message}" if where else error.message})
+        raise InvalidInput(
+            SCHEMA_MISMATCH % {"error": f"{where}: {error.message}" if where else error.message}
+        )
 
 
 # --- Elicitations ------------------------------------------------------------------------------
@@ -195,8 +197,9 @@ class FormField(BaseModel):
     """One form field, read from a property of the requested schema (the flat subset MCP
     allows: string, number, integer, boolean, and a string enum)."""
 
-    model_config = ConfigDict(frozen=True, alias_generator=to_camel, validate_by_name=True,
-                              serialize_by_alias=True)
+    model_config = ConfigDict(
+        frozen=True, alias_generator=to_camel, validate_by_name=True, serialize_by_alias=True
+    )
 
     name: str
     kind: Literal["string", "number", "integer", "boolean", "enum"]
@@ -221,7 +224,9 @@ def form_fields(schema: Any) -> list[FormField]:
     (the server's own validation then refuses what it needed)."""
     if not isinstance(schema, dict) or not isinstance(schema.get("properties"), dict):
         return []
-    required = set(schema.get("required") or ()) if isinstance(schema.get("required"), list) else set()
+    required = (
+        set(schema.get("required") or ()) if isinstance(schema.get("required"), list) else set()
+    )
     fields = []
     for name, spec in list(schema["properties"].items())[:MAX_FIELDS]:
         if not isinstance(name, str) or not isinstance(spec, dict):
@@ -261,7 +266,10 @@ def _choices(spec: dict) -> list[Choice]:
     if isinstance(spec.get("enum"), list):
         names = spec.get("enumNames") if isinstance(spec.get("enumNames"), list) else []
         return [
-            Choice(value=v, title=_clip(names[i] if i < len(names) and isinstance(names[i], str) else v, 200))
+            Choice(
+                value=v,
+                title=_clip(names[i] if i < len(names) and isinstance(names[i], str) else v, 200),
+            )
             for i, v in enumerate(spec["enum"])
             if isinstance(v, str)
         ]

@@ -32,8 +32,6 @@ RESOLVED = {
 }
 
 
-
-
 def asked_event(question: Question) -> str:
     return APPROVAL_REQUESTED if question.kind == QuestionKind.TOOL_APPROVAL else ASKED
 

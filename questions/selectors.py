@@ -6,9 +6,10 @@ from django.urls import reverse
 
 from chat.models import AgentState, Conversation
 from chat.selectors import accessible_conversation_id, conversation_for_user
+from questions.approvals import APPROVAL_TYPE, ELICITATION_TYPE, ApprovalPayload
 from questions.blocks import Answer
 from questions.errors import QuestionAlreadyResolved
-from questions.models import Question, QuestionDraft, QuestionStatus
+from questions.models import Question, QuestionDraft, QuestionKind, QuestionStatus
 
 
 def question_for_user(
@@ -49,6 +50,55 @@ def pending_question(conversation: Conversation) -> Question | None:
     if question is not None:
         question.conversation = conversation
     return question
+
+
+def pending_questions(conversation: Conversation) -> list[Question]:
+    """What the conversation waits for the person to answer now, in the order asked (the caller
+    has checked access to it): while its turn is paused, every pending question or approval
+    (the approvals of one step wait together, each decided on its own); while a tool runs, the
+    elicitations it waits on. One query; none while the turn neither waits nor runs a tool."""
+    state = conversation.agent_state
+    if state not in (AgentState.AWAITING_USER, AgentState.TOOL_EXECUTING):
+        return []
+    rows = Question.objects.filter(conversation=conversation, status=QuestionStatus.PENDING)
+    if state == AgentState.TOOL_EXECUTING:
+        rows = rows.filter(kind=QuestionKind.ELICITATION)
+    found = list(rows.order_by("created_at", "id"))
+    for question in found:
+        question.conversation = conversation
+    return found
+
+
+# An approval's and an elicitation's fields, as the API and the webhooks send them.
+APPROVAL_FIELDS = {"name", "server", "tool", "title", "description", "arguments", "input_schema"}
+ELICITATION_FIELDS = {"server", "tool", "call_id", "message", "mode", "url", "fields"}
+AUDIT_FIELDS = {"question_resolution", "expires_at", "answered_by", "answered_at", "answered_via"}
+
+
+def tool_request_data(question: Question) -> dict:
+    """An approval or an elicitation under its wire names (camelCase), for the API and the
+    webhooks: `tool` (`tool_approval` or `elicitation`); `approval` (what the call is, and its
+    arguments) with `decision`, `editedArguments` and `feedback`, or `elicitation` (the
+    server's message and form) with `action` and `content`; then the resolution and audit.
+    Reads `answered_by` (select_related it for many)."""
+    payload = question.payload
+    audit = payload.model_dump(mode="json", include=AUDIT_FIELDS)
+    if isinstance(payload, ApprovalPayload):
+        return {
+            "tool": APPROVAL_TYPE,
+            "approval": payload.model_dump(mode="json", include=APPROVAL_FIELDS),
+            "decision": payload.decision,
+            "editedArguments": payload.edited_arguments,
+            "feedback": payload.feedback,
+            **audit,
+        }
+    return {
+        "tool": ELICITATION_TYPE,
+        "elicitation": payload.model_dump(mode="json", include=ELICITATION_FIELDS),
+        "action": payload.action,
+        "content": payload.content,
+        **audit,
+    }
 
 
 def questions_for_user(*, user, status: str = QuestionStatus.PENDING) -> QuerySet[Question]:

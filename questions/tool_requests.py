@@ -145,7 +145,9 @@ def decide(
     this tool again), or deny (with optional `feedback` for the model). The step goes on once
     its last approval is decided. Raises InvalidAnswer, QuestionAlreadyResolved,
     ConversationNotFound."""
-    question = _pending_approval(user=user, conversation_id=conversation_id, tool_call_id=tool_call_id)
+    question = _pending_approval(
+        user=user, conversation_id=conversation_id, tool_call_id=tool_call_id
+    )
     request = question.approval
     stored: dict[str, Any] = {"decision": decision}
     try:
@@ -176,7 +178,9 @@ def decide(
     return question
 
 
-def deny_all(transcript: Transcript, *, user, via: Via, feedback: str = "", reply=None) -> dispatch.Next | None:
+def deny_all(
+    transcript: Transcript, *, user, via: Via, feedback: str = "", reply=None
+) -> dispatch.Next | None:
     """Deny every pending approval of the conversation (the person sent a message instead, or
     cancelled), in the caller's transaction and Transcript; the step goes on with each call
     denied. None if none was pending."""

@@ -316,7 +316,8 @@
     if (input.hasAttribute("data-other")) {
       showOther(input, input.checked);
     } else if (input.type === "radio") {
-      var other = input.closest(".question-item").querySelector("input[type=radio][data-other]");
+      var item = input.closest(".question-item");
+      var other = item && item.querySelector("input[type=radio][data-other]");
       if (other) { showOther(other, false); }
     }
   });

@@ -1,0 +1,229 @@
+"""Tools from a real MCP server, driven through the browser: the example notes server
+(examples/notes_server.py, written with the SDK), run over stdio by Parley itself and over
+streamable HTTP as a server of its own, with the scripted agent's demo script ("Save a note":
+a read that runs at once, then a write that asks; "Make a note from a form": elicitation)."""
+
+import json
+import re
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+from playwright.sync_api import expect
+
+from tests.browser.pages import axe_violations, log_in, new_conversation, send, transcript_items
+from tests.live_server import ROOT, LiveServer, free_port, wait_for
+
+NOTES_SERVER = str(ROOT / "examples" / "notes_server.py")
+
+
+def writes(notes: Path) -> list[str]:
+    log = notes / ".writes.log"
+    return log.read_text().splitlines() if log.exists() else []
+
+
+@pytest.fixture(scope="module", params=["stdio", "http"])
+def tools_server(request, tmp_path_factory):
+    """A Parley server whose MCP_CONFIG names the notes server, over `request.param`."""
+    workdir = tmp_path_factory.mktemp(f"tools-{request.param}")
+    notes = workdir / "notes"
+    helper = None
+    if request.param == "stdio":
+        entry = {
+            "command": sys.executable,
+            "args": [NOTES_SERVER],
+            "env": {"NOTES_DIR": str(notes)},
+        }
+    else:
+        port = free_port()
+        helper = subprocess.Popen(
+            [sys.executable, NOTES_SERVER, "--http", "--port", str(port)],
+            env={"PATH": "/usr/bin:/bin", "NOTES_DIR": str(notes)},
+            stdout=subprocess.DEVNULL,
+            stderr=subprocess.DEVNULL,
+        )
+        entry = {"url": f"http://127.0.0.1:{port}/mcp"}
+        wait_for(lambda: _answers(port), 20, "the notes server over HTTP")
+    # As examples/mcp.json: the form tool asks for its details itself, so the operator lets it
+    # run without an approval first.
+    entry["approval"] = {"tools": {"new_note_from_form": "allow"}}
+    config = workdir / "mcp.json"
+    config.write_text(json.dumps({"mcpServers": {"notes": entry}}))
+    server = LiveServer(workdir, MCP_CONFIG=str(config))
+    server.set_up_database()
+    server.start()
+    server.notes = notes
+    yield server
+    server.stop()
+    if helper is not None:
+        helper.terminate()
+        helper.wait(10)
+
+
+def _answers(port: int) -> bool:
+    import socket
+
+    with socket.socket() as sock:
+        return sock.connect_ex(("127.0.0.1", port)) == 0
+
+
+@pytest.fixture
+def tab(request, browser, tools_server, console_errors):
+    # axe is injected for its scan: only the keyboard test's context lets it past the CSP.
+    bypass = "keyboard" in request.node.name
+    context = browser.new_context(base_url=tools_server.url, locale="en-US", bypass_csp=bypass)
+    context.set_default_timeout(15_000)
+    page = context.new_page()
+    page.on("console", lambda m: m.type == "error" and console_errors.append(m.text))
+    page.on("pageerror", lambda error: console_errors.append(str(error)))
+    log_in(page)
+    yield page
+    context.close()
+    assert console_errors.unexpected() == []
+
+
+def ask_to_save(page):
+    new_conversation(page)
+    send(page, "Save a note")
+    approval = page.get_by_role("group", name="Write note")
+    expect(approval.get_by_role("button", name="Allow", exact=True)).to_be_visible()
+    return approval
+
+
+def test_a_read_runs_at_once_and_a_write_asks_then_runs_once_when_allowed(tab, tools_server):
+    before = writes(tools_server.notes)
+    approval = ask_to_save(tab)
+    # The read ran without asking; the write waits, not run.
+    expect(tab.get_by_text("Used the tool mcp__notes__list_notes")).to_be_visible()
+    assert writes(tools_server.notes) == before
+    expect(approval.locator("pre")).to_contain_text('"text": "Milk, eggs, bread"')
+    expect(approval.get_by_text("notes", exact=True)).to_be_visible()  # the server is named
+    # Waiting for the person: the title counts it.
+    expect(tab).to_have_title(re.compile(r"^\(1\) "))
+    approval.get_by_role("button", name="Allow", exact=True).click()
+    expect(
+        tab.get_by_text("The notes server answered: Saved shopping (17 characters)")
+    ).to_be_visible()
+    expect(approval.get_by_text("Allowed", exact=True)).to_be_visible()
+    expect(approval.get_by_text(re.compile("Answered by demo .* via browser"))).to_be_visible()
+    assert writes(tools_server.notes) == [*before, "write shopping"]
+    assert (tools_server.notes / "shopping.md").read_text() == "Milk, eggs, bread"
+    expect(tab).not_to_have_title(re.compile(r"^\("))
+
+
+def test_deny_with_feedback_reaches_the_model_and_nothing_runs(tab, tools_server):
+    before = writes(tools_server.notes)
+    approval = ask_to_save(tab)
+    approval.get_by_role("textbox", name="Feedback").fill("Call it groceries instead")
+    approval.get_by_role("button", name="Deny").click()
+    expect(
+        tab.get_by_text(
+            "The note was not saved: The user denied this call: the tool did not run. "
+            "Their feedback: Call it groceries instead"
+        )
+    ).to_be_visible()
+    expect(approval.get_by_text("Denied", exact=True)).to_be_visible()
+    assert writes(tools_server.notes) == before
+
+
+def test_edit_arguments_refuses_a_bad_edit_and_runs_the_edited_call(
+    tab, tools_server, console_errors
+):
+    console_errors.expect("status of 422")  # the refused edits
+    approval = ask_to_save(tab)
+    approval.get_by_role("button", name="Edit arguments").click()
+    arguments = approval.get_by_role("textbox", name="Arguments")
+    expect(arguments).to_be_focused()
+    arguments.fill('{"name": "groceries"}')
+    approval.get_by_role("button", name="Allow", exact=True).click()
+    expect(approval.get_by_role("alert")).to_have_text(
+        "The arguments do not fit the tool's input schema: 'text' is a required property"
+    )
+    arguments.fill('{"name": "groceries", "text": not json}')
+    approval.get_by_role("button", name="Allow", exact=True).click()
+    expect(approval.get_by_role("alert")).to_contain_text("The arguments are not valid JSON")
+    assert not (tools_server.notes / "groceries.md").exists()
+    arguments.fill('{"name": "groceries", "text": "Apples"}')
+    approval.get_by_role("button", name="Allow", exact=True).click()
+    expect(approval.get_by_text("Allowed with edited arguments")).to_be_visible()
+    # The model reads that the person edited the call, and with what.
+    expect(transcript_items(tab).last).to_contain_text(
+        "The user edited the arguments before allowing this call"
+    )
+    expect(transcript_items(tab).last).to_contain_text("Saved groceries (6 characters)")
+    assert (tools_server.notes / "groceries.md").read_text() == "Apples"
+
+
+def test_always_allow_skips_the_next_ask_until_revoked(tab, tools_server):
+    approval = ask_to_save(tab)
+    approval.get_by_role("button", name="Always allow").click()
+    expect(approval.get_by_text("Always allowed", exact=True)).to_be_visible()
+    expect(tab.get_by_text("The notes server answered: Saved shopping")).to_be_visible()
+
+    before = writes(tools_server.notes)
+    new_conversation(tab)
+    send(tab, "Save a note")
+    expect(tab.get_by_text("The notes server answered: Saved shopping")).to_be_visible()
+    expect(tab.get_by_role("group", name="Write note")).to_have_count(0)
+    assert writes(tools_server.notes) == [*before, "write shopping"]
+
+    tab.goto("/settings/tools/")
+    row = tab.get_by_role("row", name=re.compile("Write note"))
+    expect(row).to_contain_text("Always allowed by you")
+    expect(tab.get_by_role("row", name=re.compile("List notes"))).to_contain_text("Runs at once")
+    expect(tab.get_by_text("Connected")).to_be_visible()
+    row.get_by_role("button", name="Revoke “Always allow” of Write note").click()
+    expect(tab.get_by_role("row", name=re.compile("Write note"))).to_contain_text("Asks you first")
+
+    tab.goto("/")
+    ask_to_save(tab)  # asks again
+
+
+def test_elicitation_round_trips_accept_decline_and_cancel(tab, tools_server):
+    new_conversation(tab)
+    send(tab, "Make a note from a form")
+    form = tab.get_by_role("group", name="Details for the new note")
+    form.get_by_role("textbox", name="Note name").fill("from-form")
+    form.get_by_role("textbox", name="Text").fill("Filled in by hand")
+    form.get_by_role("spinbutton", name="Priority").fill("9")
+    form.get_by_role("checkbox", name="Pinned").check()
+    form.get_by_role("radio", name="green").check()
+    form.get_by_role("button", name="Submit").click()
+    # The schema's limit is the field's own: the page stops the Submit and says so.
+    priority = form.get_by_role("spinbutton", name="Priority")
+    assert priority.evaluate("input => input.validationMessage")
+    expect(form.get_by_role("button", name="Submit")).to_be_visible()
+    priority.fill("4")
+    form.get_by_role("button", name="Submit").click()
+    expect(
+        tab.get_by_text("The notes server answered: Saved from-form from the form")
+    ).to_be_visible()
+    expect(form.get_by_text("Sent", exact=True)).to_be_visible()
+    assert (tools_server.notes / "from-form.md").read_text() == "Filled in by hand"
+
+    for button, words in (("Decline", "declined"), ("Cancel", "cancelled")):
+        new_conversation(tab)
+        send(tab, "Make a note from a form")
+        form = tab.get_by_role("group", name="Details for the new note")
+        form.get_by_role("button", name=button).click()
+        expect(tab.get_by_text(f"The notes server answered: The user {words}")).to_be_visible()
+
+
+def test_the_approval_is_keyboard_only_and_number_keys_never_allow(tab, tools_server, screenshots):
+    before = writes(tools_server.notes)
+    approval = ask_to_save(tab)
+    allow = approval.get_by_role("button", name="Allow", exact=True)
+    expect(allow).to_be_focused()  # the person was not typing: focus moved to it
+    for key in ("1", "2", "3"):
+        tab.keyboard.press(key)
+    tab.keyboard.press("ArrowRight")
+    expect(approval.get_by_role("button", name="Always allow")).to_be_focused()
+    tab.keyboard.press("ArrowLeft")
+    assert writes(tools_server.notes) == before
+    expect(allow).to_be_visible()
+    assert axe_violations(tab) == []
+    tab.screenshot(path=screenshots / f"approval-{tools_server.notes.parent.name}.png")
+    tab.keyboard.press("Enter")
+    expect(approval.get_by_text("Allowed", exact=True)).to_be_visible()
+    assert writes(tools_server.notes) == [*before, "write shopping"]
