@@ -68,7 +68,7 @@ class HttpServer(_Server):
 class _File(BaseModel):
     model_config = ConfigDict(extra="ignore")
 
-    mcpServers: dict[str, dict] = {}  # noqa: N815 - the format's own name
+    mcpServers: dict[str, dict] = {}
 
     @model_validator(mode="before")
     @classmethod

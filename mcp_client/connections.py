@@ -120,7 +120,7 @@ class ServerConnection:
                     await self._hold(client)
             except asyncio.CancelledError:
                 raise
-            except BaseException as error:  # noqa: BLE001 - a server's failure never ends the loop
+            except BaseException as error:
                 self.error = _describe(error)
                 logger.warning("MCP server %s: %s", self.name, self.error)
             finally:
@@ -252,13 +252,13 @@ class Connections:
             server.tools_changed = lambda: tools_changed(self)
             server.start()
 
-    async def ready(self, timeout: float = FIRST_CONNECT_SECONDS) -> None:
+    async def ready(self) -> None:
         """Wait until every server's first attempt ended (connected or failed), at most
-        `timeout` seconds."""
+        FIRST_CONNECT_SECONDS."""
         waits = [s.attempted.wait() for s in self.servers.values() if not s.attempted.is_set()]
         if waits:
             with contextlib.suppress(TimeoutError):
-                async with asyncio.timeout(timeout):
+                async with asyncio.timeout(FIRST_CONNECT_SECONDS):
                     await asyncio.gather(*waits)
 
     def status(self) -> dict:

@@ -162,7 +162,7 @@ class McpTool(Tool):
             return ToolResultBlock.error(
                 call.id, prefix + TIMED_OUT.format(tool=self.name, seconds=seconds)
             )
-        except (MCPError, Exception) as error:  # noqa: BLE001 - the model is told, the turn goes on
+        except (MCPError, Exception) as error:
             text = FAILED.format(server=self.server.name, tool=self.tool.name, error=error)
             return ToolResultBlock.error(call.id, prefix + text[:MAX_SHOWN_CHARS])
         return ToolResultBlock(
