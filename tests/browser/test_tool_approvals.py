@@ -3,69 +3,27 @@
 streamable HTTP as a server of its own, with the scripted agent's demo script ("Save a note":
 a read that runs at once, then a write that asks; "Make a note from a form": elicitation)."""
 
-import json
 import re
-import subprocess
-import sys
-from pathlib import Path
 
 import pytest
 from playwright.sync_api import expect
 
 from tests.browser.pages import axe_violations, log_in, new_conversation, send, transcript_items
-from tests.live_server import ROOT, LiveServer, free_port, wait_for
-
-NOTES_SERVER = str(ROOT / "examples" / "notes_server.py")
-
-
-def writes(notes: Path) -> list[str]:
-    log = notes / ".writes.log"
-    return log.read_text().splitlines() if log.exists() else []
+from tests.live_server import LiveServer
+from tests.notes_server import notes_config, writes
 
 
 @pytest.fixture(scope="module", params=["stdio", "http"])
 def tools_server(request, tmp_path_factory):
     """A Parley server whose MCP_CONFIG names the notes server, over `request.param`."""
     workdir = tmp_path_factory.mktemp(f"tools-{request.param}")
-    notes = workdir / "notes"
-    helper = None
-    if request.param == "stdio":
-        entry = {
-            "command": sys.executable,
-            "args": [NOTES_SERVER],
-            "env": {"NOTES_DIR": str(notes)},
-        }
-    else:
-        port = free_port()
-        helper = subprocess.Popen(
-            [sys.executable, NOTES_SERVER, "--http", "--port", str(port)],
-            env={"PATH": "/usr/bin:/bin", "NOTES_DIR": str(notes)},
-            stdout=subprocess.DEVNULL,
-            stderr=subprocess.DEVNULL,
-        )
-        entry = {"url": f"http://127.0.0.1:{port}/mcp"}
-        wait_for(lambda: _answers(port), 20, "the notes server over HTTP")
-    # As examples/mcp.json: the form tool asks for its details itself, so the operator lets it
-    # run without an approval first.
-    entry["approval"] = {"tools": {"new_note_from_form": "allow"}}
-    config = workdir / "mcp.json"
-    config.write_text(json.dumps({"mcpServers": {"notes": entry}}))
-    server = LiveServer(workdir, MCP_CONFIG=str(config))
-    server.set_up_database()
-    server.start()
-    server.notes = notes
-    yield server
-    server.stop()
-    if helper is not None:
-        helper.terminate()
-        helper.wait(10)
-
-
-def _answers(port: int) -> bool:
-    import socket
-
-    with socket.socket() as sock:
-        return sock.connect_ex(("127.0.0.1", port)) == 0
+    with notes_config(workdir, request.param) as (config, notes):
+        server = LiveServer(workdir, MCP_CONFIG=str(config))
+        server.set_up_database()
+        server.start()
+        server.notes = notes
+        yield server
+        server.stop()
 
 
 @pytest.fixture

@@ -14,9 +14,10 @@ from standardwebhooks import Webhook as Verifier
 from standardwebhooks.webhooks import WebhookVerificationError
 
 from chat import services
-from questions import deadlines
+from questions import deadlines, tool_requests
 from questions import services as questions
 from questions.blocks import Answer
+from tests.api.tool_requests import SHOPPING, WRITE_NOTE, ask_approvals, ask_elicitation
 from tests.fakes import WebhookReceiver
 from webhooks import addresses, delivery
 from webhooks import services as webhook_services
@@ -190,8 +191,103 @@ def test_each_question_event_writes_one_delivery(settings, user, conversation, h
     assert set(body) == {"type", "timestamp", "data"}
     assert body["data"]["conversationId"] == conversation.pk
     assert body["data"]["toolCallId"] == "q1"
+    assert body["data"]["tool"] == "question"
     assert body["data"]["questions"][0]["question"] == "Which pizza?"
     assert body["data"]["url"] == f"https://parley.example.org/c/{conversation.pk}/#question-q1"
+
+
+def test_an_approval_is_requested_and_resolved_signed_with_its_data(
+    settings, user, conversation, hooked, receiver, dispatched
+):
+    settings.PUBLIC_URL = "https://parley.example.org"
+    _, secret = hooked
+    ask_approvals(conversation.pk)
+    edited = {**SHOPPING, "text": "Milk"}
+    tool_requests.decide(
+        user=user,
+        conversation_id=conversation.pk,
+        tool_call_id="w1",
+        decision="allow",
+        arguments=edited,
+        via="api",
+    )
+    rows = list(Delivery.objects.order_by("id"))
+    assert [row.event_type for row in rows] == ["approval.requested", "approval.resolved"]
+    assert delivery.deliver_due() == 2
+    events = receiver.events(secret)  # raises unless each signature verifies
+    requested, resolved = (events[row.event_id] for row in rows)
+    assert requested["type"] == "approval.requested"
+    data = requested["data"]
+    assert data["conversationId"] == conversation.pk
+    assert (data["toolCallId"], data["tool"]) == ("w1", "tool_approval")
+    assert data["approval"] == {
+        "name": WRITE_NOTE,
+        "server": "notes",
+        "tool": "write_note",
+        "title": "Write note",
+        "description": "Create or replace a note.",
+        "arguments": SHOPPING,
+        "inputSchema": data["approval"]["inputSchema"],
+    }
+    assert (data["decision"], data["questionResolution"], data["answeredBy"]) == (
+        None,
+        "asked",
+        None,
+    )
+    assert data["url"] == f"https://parley.example.org/c/{conversation.pk}/#question-w1"
+    assert "questions" not in data
+    assert resolved["type"] == "approval.resolved"
+    decided = resolved["data"]
+    assert (decided["decision"], decided["editedArguments"]) == ("allow", edited)
+    assert (decided["questionResolution"], decided["answeredBy"], decided["answeredVia"]) == (
+        "replied",
+        "ada",
+        "api",
+    )
+    assert decided["approval"]["arguments"] == SHOPPING
+    for headers, body in receiver.requests:  # the same signature as question events
+        assert headers["webhook-signature"].startswith("v1,")
+        assert Verifier(secret).verify(body, headers)["data"]["toolCallId"] == "w1"
+        with pytest.raises(WebhookVerificationError):
+            Verifier(secret).verify(body.replace("shopping", "shipping"), headers)
+
+
+def test_a_denied_approval_is_resolved_with_the_feedback(user, conversation, hooked, dispatched):
+    ask_approvals(conversation.pk)
+    tool_requests.decide(
+        user=user,
+        conversation_id=conversation.pk,
+        tool_call_id="w1",
+        decision="deny",
+        feedback="Not now.",
+    )
+    resolved = json.loads(Delivery.objects.get(event_type="approval.resolved").body)["data"]
+    assert (resolved["decision"], resolved["feedback"]) == ("deny", "Not now.")
+    assert resolved["questionResolution"] == "rejected"
+
+
+def test_an_elicitation_is_asked_with_its_form_and_its_answer_tells_nobody(
+    user, conversation, hooked, dispatched
+):
+    ask_elicitation(conversation.pk)
+    body = json.loads(Delivery.objects.get().body)
+    assert body["type"] == "question.asked"
+    data = body["data"]
+    assert (data["toolCallId"], data["tool"]) == ("elicit_x", "elicitation")
+    assert data["elicitation"]["message"] == "Details for the new note"
+    assert data["elicitation"]["server"] == "notes"
+    assert [f["name"] for f in data["elicitation"]["fields"]] == [
+        "name",
+        "text",
+        "pinned",
+        "priority",
+        "colour",
+    ]
+    assert (data["action"], data["content"]) == (None, None)
+    tool_requests.answer_elicitation(
+        user=user, conversation_id=conversation.pk, tool_call_id="elicit_x", action="decline"
+    )
+    assert Delivery.objects.count() == 1  # the tool that asked reads the answer itself
 
 
 def test_another_users_questions_do_not_reach_the_webhook(user, other_user, hooked, ask):

@@ -9,12 +9,19 @@ choice, Space to tick several, "Other…" for a typed answer, y/N for a confirma
 rejects it. Without a terminal (a pipe), text is printed plain and questions are numbered;
 a reply that does not fit is asked again.
 
+A tool call that needs approval shows the tool, its server and its arguments, then Allow,
+Always allow, Deny (with optional feedback) or Edit arguments, chosen with the arrow keys and
+Enter only (no key alone allows; keys typed ahead are dropped first); in a pipe, the word is
+typed. A running tool's request for values (an elicitation) asks each field by its type, then
+Submit, Decline or Cancel.
+
 Everything the server sends is shown as text: terminal control characters (escape sequences
 that clear the screen, write the clipboard, hide links) and invisible characters are dropped
 before anything is printed, and links are printed with their address.
 """
 
 import json
+import math
 import os
 import sys
 
@@ -30,6 +37,18 @@ from chat.text import clean_message, clean_text
 OTHER = "\x00other"
 YES, NO = "Yes", "No"
 RESULT_PREVIEW_CHARS = 200
+DESCRIPTION_CHARS = 300
+# What else than a question may wait for the user (the API's `tool`).
+APPROVAL, ELICITATION = "tool_approval", "elicitation"
+TOOL_REQUESTS = (APPROVAL, ELICITATION)
+ALLOW, ALWAYS, DENY, EDIT = "allow", "always", "deny", "edit"
+DECISIONS = [
+    ("Allow", ALLOW),
+    ("Always allow (do not ask again for this tool)", ALWAYS),
+    ("Deny", DENY),
+    ("Edit arguments", EDIT),
+]
+ACCEPT, DECLINE, CANCEL = "accept", "decline", "cancel"
 # Messages shown when a conversation opens: the newest of those the server returns with it.
 HISTORY = 20
 
@@ -122,9 +141,10 @@ class Command(BaseCommand):
         self.id = conversation["id"]
         title = shown_line(conversation["title"])
         self.stdout.write(f"Conversation {self.id}: {title}. Ctrl+D to leave.")
+        # The elicitations already asked here (each is asked once).
+        self.handled: set[str] = set()
         self.show_history(conversation)
-        if conversation.get("pendingQuestion"):
-            self.answer(conversation["pendingQuestion"])
+        self.attend(conversation)
         while True:
             try:
                 text = input("> ")
@@ -152,13 +172,21 @@ class Command(BaseCommand):
                 self.stdout.write(f"> {shown(message['text'])}")
             elif message["role"] == "assistant" and message["text"]:
                 self.reply.text(message["id"], message["text"])
+            self.show_tools(message, seen)
             for block in message["blocks"]:
                 if block.get("type") == "action":
                     self.reply.end()
-                    for question in (block.get("extra") or {}).get("questions") or []:
+                    extra = block.get("extra") or {}
+                    if block.get("action_type") == APPROVAL:
+                        title = shown_line(extra.get("title") or extra.get("tool") or "")
+                        server = shown_line(extra.get("server", ""))
+                        self.stdout.write(f"  ? Allow {title} ({server})?")
+                    elif block.get("action_type") == ELICITATION:
+                        server = shown_line(extra.get("server", ""))
+                        self.stdout.write(f"  ? {server}: {shown_line(extra.get('message', ''))}")
+                    for question in extra.get("questions") or []:
                         if isinstance(question, dict):
                             self.stdout.write(f"  ? {shown_line(question.get('question', ''))}")
-            self.show_tools(message, seen)
         self.reply.end()
 
     def cursor(self) -> tuple[int, dict[int, str], set[str]]:
@@ -199,6 +227,12 @@ class Command(BaseCommand):
                         self.reply.text(data["messageId"], data["text"])
                     elif event == "message":
                         self.show_tools(data, seen)
+                        if self.asks(data):
+                            # A running tool waits for values: ask them, then follow on.
+                            stream.close()
+                            self.reply.end()
+                            self.attend(self.call("GET", f"/conversations/{self.id}"))
+                            return
                     elif event == "revoked":
                         self.reply.end()
                         raise InvalidToken
@@ -209,16 +243,20 @@ class Command(BaseCommand):
                         self.reply.end()
                         if data["state"] == "error":
                             self.stderr.write("The agent failed; send a message to go on.")
-                        elif data.get("pendingQuestion"):
+                        elif data.get("pendingQuestions") or data.get("pendingQuestion"):
                             stream.close()
-                            self.answer(data["pendingQuestion"])
+                            self.attend(data)
                         return
         self.reply.end()
 
     def show_tools(self, message: dict, seen: set[str]) -> None:
         """A line per tool call and per result, once each (not for questions: they are
-        asked, and their answer is what the user chose)."""
-        if any(b.get("type") == "action" for b in message["blocks"]):
+        asked, and their answer is what the user chose; a call that needed approval or asked
+        for values is shown, and its result)."""
+        if any(
+            b.get("type") == "action" and b.get("action_type") not in TOOL_REQUESTS
+            for b in message["blocks"]
+        ):
             seen.update(f"result:{b.get('id')}" for b in message["blocks"])
             seen.update(self.block_keys(message))
             return
@@ -242,6 +280,280 @@ class Command(BaseCommand):
                     content = content[: RESULT_PREVIEW_CHARS - 1] + "…"
                 mark = "✗" if block.get("is_error") else "→"
                 self.stdout.write(f"    {mark} {content}")
+
+    def asks(self, message: dict) -> bool:
+        """Whether the message shows an elicitation that waits and was not asked here yet."""
+        return any(
+            block.get("type") == "action"
+            and block.get("action_type") == ELICITATION
+            and (block.get("extra") or {}).get("questionResolution") == "asked"
+            and (block.get("extra") or {}).get("toolCallId") not in self.handled
+            for block in message.get("blocks", [])
+        )
+
+    # --- What waits for the user --------------------------------------------------------------
+
+    def attend(self, result: dict) -> None:
+        """Ask what waits for the user (a conversation, an agent result or a state change):
+        a running tool's elicitation, the paused turn's approvals, or its question; then
+        follow the turn."""
+        pending = result.get("pendingQuestions")
+        if pending is None:  # a server from before approvals
+            pending = [result["pendingQuestion"]] if result.get("pendingQuestion") else []
+        elicitations = [p for p in pending if p.get("tool") == ELICITATION]
+        elicitations = [p for p in elicitations if p["toolCallId"] not in self.handled]
+        approvals = [p for p in pending if p.get("tool") == APPROVAL]
+        questions = [p for p in pending if p.get("tool") not in TOOL_REQUESTS]
+        if elicitations:
+            self.elicit(elicitations[0])
+        elif approvals:
+            self.decide_all(approvals)
+        elif questions:
+            self.answer(questions[0])
+
+    # --- Approvals ----------------------------------------------------------------------------
+
+    def decide_all(self, approvals: list[dict]) -> None:
+        """Decide each approval of the paused step in turn; the step goes on after the last."""
+        cursor = self.cursor()
+        result = None
+        for pending in approvals:
+            try:
+                result = self.decide(pending) or result
+            except KeyboardInterrupt:
+                self.stdout.write("Rejected.")
+                cursor = self.cursor()
+                if self.send("POST", f"/conversations/{self.id}/cancel", {}):
+                    self.follow(cursor)
+                return
+            except EOFError:
+                self.stdout.write("")
+                return
+        if result is None:
+            return  # every one was decided elsewhere: back to the prompt
+        if result["status"] == "needs_input":
+            self.attend(result)  # more waits than was listed
+        else:
+            self.follow(cursor)
+
+    def decide(self, pending: dict) -> dict | None:
+        """Show one approval and send the user's decision: the agent result, or None when the
+        server refused it for good (decided elsewhere)."""
+        approval = pending["approval"]
+        self.show_approval(approval)
+        path = f"/conversations/{self.id}/approvals/{pending['toolCallId']}"
+        text = json.dumps(approval.get("arguments", {}), ensure_ascii=False)
+        while True:
+            decision = self.choose_decision()
+            if decision == EDIT:
+                response, text = self.allow_edited(path, text)
+                if response is None:
+                    continue  # left empty: choose again
+            else:
+                body: dict = {"decision": decision}
+                if decision == DENY:
+                    feedback = self.prompt_text("Feedback for the agent (optional):")
+                    if feedback.strip():
+                        body["feedback"] = feedback
+                response = self.http.post(path, json=body)
+                if response.status_code in (400, 422):
+                    self.stderr.write(f"{self.message(response)} Try again.")
+                    continue
+            if response.status_code >= 400 and response.status_code != 401:
+                self.stderr.write(self.message(response))
+                return None
+            self.refuse_errors(response)
+            return response.json()
+
+    def allow_edited(self, path: str, text: str) -> tuple[httpx.Response | None, str]:
+        """Allow with arguments the user types (starting from `text`), until the server takes
+        them: its response and the text, or None when the user left them empty."""
+        while True:
+            arguments, text = self.edit_arguments(text)
+            if arguments is None:
+                return None, text
+            response = self.http.post(path, json={"decision": ALLOW, "arguments": arguments})
+            if response.status_code not in (400, 422):
+                return response, text
+            # What does not fit the tool's input schema, in the server's words.
+            self.stderr.write(f"{self.message(response)} Edit them again.")
+
+    def show_approval(self, approval: dict) -> None:
+        title = shown_line(approval.get("title") or approval.get("tool", ""))
+        server = shown_line(approval.get("server", ""))
+        self.stdout.write(f"Allow {title} from the server {server}?")
+        line = f"  {shown_line(approval.get('name', ''))}"
+        description = shown_line(approval.get("description", ""))
+        if description:
+            if len(description) > DESCRIPTION_CHARS:
+                description = description[: DESCRIPTION_CHARS - 1] + "…"
+            line += f": {description}"
+        self.stdout.write(line)
+        arguments = json.dumps(approval.get("arguments", {}), indent=2, ensure_ascii=False)
+        for row in arguments.splitlines():  # JSON escapes control characters; not the rest
+            indent = len(row) - len(row.lstrip(" "))
+            self.stdout.write("  " + " " * indent + shown_line(row))
+
+    def choose_decision(self) -> str:
+        if self.interactive:
+            drop_typed_ahead()
+            choices = [questionary.Choice(title=t, value=v) for t, v in DECISIONS]
+            return questionary.select(
+                "Your decision:", choices=choices, instruction="(arrow keys, then Enter)"
+            ).unsafe_ask()
+        words = {v: v for _, v in DECISIONS}
+        while True:
+            reply = input("Type allow, always, deny or edit: ").strip().lower()
+            if reply in words:
+                return words[reply]
+            self.stdout.write("Type one of: allow, always, deny, edit.")
+
+    def edit_arguments(self, text: str) -> tuple[dict | None, str]:
+        """Arguments typed as a JSON object (None, when left empty), and the text typed."""
+        while True:
+            if self.interactive:
+                typed = questionary.text("Arguments (JSON, empty to go back):", default=text)
+                typed = typed.unsafe_ask()
+            else:
+                typed = input("Arguments (JSON, empty to go back): ")
+            if not typed.strip():
+                return None, text
+            text = typed
+            try:
+                value = json.loads(typed)
+            except ValueError as error:
+                self.stdout.write(f"That is not valid JSON: {error}.")
+                continue
+            if not isinstance(value, dict):
+                self.stdout.write("The arguments must be a JSON object: {...}.")
+                continue
+            return value, text
+
+    def prompt_text(self, label: str, default: str = "") -> str:
+        if self.interactive:
+            return questionary.text(label, default=default).unsafe_ask()
+        return input(f"{label} ") or default
+
+    # --- Elicitations -------------------------------------------------------------------------
+
+    def elicit(self, pending: dict) -> None:
+        """A running tool asks for values (or to open a link): ask them, send the answer, and
+        follow the turn."""
+        key = pending["toolCallId"]
+        self.handled.add(key)
+        asked = pending["elicitation"]
+        server = shown_line(asked.get("server", ""))
+        self.stdout.write(f"The server {server} asks: {shown(asked.get('message', ''))}")
+        while True:
+            try:
+                if asked.get("mode") == "url":
+                    body = self.ask_url(asked.get("url", ""))
+                else:
+                    body = self.ask_form(asked.get("fields") or [])
+            except KeyboardInterrupt:
+                self.stdout.write("Cancelled.")
+                body = {"action": CANCEL}
+            except EOFError:
+                self.stdout.write("")
+                return
+            cursor = self.cursor()
+            response = self.http.post(f"/conversations/{self.id}/elicitations/{key}", json=body)
+            if response.status_code in (400, 422) and body["action"] == ACCEPT:
+                self.stderr.write(f"{self.message(response)} Try again.")
+                continue
+            if response.status_code >= 400 and response.status_code != 401:
+                self.stderr.write(self.message(response))
+                return
+            self.refuse_errors(response)
+            self.follow(cursor)
+            return
+
+    def ask_url(self, url: str) -> dict:
+        self.stdout.write(f"  Open this link: {shown_line(url)}")
+        choices = [("Done: I opened it", ACCEPT), ("Decline", DECLINE), ("Cancel", CANCEL)]
+        return {"action": self.choose("Then:", choices)}
+
+    def ask_form(self, fields: list[dict]) -> dict:
+        content = {}
+        for field in fields:
+            value = self.ask_field(field)
+            if value is not None:
+                content[field["name"]] = value
+        choices = [("Submit", ACCEPT), ("Decline", DECLINE), ("Cancel", CANCEL)]
+        action = self.choose("Send it?", choices)
+        return {"action": action, "content": content} if action == ACCEPT else {"action": action}
+
+    def choose(self, title: str, choices: list[tuple[str, str]]) -> str:
+        """One of `choices` ((label, value)): a select in a terminal, its word in a pipe."""
+        if self.interactive:
+            options = [questionary.Choice(title=t, value=v) for t, v in choices]
+            return questionary.select(title, choices=options).unsafe_ask()
+        words = {label.split(":")[0].lower(): value for label, value in choices}
+        hint = ", ".join(words)
+        while True:
+            reply = input(f"{title} Type {hint}: ").strip().lower()
+            if reply in words:
+                return words[reply]
+            self.stdout.write(f"Type one of: {hint}.")
+
+    def ask_field(self, field: dict):
+        """One form field's value by its kind (None: left out)."""
+        label = shown_line(field.get("title") or field["name"])
+        if field.get("description"):
+            label += f" ({shown_line(field['description'])})"
+        kind = field.get("kind")
+        default = field.get("default")
+        if kind == "boolean":
+            return self.ask_yes_no(label, bool(default))
+        if kind == "enum":
+            return self.ask_choice(label, field)
+        hint = limits_hint(field)
+        shown_default = "" if default is None else str(default)
+        if self.interactive:
+
+            def check(text: str):
+                return parse_field(field, text)[1] or True
+
+            text = questionary.text(
+                f"{label}{hint}:", default=shown_default, validate=check
+            ).unsafe_ask()
+            return parse_field(field, text)[0]
+        while True:
+            suffix = f" [{shown_line(shown_default)}]" if shown_default else ""
+            text = input(f"{label}{hint}{suffix}: ") or shown_default
+            value, problem = parse_field(field, text)
+            if problem is None:
+                return value
+            self.stdout.write(problem)
+
+    def ask_yes_no(self, label: str, default: bool) -> bool:
+        if self.interactive:
+            return questionary.confirm(label, default=default, auto_enter=False).unsafe_ask()
+        while True:
+            reply = input(f"{label} (y/n) [{'y' if default else 'n'}]: ").strip().lower()
+            if not reply:
+                return default
+            if reply in ("y", "yes", "n", "no"):
+                return reply.startswith("y")
+            self.stdout.write("Type y or n.")
+
+    def ask_choice(self, label: str, field: dict):
+        choices = [(shown_line(c["title"]), c["value"]) for c in field.get("choices", [])]
+        if not field.get("required"):
+            choices.append(("(none)", None))
+        default = field.get("default")
+        if self.interactive:
+            options = [questionary.Choice(title=t, value=v) for t, v in choices]
+            start = next((o for o in options if o.value == default and default is not None), None)
+            return questionary.select(label, choices=options, default=start).unsafe_ask()
+        self.stdout.write(label)
+        for number, (title, _) in enumerate(choices, 1):
+            self.stdout.write(f"  {number}) {title}")
+        while True:
+            reply = input(f"Number 1-{len(choices)}: ").strip()
+            if reply.isdecimal() and reply.isascii() and 1 <= int(reply) <= len(choices):
+                return choices[int(reply) - 1][1]
+            self.stdout.write(f"Choose by number, 1-{len(choices)}.")
 
     # --- Questions ----------------------------------------------------------------------------
 
@@ -409,6 +721,71 @@ class Command(BaseCommand):
         if response.status_code == 429 and retry:
             message += f" (retry after {shown_line(retry)} s)"
         return message
+
+
+def drop_typed_ahead() -> None:
+    """Forget keys typed before an approval was shown (an Enter meant for something else
+    must not allow a call)."""
+    try:
+        import termios
+
+        termios.tcflush(sys.stdin.fileno(), termios.TCIFLUSH)
+    except (ImportError, OSError, ValueError):
+        pass
+
+
+def plain(number) -> str:
+    return str(int(number)) if float(number) == int(number) else str(number)
+
+
+def limits_hint(field: dict) -> str:
+    """What a number or text field takes, shown after its label."""
+    kind = field.get("kind")
+    low, high = field.get("minimum"), field.get("maximum")
+    parts = []
+    if kind in ("number", "integer"):
+        parts.append("a whole number" if kind == "integer" else "a number")
+        if low is not None and high is not None:
+            parts.append(f"{plain(low)}-{plain(high)}")
+        elif low is not None:
+            parts.append(f"at least {plain(low)}")
+        elif high is not None:
+            parts.append(f"at most {plain(high)}")
+    if not field.get("required"):
+        parts.append("optional")
+    return f" [{', '.join(parts)}]" if parts else ""
+
+
+def parse_field(field: dict, text: str):
+    """(value, None), or (None, what is wrong with the text); an optional field left empty is
+    (None, None). The server checks again."""
+    label = shown_line(field.get("title") or field["name"])
+    kind = field.get("kind")
+    if not text.strip():
+        return None, (f"{label} is required." if field.get("required") else None)
+    if kind in ("number", "integer"):
+        try:
+            number = float(text)
+        except ValueError:
+            return None, f"{label} must be a number."
+        if not math.isfinite(number):
+            return None, f"{label} must be a number."
+        if kind == "integer":
+            if number != int(number):
+                return None, f"{label} must be a whole number."
+            number = int(number)
+        low, high = field.get("minimum"), field.get("maximum")
+        if low is not None and number < low:
+            return None, f"{label} must be at least {plain(low)}."
+        if high is not None and number > high:
+            return None, f"{label} must be at most {plain(high)}."
+        return number, None
+    shortest, longest = field.get("minLength"), field.get("maxLength")
+    if shortest is not None and len(text) < shortest:
+        return None, f"{label} must be at least {shortest} characters long."
+    if longest is not None and len(text) > longest:
+        return None, f"{label} must be at most {longest} characters long."
+    return text, None
 
 
 class Reply:

@@ -1,0 +1,72 @@
+"""A tool that was allowed runs once, never again after a crash: Parley is killed (SIGKILL)
+while the notes server's slow write runs, and started again; the turn that takes over tells
+the model the call was interrupted instead of calling it again. A tool's request for values
+that was waiting in the killed process ends as cancelled."""
+
+import re
+
+import pytest
+from playwright.sync_api import expect
+
+from tests.browser.pages import log_in, new_conversation, send
+from tests.live_server import ROOT, LiveServer, wait_for
+from tests.notes_server import notes_config, writes
+
+SCRIPT = ROOT / "tests" / "mcp" / "slow_script.toml"
+
+
+@pytest.fixture(params=["stdio", "http"])
+def crash_server(request, tmp_path):
+    with notes_config(tmp_path, request.param) as (config, notes):
+        server = LiveServer(
+            tmp_path,
+            MCP_CONFIG=str(config),
+            SCRIPTED_AGENT_SCRIPT=str(SCRIPT),
+            PARLEY_LEASE_SECONDS="2",
+        )
+        server.set_up_database()
+        server.start()
+        server.notes = notes
+        yield server
+        server.stop()
+
+
+def test_kill_9_during_an_allowed_slow_tool_never_runs_it_twice(open_page, crash_server):
+    notes = crash_server.notes
+    page = open_page(crash_server)
+    log_in(page)
+    new_conversation(page)
+    send(page, "Write it slow")
+    approval = page.get_by_role("group", name="Slow write")
+    approval.get_by_role("button", name="Allow", exact=True).click()
+    wait_for(lambda: "start slow" in writes(notes), 15, "the slow write to start")
+    crash_server.stop(kill=True)
+    crash_server.start()
+    page.reload()
+    expect(page.get_by_text(re.compile("Not done: This call was interrupted"))).to_be_visible(
+        timeout=20_000
+    )
+    # Whatever the server did with the call it had, Parley never made it a second time.
+    assert writes(notes).count("start slow") == 1
+    assert writes(notes).count("write slow") <= 1
+    assert crash_server.query(
+        "SELECT COUNT(*) FROM mcp_client_toolrun WHERE tool = 'mcp__notes__slow_write'"
+    ) == [(1,)]
+
+
+def test_a_tools_request_waiting_in_a_killed_process_ends_as_cancelled(open_page, crash_server):
+    page = open_page(crash_server)
+    log_in(page)
+    new_conversation(page)
+    send(page, "Fill in the form")
+    form = page.get_by_role("group", name="Details for the new note")
+    expect(form.get_by_role("textbox", name="Note name")).to_be_visible()
+    crash_server.stop(kill=True)
+    crash_server.start()
+    page.reload()
+    expect(page.get_by_text(re.compile("Not done: This call was interrupted"))).to_be_visible(
+        timeout=20_000
+    )
+    expect(form.get_by_text("Cancelled", exact=True)).to_be_visible()
+    expect(form.get_by_role("button", name="Submit")).to_have_count(0)
+    assert not (crash_server.notes / "from-form.md").exists()
