@@ -149,6 +149,9 @@ def _resolve_pause_by_message(
 ) -> dispatch.Next | None:
     """The pausing call's tool takes the message as the resolution (a question: as the
     answer); None if nothing waits for it."""
+    for resolver in tools.message_resolvers():
+        if (next := resolver(transcript, message, user)) is not None:
+            return next
     tool = tools.registered(open_calls[0].name) if open_calls else None
     return tool.resolve_by_message(transcript, open_calls[0], message, user) if tool else None
 

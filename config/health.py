@@ -1,5 +1,6 @@
 """`GET /healthz` for load balancers and orchestrators: does this process reach its database
-and its channel layer?
+and its channel layer? With MCP servers configured, their state is in the details
+(`mcpServers`), without changing the status.
 
 Cheap enough to poll every second (no login, no session, no writes) and bounded: each part
 has `PROBE_TIMEOUT` seconds to answer, and a part that fails or hangs is reported as
@@ -12,12 +13,14 @@ import threading
 from concurrent.futures import Future, ThreadPoolExecutor
 from contextlib import suppress
 
+from asgiref.sync import sync_to_async
 from django.contrib.auth.decorators import login_not_required
 from django.db import close_old_connections, connection
 from django.http import HttpRequest, JsonResponse
 from django.views.decorators.http import require_safe
 
 from chat.engine import dispatch
+from mcp_client import status
 
 logger = logging.getLogger("parley.health")
 
@@ -39,16 +42,27 @@ async def healthz(request: HttpRequest) -> JsonResponse:
         answers("database", database_answers), answers("channel layer", dispatch.queue_answers)
     )
     healthy = database and channel_layer
-    response = JsonResponse(
-        {
-            "status": "ok" if healthy else "unavailable",
-            "database": "ok" if database else "unavailable",
-            "channelLayer": "ok" if channel_layer else "unavailable",
-        },
-        status=200 if healthy else 503,
-    )
+    body = {
+        "status": "ok" if healthy else "unavailable",
+        "database": "ok" if database else "unavailable",
+        "channelLayer": "ok" if channel_layer else "unavailable",
+    }
+    if servers := await mcp_servers():
+        # Details only: a tool server that is down costs its tools, not this process's health.
+        body["mcpServers"] = servers
+    response = JsonResponse(body, status=200 if healthy else 503)
     response["Cache-Control"] = "no-store"
     return response
+
+
+async def mcp_servers() -> dict[str, str]:
+    """Each configured MCP server: "ok" once connected, else why not (mcp_client.status)."""
+    try:
+        async with asyncio.timeout(PROBE_TIMEOUT):
+            return await sync_to_async(status.summary, thread_sensitive=False)()
+    except Exception as error:
+        logger.warning("health check: the MCP servers' state: %s: %s", type(error).__name__, error)
+        return {}
 
 
 async def answers(part: str, probe) -> bool:

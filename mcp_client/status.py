@@ -66,13 +66,15 @@ def servers() -> list[dict]:
     return listed
 
 
-def problems() -> dict[str, str]:
-    """Why each server that is not connected is not, by name (the file's own error as "")."""
+def summary() -> dict[str, str]:
+    """For /healthz: each server "ok", "connecting" (no process has tried yet), or why not;
+    the file's own error under "MCP_CONFIG"."""
     config = load()
-    found = {name: f"left out: {why}" for name, why in config.invalid.items()}
-    if config.error:
-        found[""] = config.error
+    found = {"MCP_CONFIG": config.error} if config.error else {}
+    found.update({name: f"left out: {why}" for name, why in config.invalid.items()})
     for server in servers():
-        if not server["connected"] and not server["pending"]:
-            found[server["name"]] = server["error"] or "not connected"
+        if server["connected"]:
+            found[server["name"]] = "ok"
+        else:
+            found[server["name"]] = "connecting" if server["pending"] else server["error"] or "down"
     return found

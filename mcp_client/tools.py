@@ -169,13 +169,6 @@ class McpTool(Tool):
             tool_call_id=call.id, content=prefix + result_text(result), is_error=result.is_error
         )
 
-    def resolve_by_message(self, transcript, call, reply, user):
-        """A message sent while approvals wait denies them, with the message as feedback."""
-        text = "\n".join(b.text for b in reply.parsed_blocks if getattr(b, "text", None))
-        return tool_requests.deny_all(
-            transcript, user=user, via="auto-resolve", feedback=text, reply=reply
-        )
-
 
 def result_text(result: types.CallToolResult) -> str:
     """A tool's result as the model reads it: its text, a line for each other kind of

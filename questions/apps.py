@@ -10,7 +10,7 @@ class QuestionsConfig(AppConfig):
 
     def ready(self) -> None:
         from chat.engine import runner, tools
-        from questions import deadlines
+        from questions import deadlines, tool_requests
         from questions.approvals import APPROVAL_TYPE, ELICITATION_TYPE
         from questions.tools import TOOLS
 
@@ -18,4 +18,5 @@ class QuestionsConfig(AppConfig):
             tools.register(tool)
         tools.register_action(APPROVAL_TYPE, "questions/approval.html")
         tools.register_action(ELICITATION_TYPE, "questions/elicitation.html")
+        tools.resolve_pauses_by_message(tool_requests.deny_by_message)
         runner.every_sweep(deadlines.sweep)

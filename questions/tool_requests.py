@@ -18,7 +18,7 @@ from django.db import transaction
 from django.utils import timezone
 from django.utils.translation import gettext_noop
 
-from chat.blocks import ToolCallBlock
+from chat.blocks import TextBlock, ToolCallBlock
 from chat.engine import dispatch, turns
 from chat.errors import ConversationNotFound
 from chat.models import AgentState, Conversation
@@ -42,7 +42,7 @@ from questions.approvals import (
     form_values,
     parse_arguments,
 )
-from questions.blocks import BROWSER, Via
+from questions.blocks import AUTO_RESOLVE, BROWSER, Via
 from questions.errors import InvalidAnswer, QuestionAlreadyResolved
 from questions.models import Question, QuestionKind, QuestionStatus, ToolPermission
 from questions.selectors import question_for_user
@@ -177,12 +177,18 @@ def decide(
     return question
 
 
+def deny_by_message(transcript: Transcript, reply, user) -> dispatch.Next | None:
+    """The person sent a message while approvals wait: it denies them all, as their feedback
+    (chat.engine.tools.resolve_pauses_by_message)."""
+    text = "\n".join(b.text for b in reply.parsed_blocks if isinstance(b, TextBlock))
+    return deny_all(transcript, user=user, via=AUTO_RESOLVE, feedback=text, reply=reply)
+
+
 def deny_all(
     transcript: Transcript, *, user, via: Via, feedback: str = "", reply=None
 ) -> dispatch.Next | None:
-    """Deny every pending approval of the conversation (the person sent a message instead, or
-    cancelled), in the caller's transaction and Transcript; the step goes on with each call
-    denied. None if none was pending."""
+    """Deny every pending approval of the conversation, in the caller's transaction and
+    Transcript; the step goes on with each call denied. None if none was pending."""
     pending = list(
         Question.objects.select_related("message").filter(
             conversation=transcript.conversation,

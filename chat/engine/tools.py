@@ -231,6 +231,22 @@ async def run(call: ToolCallBlock, context: ToolContext) -> Outcome:
     return outcome
 
 
+# Ways a pause may be resolved by the user's message before its tool's own (an approval, which
+# the process that gets the message may not have the tool of): each returns a Next or None.
+_message_resolvers: list[Callable] = []
+
+
+def resolve_pauses_by_message(resolver: Callable) -> None:
+    """`resolver(transcript, reply, user)` is asked first when the user sends a message while
+    the turn is paused (chat.services); it returns what happens next, or None."""
+    if resolver not in _message_resolvers:
+        _message_resolvers.append(resolver)
+
+
+def message_resolvers() -> list[Callable]:
+    return list(_message_resolvers)
+
+
 # Action blocks that no one tool shows (an approval before any tool runs): their templates.
 _action_templates: dict[str, str] = {}
 

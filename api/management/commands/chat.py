@@ -228,8 +228,11 @@ class Command(BaseCommand):
                     elif event == "message":
                         self.show_tools(data, seen)
                         if self.asks(data):
-                            # A running tool waits for values: ask them, then follow on.
+                            # A running tool waits for values: ask them, then follow on
+                            # (the message's text first: its text event has not come yet).
                             stream.close()
+                            if data["role"] == "assistant" and data["text"]:
+                                self.reply.text(data["id"], data["text"])
                             self.reply.end()
                             self.attend(self.call("GET", f"/conversations/{self.id}"))
                             return

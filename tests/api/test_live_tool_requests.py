@@ -1,0 +1,158 @@
+"""The terminal client with tools from an MCP server (the example notes server, as `make run`
+connects it): an approval decided with the arrow keys (a number key never allows), edited
+arguments the server refuses and then takes, a form a running tool asks for, and the same
+without a terminal (deny with feedback, always allow)."""
+
+import sys
+import time
+
+import httpx
+import pexpect
+import pytest
+
+from tests.api.test_live import run_chat, spawn_chat
+from tests.live_server import LiveServer
+
+pytestmark = pytest.mark.live
+
+DOWN = "\x1b[B"
+CLEAR_LINE = "\x15"  # Ctrl+U: the default text goes
+
+
+@pytest.fixture(scope="module")
+def notes(tmp_path_factory):
+    return tmp_path_factory.mktemp("notes")
+
+
+@pytest.fixture(scope="module")
+def server(tmp_path_factory, notes):
+    server = LiveServer(
+        tmp_path_factory.mktemp("mcp-terminal"),
+        SCRIPTED_AGENT_DELAY="0.01",
+        MCP_CONFIG="examples/mcp.json",
+        PARLEY_PYTHON=sys.executable,
+        NOTES_DIR=str(notes),
+    )
+    server.set_up_database()
+    server.start()
+    yield server
+    server.stop()
+
+
+def token_for(server, username: str) -> str:
+    """A token of a user of its own: "Always allow" is remembered per user."""
+    server.manage(
+        "shell",
+        "-c",
+        "from django.contrib.auth.models import User; "
+        f"User.objects.create_user({username!r}, password='pw-{username}-12345')",
+    )
+    return server.manage("create_api_token", username).strip()
+
+
+@pytest.fixture(scope="module")
+def token(server):
+    return token_for(server, "ada")
+
+
+def api(server, token) -> httpx.Client:
+    return httpx.Client(
+        base_url=f"{server.url}/api/v1", headers={"Authorization": f"Bearer {token}"}, timeout=30
+    )
+
+
+def test_an_approval_with_edited_arguments_through_the_terminal(server, token, notes):
+    child = spawn_chat(server, token, "--new")
+    try:
+        child.expect("> ")
+        child.sendline("save a note")
+        child.expect("Allow Write note from the server notes?")
+        child.expect('"text": "Milk, eggs, bread"')  # the arguments, spread out
+        child.expect("Your decision")
+        child.send("1y")  # no key alone decides: the choice needs Enter
+        time.sleep(0.5)
+        with api(server, token) as http:
+            [pending] = http.get("/questions").json()
+        assert (pending["tool"], pending["questionResolution"]) == ("tool_approval", "asked")
+        child.send(DOWN * 3 + "\r")  # Edit arguments
+        child.expect("Arguments")
+        child.send(CLEAR_LINE + '{"name": "shopping"}\r')
+        # The server's word on what does not fit the tool's input schema, and again.
+        child.expect("'text' is a required property")
+        child.expect("Arguments")
+        child.send(CLEAR_LINE + '{"name": "shopping", "text": "Coffee"}\r')
+        child.expect(r"Saved shopping \(6 characters\)")
+        child.expect("> ")
+        child.sendeof()
+        child.expect(pexpect.EOF)
+    finally:
+        child.close(force=True)
+    assert (notes / "shopping.md").read_text() == "Coffee"
+    with api(server, token) as http:
+        answered = http.get("/questions", params={"status": "answered"}).json()
+    [decided] = [q for q in answered if q["tool"] == "tool_approval"]
+    assert decided["decision"] == "allow"
+    assert decided["editedArguments"] == {"name": "shopping", "text": "Coffee"}
+    assert (decided["answeredBy"], decided["answeredVia"]) == ("ada", "terminal")
+
+
+def test_a_form_a_running_tool_asks_for_through_the_terminal(server, token, notes):
+    child = spawn_chat(server, token, "--new")
+    try:
+        child.expect("> ")
+        child.sendline("make a note from a form")
+        if child.expect(["Your decision", "The server notes asks"]) == 0:
+            child.send("\r")  # if the form's tool asks first: Allow
+            child.expect("The server notes asks")
+        child.expect("Details for the new note")
+        child.expect("Note name")
+        child.send("groceries\r")
+        child.expect("Text")
+        child.send("Tea and milk\r")
+        child.expect("Pinned")
+        child.send("y\r")
+        child.expect(r"Priority \[a whole number, 1-5, optional\]")
+        child.send(CLEAR_LINE + "9\r")
+        child.expect("Priority must be at most 5.")  # asked again, not sent
+        child.send(CLEAR_LINE + "4\r")
+        child.expect("Colour")
+        child.send(DOWN + "\r")  # green
+        child.expect("Send it?")
+        child.send("\r")  # Submit
+        child.expect("The notes server answered: Saved groceries from the form")
+        child.expect("> ")
+        child.sendeof()
+        child.expect(pexpect.EOF)
+    finally:
+        child.close(force=True)
+    assert (notes / "groceries.md").read_text() == "Tea and milk"
+    with api(server, token) as http:
+        answered = http.get("/questions", params={"status": "answered"}).json()
+    [form] = [q for q in answered if q["tool"] == "elicitation"]
+    assert form["content"] == {
+        "name": "groceries",
+        "text": "Tea and milk",
+        "pinned": True,
+        "priority": 4,
+        "colour": "green",
+    }
+    assert form["answeredVia"] == "terminal"
+
+
+def test_without_a_terminal_deny_with_feedback_then_always_allow(server, notes):
+    token = token_for(server, "ben")
+    before = (notes / ".writes.log").read_text() if (notes / ".writes.log").exists() else ""
+    typed = "save a note\n1\nyes\ndeny\nNot now, thanks.\n"
+    output = run_chat(server, token, "--new", typed=typed).stdout
+    assert output.count("Type one of: allow, always, deny, edit.") == 2  # "1" and "yes"
+    assert "The note was not saved: The user denied this call" in output
+    assert "Their feedback: Not now, thanks." in output
+    assert (notes / ".writes.log").read_text() == before  # nothing was written
+
+    typed = "save a note\nalways\nsave a note\n"
+    output = run_chat(server, token, "--new", typed=typed).stdout
+    assert output.count("Allow Write note from the server notes?") == 1  # then never again
+    assert output.count("The notes server answered: Saved shopping") == 2
+    with api(server, token) as http:
+        decided = http.get("/questions", params={"status": "answered"}).json()
+    assert [(q["decision"], q["answeredVia"]) for q in decided] == [("always", "terminal")]

@@ -1,0 +1,264 @@
+"""Approvals and tools' requests, resolved exactly once (questions.tool_requests): several
+approvals of one step asked together and decided one by one, Always allow, Deny with
+feedback, edited arguments checked against the tool's schema, a message instead, expiry;
+an elicitation answered, expired, or ended with its call."""
+
+import pytest
+
+from chat import services
+from chat.blocks import ToolCallBlock, parse_blocks
+from chat.engine import turns
+from chat.errors import ConversationNotFound
+from chat.models import AgentState
+from questions import services as questions
+from questions import tool_requests
+from questions.approvals import ApprovalRequest, ElicitationRequest
+from questions.errors import InvalidAnswer, QuestionAlreadyResolved
+from questions.models import Question, QuestionKind, QuestionStatus, ToolPermission
+
+pytestmark = [pytest.mark.django_db, pytest.mark.postgres]
+
+SCHEMA = {
+    "type": "object",
+    "properties": {"name": {"type": "string"}, "text": {"type": "string"}},
+    "required": ["name", "text"],
+}
+
+
+def request_for(call: ToolCallBlock) -> ApprovalRequest:
+    return ApprovalRequest.of(
+        name="mcp__notes__write_note",
+        server="notes",
+        tool="write_note",
+        title="Write note <b>now</b>",
+        description="Create or replace a note.",
+        arguments=call.arguments,
+        input_schema=SCHEMA,
+    )
+
+
+@pytest.fixture
+def running(user, conversation):
+    """The agent's step made `calls` and the turn runs them: (lease, calls)."""
+
+    def running(*names):
+        services.post_user_message(user=user, conversation_id=conversation.pk, text="Notes")
+        claim = turns.claim(conversation.pk, step_limit=10)
+        calls = [
+            ToolCallBlock(id=f"c{i}", name=name, arguments={"name": f"n{i}", "text": "t"})
+            for i, name in enumerate(names)
+        ]
+        state = turns.complete_step(claim.lease, text="", tool_calls=calls)
+        assert state.state == AgentState.TOOL_EXECUTING
+        return claim.lease, calls
+
+    return running
+
+
+@pytest.fixture
+def asked(running):
+    """Two write calls of one step, both asking for approval."""
+    lease, calls = running("mcp__notes__write_note", "mcp__notes__write_note")
+    assert tool_requests.ask_approvals(lease, [(c, request_for(c)) for c in calls])
+    return calls
+
+
+def decide(user, conversation, call, decision, **options):
+    return tool_requests.decide(
+        user=user,
+        conversation_id=conversation.pk,
+        tool_call_id=call.id,
+        decision=decision,
+        **options,
+    )
+
+
+def state(conversation):
+    conversation.refresh_from_db()
+    return conversation.agent_state
+
+
+def test_approvals_of_one_step_are_asked_together_and_the_step_goes_on_when_all_are_decided(
+    user, conversation, asked
+):
+    assert state(conversation) == AgentState.AWAITING_USER
+    rows = Question.objects.filter(conversation=conversation, kind=QuestionKind.TOOL_APPROVAL)
+    assert [q.tool_call_id for q in rows.order_by("id")] == ["c0", "c1"]
+    # Both blocks are under the calls' message, pending.
+    message = rows.first().message
+    blocks = [b for b in parse_blocks(message.blocks) if b.type == "action"]
+    assert [(b.action_type, b.status) for b in blocks] == [("tool_approval", "pending")] * 2
+
+    decide(user, conversation, asked[0], "allow")
+    assert state(conversation) == AgentState.AWAITING_USER  # c1 still waits
+    decide(user, conversation, asked[1], "deny", feedback="  Not this one  ")
+    assert state(conversation) == AgentState.TOOL_EXECUTING
+
+    first = tool_requests.decision_for(conversation.pk, "c0")
+    second = tool_requests.decision_for(conversation.pk, "c1")
+    assert (first.status, first.decision, first.arguments) == ("answered", "allow", None)
+    assert (second.status, second.decision, second.feedback) == ("rejected", "deny", "Not this one")
+    row = Question.objects.get(conversation=conversation, tool_call_id="c1")
+    assert (row.answered_by, row.answered_via) == (user, "browser")
+
+
+def test_always_allow_is_the_users_own_and_revocable(user, other_user, conversation, asked):
+    decide(user, conversation, asked[0], "always")
+    assert tool_requests.always_allowed(user.pk, "mcp__notes__write_note")
+    assert not tool_requests.always_allowed(other_user.pk, "mcp__notes__write_note")
+    assert tool_requests.revoke_permission(user=user, tool="mcp__notes__write_note")
+    assert not ToolPermission.objects.exists()
+    assert not tool_requests.revoke_permission(user=user, tool="mcp__notes__write_note")
+
+
+@pytest.mark.parametrize(
+    ("edited", "error"),
+    [
+        ('{"name": "x"}', "'text' is a required property"),
+        ('{"name": 1, "text": "t"}', "name: 1 is not of type 'string'"),
+        ("[1, 2]", "must be a JSON object"),
+        ('{"name": ', "not valid JSON"),
+        ("x" * 20_001, "too long"),
+    ],
+)
+def test_a_bad_edit_says_what_is_wrong_and_changes_nothing(
+    user, conversation, asked, edited, error
+):
+    with pytest.raises(InvalidAnswer, match=error):
+        decide(user, conversation, asked[0], "allow", arguments=edited)
+    assert Question.objects.get(tool_call_id="c0").status == QuestionStatus.PENDING
+    assert state(conversation) == AgentState.AWAITING_USER
+
+
+def test_an_edit_is_stored_and_an_unchanged_one_is_not_an_edit(user, conversation, asked):
+    decide(user, conversation, asked[0], "allow", arguments='{"name": "n0", "text": "t"}')
+    decide(user, conversation, asked[1], "allow", arguments='{"name": "new", "text": "t"}')
+    assert tool_requests.decision_for(conversation.pk, "c0").arguments is None
+    assert tool_requests.decision_for(conversation.pk, "c1").arguments == {
+        "name": "new",
+        "text": "t",
+    }
+
+
+def test_a_decision_counts_once_and_only_for_the_owner(user, other_user, conversation, asked):
+    decide(user, conversation, asked[0], "allow")
+    with pytest.raises(QuestionAlreadyResolved):
+        decide(user, conversation, asked[0], "deny")
+    with pytest.raises(ConversationNotFound):
+        decide(other_user, conversation, asked[1], "allow")
+    with pytest.raises(InvalidAnswer):
+        decide(user, conversation, asked[1], "maybe")
+    assert tool_requests.decision_for(conversation.pk, "c0").decision == "allow"
+
+
+def test_a_message_instead_denies_every_waiting_call_with_it_as_feedback(user, conversation, asked):
+    services.post_user_message(user=user, conversation_id=conversation.pk, text="Stop, use X")
+    assert state(conversation) == AgentState.TOOL_EXECUTING
+    for call in asked:
+        decided = tool_requests.decision_for(conversation.pk, call.id)
+        assert (decided.decision, decided.feedback) == ("deny", "Stop, use X")
+
+
+def test_an_expired_approval_runs_nothing_and_the_step_goes_on(user, conversation, asked, clock):
+    Question.objects.filter(conversation=conversation).update(expires_at=clock_now())
+    clock.advance(1)
+    for row in Question.objects.filter(conversation=conversation):
+        assert questions.expire_question(question_id=row.pk)
+    assert state(conversation) == AgentState.TOOL_EXECUTING
+    assert tool_requests.decision_for(conversation.pk, "c0").status == QuestionStatus.EXPIRED
+
+
+def clock_now():
+    from django.utils import timezone
+
+    return timezone.now()
+
+
+def test_cancel_rejects_every_approval_of_the_step(user, conversation, asked):
+    questions.cancel(user=user, conversation_id=conversation.pk)
+    assert state(conversation) == AgentState.IDLE
+    statuses = set(Question.objects.values_list("status", flat=True))
+    assert statuses == {QuestionStatus.REJECTED}
+
+
+# --- Elicitations ------------------------------------------------------------------------------
+
+FORM = {
+    "type": "object",
+    "properties": {
+        "name": {"type": "string", "title": "Note name", "maxLength": 10},
+        "priority": {"type": "integer", "title": "Priority", "minimum": 1, "maximum": 5},
+        "pinned": {"type": "boolean", "title": "Pinned", "default": False},
+        "colour": {"type": "string", "enum": ["red", "green"], "enumNames": ["Red", "Green"]},
+    },
+    "required": ["name"],
+}
+
+
+@pytest.fixture
+def elicited(running):
+    lease, [call] = running("mcp__notes__new_note_from_form")
+    request = ElicitationRequest(
+        server="notes", call_id=call.id, message="Details <i>please</i>", requested_schema=FORM
+    )
+    return tool_requests.ask_elicitation(lease, call, request, key="elicit_1")
+
+
+def respond(user, conversation, action, values=None):
+    return tool_requests.answer_elicitation(
+        user=user,
+        conversation_id=conversation.pk,
+        tool_call_id="elicit_1",
+        action=action,
+        values=values,
+    )
+
+
+def test_an_elicitation_waits_without_pausing_the_turn_and_is_answered_with_typed_values(
+    user, conversation, elicited
+):
+    assert state(conversation) == AgentState.TOOL_EXECUTING  # the tool is still running
+    assert elicited.is_pending and elicited.kind == QuestionKind.ELICITATION
+    assert tool_requests.elicitation_outcome(conversation.pk, "elicit_1") is None
+    fields = [(f.name, f.kind, f.label, f.required) for f in elicited.payload.fields]
+    assert fields == [
+        ("name", "string", "Note name", True),
+        ("priority", "integer", "Priority", False),
+        ("pinned", "boolean", "Pinned", False),
+        ("colour", "enum", "colour", False),
+    ]
+    with pytest.raises(InvalidAnswer, match="Note name is required"):
+        respond(user, conversation, "accept", {"priority": "3"})
+    with pytest.raises(InvalidAnswer, match="Priority must be at most 5"):
+        respond(user, conversation, "accept", {"name": "a", "priority": "9"})
+    with pytest.raises(InvalidAnswer, match="Priority must be a whole number"):
+        respond(user, conversation, "accept", {"name": "a", "priority": "2.5"})
+    with pytest.raises(InvalidAnswer, match="Pick one of the choices for colour"):
+        respond(user, conversation, "accept", {"name": "a", "colour": "blue"})
+    with pytest.raises(InvalidAnswer, match="at most 10 characters"):
+        respond(user, conversation, "accept", {"name": "a" * 11})
+    respond(user, conversation, "accept", {"name": "a", "priority": "4", "pinned": "true"})
+    assert tool_requests.elicitation_outcome(conversation.pk, "elicit_1") == (
+        "accept",
+        {"name": "a", "priority": 4, "pinned": True},
+    )
+    assert state(conversation) == AgentState.TOOL_EXECUTING
+    with pytest.raises(QuestionAlreadyResolved):
+        respond(user, conversation, "decline")
+
+
+@pytest.mark.parametrize("action", ["decline", "cancel"])
+def test_decline_and_cancel_send_no_values(user, conversation, elicited, action):
+    respond(user, conversation, action)
+    assert tool_requests.elicitation_outcome(conversation.pk, "elicit_1") == (action, None)
+
+
+def test_an_elicitation_whose_call_ended_or_expired_is_a_cancel(
+    user, conversation, elicited, clock
+):
+    tool_requests.end_elicitation(conversation.pk, "elicit_1")
+    elicited.refresh_from_db()
+    assert elicited.status == QuestionStatus.CANCELLED
+    assert tool_requests.elicitation_outcome(conversation.pk, "elicit_1") == ("cancel", None)
+    with pytest.raises(QuestionAlreadyResolved):
+        respond(user, conversation, "accept", {"name": "late"})
