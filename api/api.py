@@ -25,6 +25,7 @@ from chat.errors import ConversationNotFound, ParleyError, RateLimited
 from chat.limits import StreamSlot
 from chat.live.sessions import session_still_valid
 from chat.selectors import MAX_ID, conversation_for_user, conversations_for_user, subagents_of
+from chat.text import drop_invisible
 from questions import services as questions
 from questions import tool_requests
 from questions.approvals import FormField
@@ -336,7 +337,7 @@ class Decide(Schema):
         description="With allow or always: the arguments to run it with instead of the "
         "model's; they must fit the tool's input schema.",
     )
-    feedback: str = Field("", description="With deny: what to tell the model.")
+    feedback: str | None = Field(None, description="With deny: what to tell the model.")
     wait: float = Field(0, ge=0, le=MAX_WAIT, description="Seconds to wait for the agent.")
 
 
@@ -471,7 +472,7 @@ async def decide(request, conversation_id: int, tool_call_id: str, body: Decide)
         conversation_id=conversation_id,
         tool_call_id=tool_call_id,
         decision=body.decision,
-        arguments=body.arguments,
+        arguments=storable(body.arguments),
         feedback=body.feedback or "",
         via=channel(request),
     )
@@ -492,7 +493,7 @@ async def elicitation(request, conversation_id: int, tool_call_id: str, body: El
         conversation_id=conversation_id,
         tool_call_id=tool_call_id,
         action=body.action,
-        values=body.content or {},
+        values=storable(body.content or {}),
         via=channel(request),
     )
     return await _result(request, conversation_id, body.wait, since_order=since)
@@ -559,6 +560,19 @@ TERMINAL_CLIENT = "terminal"
 def channel(request) -> Via:
     """The channel a question is answered through, for the audit (answeredVia)."""
     return TERMINAL if request.headers.get(CLIENT_HEADER) == TERMINAL_CLIENT else API
+
+
+def storable(value: Any) -> Any:
+    """JSON from a client as Parley keeps it: invisible characters dropped from every string
+    (chat.text.drop_invisible: NUL and lone surrogates, which no database column takes, bidi
+    overrides and the like), keys included."""
+    if isinstance(value, str):
+        return drop_invisible(value)
+    if isinstance(value, dict):
+        return {drop_invisible(str(key)): storable(item) for key, item in value.items()}
+    if isinstance(value, list):
+        return [storable(item) for item in value]
+    return value
 
 
 def credential_check(request) -> Credential:

@@ -23,13 +23,15 @@ from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from typing import Any
 
+import anyio
 import httpx2
 import mcp_types as types
 from mcp import Client
-from mcp.client.stdio import StdioServerParameters
+from mcp.client.stdio import StdioServerParameters, stdio_client
 from mcp.client.streamable_http import streamable_http_client
 from mcp.client.subscriptions import ListenNotSupportedError, SubscriptionLost
 from mcp.shared.exceptions import MCPError
+from mcp_types import CONNECTION_CLOSED
 from mcp_types.version import MODERN_PROTOCOL_VERSIONS
 
 from mcp_client.config import ServerConfig, StdioServer, load
@@ -88,16 +90,19 @@ class ServerConnection:
     def _client(self) -> Client:
         spec = self.config.spec
         if isinstance(spec, StdioServer):
-            server: Any = StdioServerParameters(
+            parameters = StdioServerParameters(
                 command=spec.command, args=spec.args, env=spec.env or None, cwd=spec.cwd
             )
+            transport: Any = stdio_client(parameters)
+            ended = "the server's process exited"
         else:
             http = httpx2.AsyncClient(
                 headers=spec.headers, timeout=httpx2.Timeout(30.0, read=spec.timeout + 30)
             )
-            server = streamable_http_client(spec.url, http_client=http)
+            transport = streamable_http_client(spec.url, http_client=http)
+            ended = "the server closed the connection"
         return Client(
-            server,
+            _watched(transport, lambda: self._lost(ended)),
             mode=spec.protocol,
             elicitation_callback=self._on_elicit,
             message_handler=self._on_message,
@@ -105,26 +110,52 @@ class ServerConnection:
             cache=None,
         )
 
+    def _lost(self, why: str) -> None:
+        """The connection is gone (the transport ended, or a request found it closed)."""
+        if not self._broken.is_set():
+            self._lost_why = why
+            self._broken.set()
+
     async def _run(self) -> None:
         pause = RETRY_MIN_SECONDS
         while True:
             began = time.monotonic()
+            self._broken.clear()
+            self._relist.clear()
+            self._lost_why = ""
+            held = False
             try:
                 async with self._client() as client:
                     await self._list_tools(client)
                     self.client, self.error = client, ""
                     self.connected_at = time.time()
+                    held = True
                     self.attempted.set()
                     self.tools_changed()
                     logger.info("MCP server %s connected: %s tools", self.name, len(self.tools))
                     await self._hold(client)
             except asyncio.CancelledError:
                 raise
-            except BaseException as error:
+            except Exception as error:
                 self.error = _describe(error)
-                logger.warning("MCP server %s: %s", self.name, self.error)
             finally:
                 self.client = None
+            if self._lost_why:
+                self.error = self._lost_why
+            if held:
+                logger.warning(
+                    "MCP server %s disconnected: %s; connecting again in %gs",
+                    self.name,
+                    self.error,
+                    pause,
+                )
+            else:
+                logger.error(
+                    "MCP server %s cannot be used: %s; trying again in %gs",
+                    self.name,
+                    self.error,
+                    pause,
+                )
             self.attempted.set()
             self.tools_changed()
             if time.monotonic() - began > RETRY_MAX_SECONDS:
@@ -133,9 +164,9 @@ class ServerConnection:
             pause = min(pause * 2, RETRY_MAX_SECONDS)
 
     async def _hold(self, client: Client) -> None:
-        """Keep the session until it breaks: the transport failed, or a ping went unanswered.
-        Any answer to a ping counts, an error too (the newest protocol has no ping method)."""
-        self._broken.clear()
+        """Keep the session until it breaks: the transport ended or failed, or a ping went
+        unanswered. Any answer to a ping counts, an error too (the newest protocol has no ping
+        method), but "connection closed"."""
         watcher = None
         if client.protocol_version in MODERN_PROTOCOL_VERSIONS:
             watcher = asyncio.create_task(self._listen(client))
@@ -150,8 +181,13 @@ class ServerConnection:
                     continue
                 if not self._broken.is_set():
                     async with asyncio.timeout(PING_SECONDS):
-                        with contextlib.suppress(MCPError):
-                            await client.send_ping()
+                        try:
+                            # The session's ping: the Client's own warns that the newest
+                            # protocol has none.
+                            await client.session.send_ping()
+                        except MCPError as error:
+                            if error.error.code == CONNECTION_CLOSED:
+                                self._lost("the connection was lost")
         finally:
             if watcher is not None:
                 watcher.cancel()
@@ -207,6 +243,10 @@ class ServerConnection:
             return await client.call_tool(
                 call.tool, arguments, read_timeout_seconds=self.config.spec.timeout
             )
+        except MCPError as error:
+            if error.error.code == CONNECTION_CLOSED:
+                self._lost("the connection was lost")
+            raise
         finally:
             self._inflight.remove(call)
             current_call.reset(token)

@@ -1,9 +1,8 @@
-"""The terminal client with tools from an MCP server (the example notes server, as `make run`
-connects it): an approval decided with the arrow keys (a number key never allows), edited
+"""The terminal client with tools from an MCP server (the example notes server over stdio, as
+`make run` connects it): an approval decided with the arrow keys (a number key never allows), edited
 arguments the server refuses and then takes, a form a running tool asks for, and the same
 without a terminal (deny with feedback, always allow)."""
 
-import sys
 import time
 
 import httpx
@@ -12,6 +11,7 @@ import pytest
 
 from tests.api.test_live import run_chat, spawn_chat
 from tests.live_server import LiveServer
+from tests.notes_server import notes_config, writes
 
 pytestmark = pytest.mark.live
 
@@ -20,23 +20,27 @@ CLEAR_LINE = "\x15"  # Ctrl+U: the default text goes
 
 
 @pytest.fixture(scope="module")
-def notes(tmp_path_factory):
-    return tmp_path_factory.mktemp("notes")
+def served(tmp_path_factory):
+    """A server whose agent has the notes server's tools; and the notes directory."""
+    workdir = tmp_path_factory.mktemp("mcp-terminal")
+    with notes_config(workdir, "stdio") as (config, notes):
+        server = LiveServer(workdir, SCRIPTED_AGENT_DELAY="0.01", MCP_CONFIG=str(config))
+        server.set_up_database()
+        server.start()
+        try:
+            yield server, notes
+        finally:
+            server.stop()
 
 
 @pytest.fixture(scope="module")
-def server(tmp_path_factory, notes):
-    server = LiveServer(
-        tmp_path_factory.mktemp("mcp-terminal"),
-        SCRIPTED_AGENT_DELAY="0.01",
-        MCP_CONFIG="examples/mcp.json",
-        PARLEY_PYTHON=sys.executable,
-        NOTES_DIR=str(notes),
-    )
-    server.set_up_database()
-    server.start()
-    yield server
-    server.stop()
+def server(served):
+    return served[0]
+
+
+@pytest.fixture(scope="module")
+def notes(served):
+    return served[1]
 
 
 def token_for(server, username: str) -> str:
@@ -100,11 +104,8 @@ def test_a_form_a_running_tool_asks_for_through_the_terminal(server, token, note
     child = spawn_chat(server, token, "--new")
     try:
         child.expect("> ")
-        child.sendline("make a note from a form")
-        if child.expect(["Your decision", "The server notes asks"]) == 0:
-            child.send("\r")  # if the form's tool asks first: Allow
-            child.expect("The server notes asks")
-        child.expect("Details for the new note")
+        child.sendline("make a note from a form")  # its tool runs without approval first
+        child.expect("The server notes asks: Details for the new note")
         child.expect("Note name")
         child.send("groceries\r")
         child.expect("Text")
@@ -141,13 +142,13 @@ def test_a_form_a_running_tool_asks_for_through_the_terminal(server, token, note
 
 def test_without_a_terminal_deny_with_feedback_then_always_allow(server, notes):
     token = token_for(server, "ben")
-    before = (notes / ".writes.log").read_text() if (notes / ".writes.log").exists() else ""
+    before = writes(notes)
     typed = "save a note\n1\nyes\ndeny\nNot now, thanks.\n"
     output = run_chat(server, token, "--new", typed=typed).stdout
     assert output.count("Type one of: allow, always, deny, edit.") == 2  # "1" and "yes"
     assert "The note was not saved: The user denied this call" in output
     assert "Their feedback: Not now, thanks." in output
-    assert (notes / ".writes.log").read_text() == before  # nothing was written
+    assert writes(notes) == before  # nothing was written
 
     typed = "save a note\nalways\nsave a note\n"
     output = run_chat(server, token, "--new", typed=typed).stdout

@@ -262,3 +262,55 @@ def test_an_elicitation_whose_call_ended_or_expired_is_a_cancel(
     assert tool_requests.elicitation_outcome(conversation.pk, "elicit_1") == ("cancel", None)
     with pytest.raises(QuestionAlreadyResolved):
         respond(user, conversation, "accept", {"name": "late"})
+
+
+# --- Pages -------------------------------------------------------------------------------------
+
+
+@pytest.fixture
+def browser(client, user):
+    client.force_login(user)
+    client.get("/")  # the session is in the cache from here on
+    return client
+
+
+def test_what_the_server_wrote_is_shown_escaped_in_the_page_and_the_inbox(
+    browser, conversation, asked
+):
+    for url in (f"/c/{conversation.pk}/", "/questions/"):
+        html = browser.get(url).content.decode()
+        assert "Write note &lt;b&gt;now&lt;/b&gt;" in html
+        assert "<b>now</b>" not in html
+        assert 'aria-label="Write note &lt;b&gt;now&lt;/b&gt;"' in html
+        assert html.count('name="decision" value="allow"') == 2
+
+
+def test_deciding_in_the_page_costs_a_bounded_number_of_queries(
+    browser, conversation, asked, django_assert_max_num_queries
+):
+    url = f"/c/{conversation.pk}/questions/c0/decide/"
+    with django_assert_max_num_queries(11):
+        response = browser.post(url, {"decision": "allow"}, headers={"HX-Request": "true"})
+    assert response.status_code == 204
+    response = browser.post(
+        f"/c/{conversation.pk}/questions/c1/decide/",
+        {"decision": "allow", "arguments": '{"name": 3, "text": "t"}'},
+        headers={"HX-Request": "true"},
+    )
+    # Shown in the block's alert, translated; nothing was decided.
+    assert response.status_code == 422
+    assert response.headers["HX-Retarget"] == "#question-c1-alert"
+    assert "is not of type" in response.content.decode()
+    assert Question.objects.get(tool_call_id="c1").status == QuestionStatus.PENDING
+
+
+def test_the_tools_page_lists_the_users_always_allowed_tools_and_revokes_them(
+    browser, user, conversation, asked
+):
+    decide(user, conversation, asked[0], "always")
+    html = browser.get("/settings/tools/").content.decode()
+    assert "No MCP servers are set up" in html
+    assert "mcp__notes__write_note" in html  # no server lists it now: still allowed, revocable
+    response = browser.post("/settings/tools/revoke/", {"tool": "mcp__notes__write_note"})
+    assert response.status_code == 302
+    assert not ToolPermission.objects.filter(user=user).exists()

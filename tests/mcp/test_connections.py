@@ -1,0 +1,346 @@
+"""Parley's connections to the operator's MCP servers (mcp_client.connections, .tools, .status):
+the tools they offer the agent, a tool list that changes, a server that dies and comes back,
+servers that cannot start, and MCP_CONFIG itself.
+
+The servers are real subprocesses: the example notes server (examples/notes_server.py) and
+tests/mcp/changing_server.py (a tool list that grows, and a tool that kills the server)."""
+
+import asyncio
+import contextlib
+import json
+import logging
+import os
+import subprocess
+import sys
+from collections.abc import AsyncIterator, Callable
+from pathlib import Path
+
+import pytest
+from asgiref.sync import async_to_sync, sync_to_async
+from django.test import RequestFactory
+
+from chat import services
+from chat.blocks import ToolCallBlock, ToolResultBlock
+from chat.engine import tools
+from chat.engine.tools import ToolContext
+from chat.engine.turns import Lease
+from config import health
+from mcp_client import config, connections, status
+from mcp_client import tools as mcp_tools
+from mcp_client.connections import Connections
+from mcp_client.tools import McpTool
+from tests.live_server import ROOT, free_port, wait_for
+from tests.notes_server import notes_config
+
+CHANGING_SERVER = str(Path(__file__).with_name("changing_server.py"))
+NOTES_TOOLS = {
+    "list_notes",
+    "read_note",
+    "write_note",
+    "delete_note",
+    "slow_write",
+    "new_note_from_form",
+}
+WAIT = 15  # seconds at most for any condition: a hang fails the test instead of the run
+
+
+# --- Helpers -----------------------------------------------------------------------------------
+
+
+@pytest.fixture
+def mcp_config(settings, tmp_path) -> Callable[[dict | str], Path]:
+    """`mcp_config(servers)`: MCP_CONFIG is a file naming `servers` (or holding the text given),
+    read afresh."""
+
+    def write(servers: dict | str) -> Path:
+        path = tmp_path / "mcp.json"
+        text = servers if isinstance(servers, str) else json.dumps({"mcpServers": servers})
+        path.write_text(text)
+        use_config(settings, path)
+        return path
+
+    config.load.cache_clear()
+    yield write
+    config.load.cache_clear()
+
+
+def use_config(settings, path: Path | str) -> None:
+    settings.MCP_CONFIG = str(path)
+    config.load.cache_clear()
+
+
+@contextlib.asynccontextmanager
+async def connected() -> AsyncIterator[Connections]:
+    """This loop's connections to MCP_CONFIG's servers (after their first attempt), closed
+    after, leaving no tool of theirs in the registry and no server process running."""
+    loop = asyncio.get_running_loop()
+    try:
+        await mcp_tools.connect()
+        yield mcp_tools._connections[loop]
+    finally:
+        here = mcp_tools._connections.pop(loop, None)
+        if here is not None:
+            await here.close()
+        for name in [n for n, t in tools._tools.items() if isinstance(t, McpTool)]:
+            tools.unregister(name)
+    assert server_processes() == []
+
+
+def server_processes() -> list[str]:
+    """The command lines of this process's children that are MCP servers of these tests."""
+    found = []
+    for entry in Path("/proc").iterdir():
+        if not entry.name.isdigit():
+            continue
+        try:
+            ppid = int((entry / "stat").read_text().rsplit(")", 1)[1].split()[1])
+            command = (entry / "cmdline").read_bytes().replace(b"\0", b" ").decode()
+        except (OSError, IndexError, ValueError):
+            continue
+        if ppid == os.getpid() and ("changing_server" in command or "notes_server" in command):
+            found.append(command)
+    return found
+
+
+async def until(condition: Callable[[], object], what: str, seconds: float = WAIT) -> None:
+    """Wait until `condition()` holds (checked as the loop runs), at most `seconds`."""
+    try:
+        async with asyncio.timeout(seconds):
+            while not condition():
+                await asyncio.sleep(0.02)
+    except TimeoutError:
+        raise AssertionError(f"timed out waiting for {what}") from None
+
+
+def offered_names() -> set[str]:
+    return {spec.name for spec in tools.specs()}
+
+
+def changing_entry(protocol: str = "auto", **extra) -> dict:
+    """The changing server over stdio, its tools run without asking."""
+    entry = {"command": sys.executable, "args": [CHANGING_SERVER], "protocol": protocol}
+    return {**entry, "approval": {"default": "allow"}, **extra}
+
+
+@contextlib.contextmanager
+def changing_over_http(tmp_path: Path):
+    """The changing server in --http mode on a free port: its /mcp URL once it answers."""
+    port = free_port()
+    log = tmp_path / "changing.log"
+    with open(log, "wb") as output:
+        process = subprocess.Popen(
+            [sys.executable, CHANGING_SERVER, "--http", "--port", str(port)],
+            stdout=output,
+            stderr=subprocess.STDOUT,
+        )
+    try:
+
+        def answers() -> bool:
+            assert process.poll() is None, log.read_text()
+            with contextlib.closing(__import__("socket").socket()) as sock:
+                return sock.connect_ex(("127.0.0.1", port)) == 0
+
+        wait_for(answers, 20, "the changing server over HTTP")
+        yield f"http://127.0.0.1:{port}/mcp"
+    finally:
+        process.terminate()
+        process.wait(10)
+
+
+# --- 1. The notes server's tools, as the agent is offered them ---------------------------------
+
+
+@pytest.mark.live
+@pytest.mark.parametrize("transport", ["stdio", "http"])
+async def test_the_notes_servers_tools_are_offered_with_the_operators_policy(
+    transport, tmp_path, settings
+):
+    config.load.cache_clear()
+    with notes_config(tmp_path, transport) as (path, _notes):
+        entry = json.loads(path.read_text())
+        entry["mcpServers"]["notes"]["approval"]["tools"].update(
+            {"delete_note": "deny", "write_note": "allow"}
+        )
+        path.write_text(json.dumps(entry))
+        use_config(settings, path)
+        try:
+            async with connected() as here:
+                assert here.servers["notes"].connected, here.servers["notes"].error
+                specs = {spec.name: spec for spec in tools.specs()}
+                subagent = {spec.name for spec in tools.specs(is_subagent=True)}
+        finally:
+            config.load.cache_clear()
+
+    names = {f"mcp__notes__{tool}" for tool in NOTES_TOOLS}
+    assert names - {"mcp__notes__delete_note"} <= set(specs)
+    # "deny": not offered at all.
+    assert "mcp__notes__delete_note" not in specs
+    read = specs["mcp__notes__read_note"]
+    assert read.description == "Return the text of the note called `name`."
+    assert read.parameters["type"] == "object"
+    assert read.parameters["required"] == ["name"]
+    assert read.parameters["properties"]["name"]["type"] == "string"
+    assert specs["mcp__notes__slow_write"].parameters["properties"]["seconds"]["maximum"] == 60
+    # Sub-agents get what never asks: the read-only tools, and a write tool the operator allows.
+    assert "mcp__notes__list_notes" in subagent
+    assert "mcp__notes__read_note" in subagent
+    assert "mcp__notes__write_note" in subagent
+    assert "mcp__notes__slow_write" not in subagent
+    assert "mcp__notes__delete_note" not in subagent
+    assert tools.offered("mcp__notes__delete_note") is None
+    assert tools.offered("mcp__notes__slow_write").policy == "ask"
+
+
+# --- 2. A tool list that changes ---------------------------------------------------------------
+
+
+@pytest.mark.live
+@pytest.mark.parametrize("transport", ["stdio", "http"])
+@pytest.mark.parametrize("protocol", ["auto", "legacy"])
+async def test_a_tool_the_server_adds_is_offered(protocol, transport, mcp_config, tmp_path):
+    with contextlib.ExitStack() as stack:
+        if transport == "stdio":
+            entry = changing_entry(protocol)
+        else:
+            url = stack.enter_context(changing_over_http(tmp_path))
+            entry = {"url": url, "protocol": protocol, "approval": {"default": "allow"}}
+        mcp_config({"changing": entry})
+        async with connected() as here:
+            server = here.servers["changing"]
+            assert server.connected, server.error
+            expected = "2026-07-28" if protocol == "auto" else "2025-11-25"
+            assert server.client.protocol_version == expected
+            assert {"mcp__changing__echo", "mcp__changing__add_tool"} <= offered_names()
+            result = await server.client.call_tool("add_tool", {"name": "fresh"})
+            assert not result.is_error
+            await until(lambda: "mcp__changing__fresh" in offered_names(), "the new tool")
+            assert "fresh" in server.tools
+            assert "mcp__changing__fresh" in {s.name for s in tools.specs(is_subagent=True)}
+
+
+# --- 3. A server that dies ---------------------------------------------------------------------
+
+
+def tool_call(name: str, arguments: dict, call_id: str) -> ToolCallBlock:
+    return ToolCallBlock(id=call_id, name=name, arguments=arguments)
+
+
+@pytest.mark.live
+@pytest.mark.django_db
+@pytest.mark.parametrize("protocol", ["auto", "legacy"])
+def test_a_server_that_dies_is_started_again(protocol, mcp_config, conversation):
+    mcp_config({"changing": changing_entry(protocol)})
+    context = ToolContext(lease=Lease(conversation_id=conversation.pk, token=1))
+
+    async def scenario() -> list[ToolResultBlock]:
+        results = []
+        async with connected() as here:
+            server = here.servers["changing"]
+            assert server.connected, server.error
+            first = server.connected_at
+            echo = await tools.run(tool_call("mcp__changing__echo", {"text": "hi"}, "c1"), context)
+            results.append(echo)
+            # The call that kills the server ends with an error the model reads.
+            results.append(await tools.run(tool_call("mcp__changing__crash", {}, "c2"), context))
+            await until(lambda: not server.connected, "the connection to end")
+            # A call while it is down: an error result, not an exception out of the turn.
+            down = tool_call("mcp__changing__echo", {"text": "anyone?"}, "c3")
+            results.append(await tools.run(down, context))
+            await until(lambda: server.connected, "the server to be started again")
+            assert server.connected_at > first
+            assert {"mcp__changing__echo", "mcp__changing__crash"} <= offered_names()
+            again = tool_call("mcp__changing__echo", {"text": "back"}, "c4")
+            results.append(await tools.run(again, context))
+        return results
+
+    echo, crashed, down, again = async_to_sync(scenario)()
+    assert (echo.content, echo.is_error) == ("hi", False)
+    assert crashed.is_error
+    assert crashed.content.startswith("The MCP server changing failed while running crash")
+    assert down.is_error
+    assert down.content.startswith("The MCP server changing is not available")
+    assert (again.content, again.is_error) == ("back", False)
+
+
+# --- 4. Servers that cannot be used, and MCP_CONFIG itself -------------------------------------
+
+
+@pytest.mark.django_db
+async def test_a_command_that_does_not_exist_is_reported_in_plain_words(
+    mcp_config, caplog, tmp_path
+):
+    missing = str(tmp_path / "no-such-server")
+    mcp_config({"gone": {"command": missing}})
+    with caplog.at_level(logging.INFO, logger="parley.mcp_client"):
+        async with connected() as here:
+            server = here.servers["gone"]
+            assert not server.connected
+            assert server.error == f"the command was not found: {missing}"
+            await until(lambda: status.summary().get("gone") != "connecting", "the state")
+            summary = await sync_to_async(status.summary)()
+            response = await health.healthz(RequestFactory().get("/healthz"))
+    assert summary == {"gone": f"the command was not found: {missing}"}
+    assert json.loads(response.content)["mcpServers"] == summary
+    errors = [r for r in caplog.records if r.levelno >= logging.ERROR]
+    assert any("gone" in r.getMessage() and missing in r.getMessage() for r in errors), errors
+
+
+def test_an_unreadable_config_is_one_clear_message(settings, tmp_path, caplog):
+    use_config(settings, tmp_path / "missing.json")
+    try:
+        with caplog.at_level(logging.ERROR, logger="parley.mcp_client"):
+            loaded = config.load()
+        summary = status.summary()
+    finally:
+        config.load.cache_clear()
+    expected = f"MCP_CONFIG {tmp_path / 'missing.json'} cannot be read: No such file or directory"
+    assert loaded.error == expected
+    assert loaded.servers == ()
+    assert summary == {"MCP_CONFIG": expected}
+    assert [r.getMessage() for r in caplog.records] == [expected]
+
+
+@pytest.mark.parametrize(
+    ("text", "why"),
+    [
+        ("{not json", "Expecting property name enclosed in double quotes"),
+        ("[]", "the file must hold a JSON object"),
+        ('{"mcpServers": []}', "mcpServers: Input should be a valid dictionary"),
+    ],
+)
+def test_an_invalid_config_is_one_clear_message(text, why, mcp_config, caplog):
+    with caplog.at_level(logging.ERROR, logger="parley.mcp_client"):
+        mcp_config(text)
+        loaded = config.load()
+    assert loaded.error.startswith("MCP_CONFIG is not a valid mcpServers file: ")
+    assert why in loaded.error
+    assert "\n" not in loaded.error
+    assert status.summary() == {"MCP_CONFIG": loaded.error}
+    assert [r.getMessage() for r in caplog.records] == [loaded.error]
+
+
+@pytest.mark.live
+async def test_an_entry_with_a_bad_name_is_left_out_and_the_others_connect(mcp_config, caplog):
+    mcp_config(
+        {
+            "bad name": changing_entry(),
+            "two__parts": changing_entry(),
+            "no-command": {"args": ["x"]},
+            "changing": changing_entry(),
+        }
+    )
+    with caplog.at_level(logging.ERROR, logger="parley.mcp_client"):
+        async with connected() as here:
+            assert list(here.servers) == ["changing"]
+            assert here.servers["changing"].connected
+            assert "mcp__changing__echo" in offered_names()
+            summary = await sync_to_async(status.summary)()
+    name_rule = "left out: the name may hold only letters, digits, _ and - (no __)"
+    assert summary == {
+        "bad name": name_rule,
+        "two__parts": name_rule,
+        "no-command": "left out: url: Field required",
+        "changing": "ok",
+    }
+    logged = [r.getMessage() for r in caplog.records]
+    assert f"MCP server bad name {name_rule}" in " ".join(logged).replace(":", "")
