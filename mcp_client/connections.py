@@ -19,7 +19,7 @@ import contextlib
 import contextvars
 import logging
 import time
-from collections.abc import Awaitable, Callable
+from collections.abc import AsyncIterator, Awaitable, Callable
 from dataclasses import dataclass
 from typing import Any
 
@@ -74,6 +74,7 @@ class ServerConnection:
         # Called when the tools or the state change (the registry and the status follow).
         self.tools_changed: Callable[[], None] = lambda: None
         self._broken = asyncio.Event()
+        self._lost_why = ""  # why the connection broke, when the session cannot say
         self._relist = asyncio.Event()
         self._inflight: list[Call] = []
         self.task: asyncio.Task | None = None
@@ -137,11 +138,15 @@ class ServerConnection:
             except asyncio.CancelledError:
                 raise
             except Exception as error:
+                if asyncio.current_task().cancelling():  # closing: the SDK wrapped the cancel
+                    raise
                 self.error = _describe(error)
             finally:
                 self.client = None
             if self._lost_why:
                 self.error = self._lost_why
+            if time.monotonic() - began > RETRY_MAX_SECONDS:
+                pause = RETRY_MIN_SECONDS  # it ran a while: a fresh failure, not a crash loop
             if held:
                 logger.warning(
                     "MCP server %s disconnected: %s; connecting again in %gs",
@@ -158,8 +163,6 @@ class ServerConnection:
                 )
             self.attempted.set()
             self.tools_changed()
-            if time.monotonic() - began > RETRY_MAX_SECONDS:
-                pause = RETRY_MIN_SECONDS  # it ran a while: a fresh failure, not a crash loop
             await asyncio.sleep(pause)
             pause = min(pause * 2, RETRY_MAX_SECONDS)
 
@@ -180,18 +183,23 @@ class ServerConnection:
                     await self._list_tools(client)
                     continue
                 if not self._broken.is_set():
-                    async with asyncio.timeout(PING_SECONDS):
-                        try:
-                            # The session's ping: the Client's own warns that the newest
-                            # protocol has none.
-                            await client.session.send_ping()
-                        except MCPError as error:
-                            if error.error.code == CONNECTION_CLOSED:
-                                self._lost("the connection was lost")
+                    await self._ping(client)
         finally:
             if watcher is not None:
                 watcher.cancel()
-        raise ConnectionError(self.error or "the connection was lost")
+                await asyncio.wait([watcher])
+        raise ConnectionError(self._lost_why or "the connection was lost")
+
+    async def _ping(self, client: Client) -> None:
+        try:
+            async with asyncio.timeout(PING_SECONDS):
+                # The session's ping: the Client's own warns that the newest protocol has none.
+                await client.session.send_ping()
+        except TimeoutError:
+            self._lost(f"the server did not answer for {PING_SECONDS:g} seconds")
+        except MCPError as error:
+            if error.code == CONNECTION_CLOSED:
+                self._lost("the connection was lost")
 
     async def _listen(self, client: Client) -> None:
         """The newest protocol sends tools/list_changed only on a `subscriptions/listen`
@@ -200,10 +208,16 @@ class ServerConnection:
             async with client.listen(tools_list_changed=True) as changes:
                 async for _ in changes:
                     self._relist.set()
-        except (MCPError, ListenNotSupportedError):
-            return  # the server sends no change events
         except SubscriptionLost:
-            self._broken.set()
+            self._lost("the connection was lost")
+        except MCPError as error:
+            if error.code == CONNECTION_CLOSED:
+                self._lost("the connection was lost")
+            # Otherwise the server sends no change events.
+        except ListenNotSupportedError:
+            pass
+        except Exception as error:  # the stream failed: so did the connection
+            self._lost(_describe(error))
 
     async def _list_tools(self, client: Client) -> None:
         tools, cursor = {}, None
@@ -218,8 +232,7 @@ class ServerConnection:
 
     async def _on_message(self, message) -> None:
         if isinstance(message, Exception):
-            self.error = _describe(message)
-            self._broken.set()
+            self._lost(_describe(message))
         elif isinstance(message, types.ToolListChangedNotification):
             self._relist.set()
 
@@ -244,7 +257,7 @@ class ServerConnection:
                 call.tool, arguments, read_timeout_seconds=self.config.spec.timeout
             )
         except MCPError as error:
-            if error.error.code == CONNECTION_CLOSED:
+            if error.code == CONNECTION_CLOSED:
                 self._lost("the connection was lost")
             raise
         finally:
@@ -259,6 +272,51 @@ class ServerConnection:
             "error": "" if self.connected else (self.error or "connecting"),
             "tools": sorted(self.tools),
         }
+
+
+class _WatchedStream:
+    """A transport's read stream that says when it ends: when a stdio server's process exits,
+    the SDK only fails the requests sent after, and the session would seem alive."""
+
+    def __init__(self, stream: Any, ended: Callable[[], None]) -> None:
+        self._stream = stream
+        self._ended = ended
+
+    def __getattr__(self, name: str) -> Any:  # last_context, and anything else the SDK reads
+        return getattr(self._stream, name)
+
+    async def receive(self) -> Any:
+        try:
+            return await self._stream.receive()
+        except (anyio.EndOfStream, anyio.ClosedResourceError, anyio.BrokenResourceError):
+            self._ended()
+            raise
+
+    def __aiter__(self) -> "_WatchedStream":
+        return self
+
+    async def __anext__(self) -> Any:
+        try:
+            return await self._stream.__anext__()
+        except (StopAsyncIteration, anyio.ClosedResourceError, anyio.BrokenResourceError):
+            self._ended()
+            raise
+
+    async def aclose(self) -> None:
+        await self._stream.aclose()
+
+    async def __aenter__(self) -> "_WatchedStream":
+        await self._stream.__aenter__()
+        return self
+
+    async def __aexit__(self, *exc: Any) -> bool | None:
+        return await self._stream.__aexit__(*exc)
+
+
+@contextlib.asynccontextmanager
+async def _watched(transport: Any, ended: Callable[[], None]) -> AsyncIterator[tuple]:
+    async with transport as (read, write):
+        yield _WatchedStream(read, ended), write
 
 
 async def _first(*waits: Awaitable) -> None:
@@ -309,9 +367,14 @@ class Connections:
         }
 
     async def close(self) -> None:
+        """Disconnect every server (a stdio server's process ends), and let the last state
+        published reach the cache."""
+        from mcp_client import status
+
         for server in self.servers.values():
             if server.task is not None:
                 server.task.cancel()
         await asyncio.gather(
             *(s.task for s in self.servers.values() if s.task is not None), return_exceptions=True
         )
+        await status.flush(self)

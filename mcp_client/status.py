@@ -5,6 +5,8 @@ workers, the web processes run no tools and never connect themselves)."""
 import asyncio
 import contextlib
 import time
+import weakref
+from dataclasses import dataclass
 
 from django.core.cache import cache
 
@@ -14,12 +16,15 @@ KEY = "mcp-client:status"
 
 
 def publish(connections) -> None:
-    """Store the servers' state and tools (called on the event loop; the write is not awaited)."""
+    """Store the servers' state and tools (called on the event loop; the write is not awaited:
+    one writer per `connections` stores the newest state, so an older one never lands last)."""
     state = {
         "at": time.time(),
         "servers": {
             server.name: {
                 "connected": server.connected,
+                # Not tried yet: "connecting", not "down".
+                "pending": not server.connected and not server.attempted.is_set(),
                 "error": "" if server.connected else server.error,
                 "tools": [
                     {
@@ -35,13 +40,38 @@ def publish(connections) -> None:
             for server in connections.servers.values()
         },
     }
-    with contextlib.suppress(RuntimeError):
-        asyncio.get_running_loop().create_task(_store(state))
+    try:
+        loop = asyncio.get_running_loop()
+    except RuntimeError:
+        return
+    writer = _writers.get(connections)
+    if writer is None:
+        writer = _writers[connections] = _Writer()
+    writer.state = state
+    if writer.task is None or writer.task.done():
+        writer.task = loop.create_task(writer.run(), name="mcp status")
 
 
-async def _store(state: dict) -> None:
-    with contextlib.suppress(Exception):  # a cache that is down shows "not connected yet"
-        await cache.aset(KEY, state, timeout=None)
+@dataclass(eq=False)
+class _Writer:
+    state: dict | None = None
+    task: asyncio.Task | None = None
+
+    async def run(self) -> None:
+        while self.state is not None:
+            state, self.state = self.state, None
+            with contextlib.suppress(Exception):  # a cache that is down shows "not connected yet"
+                await cache.aset(KEY, state, timeout=None)
+
+
+_writers: "weakref.WeakKeyDictionary[object, _Writer]" = weakref.WeakKeyDictionary()
+
+
+async def flush(connections) -> None:
+    """Wait for the state published last to be stored."""
+    writer = _writers.get(connections)
+    if writer is not None and writer.task is not None:
+        await asyncio.wait([writer.task])
 
 
 def servers() -> list[dict]:
@@ -59,7 +89,7 @@ def servers() -> list[dict]:
                 "transport": server.transport,
                 "connected": bool(state and state["connected"]),
                 "error": (state or {}).get("error", ""),
-                "pending": state is None,
+                "pending": state is None or bool(state.get("pending")),
                 "tools": (state or {}).get("tools", []),
             }
         )
@@ -67,7 +97,7 @@ def servers() -> list[dict]:
 
 
 def summary() -> dict[str, str]:
-    """For /healthz: each server "ok", "connecting" (no process has tried yet), or why not;
+    """For /healthz: each server "ok", "connecting" (its first attempt has not ended), or why not;
     the file's own error under "MCP_CONFIG"."""
     config = load()
     found = {"MCP_CONFIG": config.error} if config.error else {}

@@ -11,6 +11,7 @@ from asgiref.sync import async_to_sync
 
 from api.tokens import create_token
 from api.waiting import wait_until_settled
+from chat import services
 from chat.models import AgentState, Conversation
 from questions.approvals import FIELD_NOT_A_CHOICE, FIELD_REQUIRED, FIELD_TOO_LARGE
 from questions.errors import QuestionAlreadyResolved
@@ -133,7 +134,8 @@ def test_a_pending_elicitation_while_the_turn_runs(api, elicitation):
         "url": "",
     }
     fields = {f["name"]: f for f in asked["fields"]}
-    assert list(fields) == ["name", "text", "pinned", "priority", "colour"]
+    # (PostgreSQL's jsonb does not keep the schema's order of properties: not compared here.)
+    assert sorted(fields) == ["colour", "name", "pinned", "priority", "text"]
     assert fields["name"]["title"] == "Note name" and fields["name"]["required"]
     assert fields["pinned"]["kind"] == "boolean" and not fields["pinned"]["required"]
     priority = fields["priority"]
@@ -436,3 +438,20 @@ def test_a_wait_ends_when_a_running_tool_asks(elicitation):
     started = time.monotonic()
     async_to_sync(wait_until_settled)(elicitation.pk, 5)
     assert time.monotonic() - started < 2
+
+
+# Bidi overrides, zero-width characters, a Unicode tag character, NUL and a lone surrogate:
+# PostgreSQL's JSON takes neither NUL nor a lone surrogate.
+HIDDEN = "\u202e\u200b\U000e0041\x00\ud800"
+
+
+def test_hidden_characters_are_dropped_from_edits_and_forms_never_a_500(api, conversation):
+    ask_approvals(conversation.pk)
+    edited = {"name": f"shop{HIDDEN}ping", "text": f"Tea{HIDDEN}"}
+    assert decide(api, conversation, decision="allow", arguments=edited).status_code == 200
+    assert row("w1").answers["arguments"] == {"name": "shopping", "text": "Tea"}
+    second = services.create_conversation(owner=conversation.owner)
+    ask_elicitation(second.pk)
+    content = {**NOTE_FORM, "name": f"gro{HIDDEN}ceries", f"te{HIDDEN}xt": "Milk"}
+    assert elicit(api, second, action="accept", content=content).status_code == 200
+    assert Question.objects.get(conversation=second).answers["content"]["name"] == "groceries"

@@ -185,3 +185,50 @@ def test_the_approval_is_keyboard_only_and_number_keys_never_allow(tab, tools_se
     tab.keyboard.press("Enter")
     expect(approval.get_by_text("Allowed", exact=True)).to_be_visible()
     assert writes(tools_server.notes) == [*before, "write shopping"]
+
+
+def test_an_approval_from_the_inbox_and_the_blocks_in_both_themes_and_widths(
+    browser, tools_server, screenshots
+):
+    if tools_server.notes.parent.name.startswith("tools-http"):
+        pytest.skip("the pictures are the same over HTTP")
+    context = browser.new_context(
+        base_url=tools_server.url,
+        locale="en-US",
+        bypass_csp=True,
+        viewport={"width": 1280, "height": 900},
+    )
+    context.set_default_timeout(15_000)
+    page = context.new_page()
+    log_in(page)
+    approval = ask_to_save(page)
+    new_conversation(page)
+    send(page, "Make a note from a form")
+    form = page.get_by_role("group", name="Details for the new note")
+    expect(form.get_by_role("textbox", name="Note name")).to_be_visible()
+
+    page.goto("/questions/")
+    inbox = page.get_by_role("list", name="Pending questions")
+    expect(inbox.get_by_role("listitem")).to_have_count(2)
+    approval = inbox.get_by_role("group", name="Write note")
+    form = inbox.get_by_role("group", name="Details for the new note")
+    for theme in ("Light", "Dark"):
+        page.get_by_role("group", name="Theme").get_by_role("button", name=theme).click()
+        for width, suffix in ((1280, ""), (390, "-phone")):
+            # Tall enough that no block scrolls under the sticky header in its picture.
+            page.set_viewport_size({"width": width, "height": 2000})
+            assert axe_violations(page) == [], f"{theme} at {width}"
+            dark = "-dark" if theme == "Dark" else ""
+            approval.screenshot(path=screenshots / f"approval-pending{dark}{suffix}.png")
+            form.screenshot(path=screenshots / f"tool-form-pending{dark}{suffix}.png")
+            # Nothing scrolls sideways at a phone's width.
+            assert page.evaluate("document.documentElement.scrollWidth") <= width
+    page.set_viewport_size({"width": 1280, "height": 900})
+    page.get_by_role("group", name="Theme").get_by_role("button", name="System").click()
+
+    approval.get_by_role("button", name="Allow", exact=True).click()
+    expect(approval).to_have_count(0)  # decided from the inbox: it leaves the list
+    expect(inbox.get_by_role("listitem")).to_have_count(1)
+    form.get_by_role("button", name="Cancel").click()
+    expect(page.get_by_text("No questions are waiting for you.")).to_be_visible()
+    context.close()
