@@ -12,10 +12,13 @@ Tools:
   server-to-client channel outside a request, as an event on the `subscriptions/listen`
   streams the clients opened.
 - `crash()` ends the process at once (os._exit), without an answer.
+- `freeze()` blocks the server's event loop for an hour: it answers nothing any more, pings
+  included, and is still running.
 """
 
 import argparse
 import os
+import time
 
 from mcp.server.mcpserver import Context, MCPServer
 from mcp_types import ToolAnnotations
@@ -57,6 +60,13 @@ async def add_tool(name: str, ctx: Context) -> str:
 def crash() -> str:
     """End the server's process at once."""
     os._exit(3)
+
+
+@server.tool(structured_output=False)
+async def freeze() -> str:
+    """Stop answering anything (the event loop blocks for an hour)."""
+    time.sleep(3600)  # noqa: ASYNC251 (the point: nothing else runs)
+    return "Awake"
 
 
 def main(argv: list[str] | None = None) -> None:
