@@ -41,6 +41,8 @@ logger = logging.getLogger("parley.mcp_client")
 # How long a turn waits for the servers' first connection before it goes on without them.
 FIRST_CONNECT_SECONDS = 15.0
 PING_SECONDS = 15.0
+# How long a server may take to start and list its tools (a first `npx` may download).
+CONNECT_SECONDS = 60.0
 RETRY_MIN_SECONDS = 1.0
 RETRY_MAX_SECONDS = 60.0
 
@@ -126,21 +128,26 @@ class ServerConnection:
             self._lost_why = ""
             held = False
             try:
-                async with self._client() as client:
-                    await self._list_tools(client)
-                    self.client, self.error = client, ""
-                    self.connected_at = time.time()
-                    held = True
-                    self.attempted.set()
-                    self.tools_changed()
-                    logger.info("MCP server %s connected: %s tools", self.name, len(self.tools))
-                    await self._hold(client)
+                # A server that starts but never answers fails the attempt too.
+                async with asyncio.timeout(CONNECT_SECONDS) as deadline:
+                    async with self._client() as client:
+                        await self._list_tools(client)
+                        deadline.reschedule(None)
+                        self.client, self.error = client, ""
+                        self.connected_at = time.time()
+                        held = True
+                        self.attempted.set()
+                        self.tools_changed()
+                        logger.info("MCP server %s connected: %s tools", self.name, len(self.tools))
+                        await self._hold(client)
             except asyncio.CancelledError:
                 raise
             except Exception as error:
                 if asyncio.current_task().cancelling():  # closing: the SDK wrapped the cancel
                     raise
                 self.error = _describe(error)
+                if deadline.expired():
+                    self.error = f"the server did not answer within {CONNECT_SECONDS:g} seconds"
             finally:
                 self.client = None
             if self._lost_why:
@@ -335,6 +342,12 @@ def _describe(error: BaseException) -> str:
     text = str(error).strip() or type(error).__name__
     if isinstance(error, FileNotFoundError):
         text = f"the command was not found: {error.filename or text}"
+    elif isinstance(error, OSError) and error.filename and error.strerror:
+        text = f"the command cannot be run: {error.strerror}: {error.filename}"
+    elif isinstance(error, httpx2.ConnectError):
+        text = f"cannot connect to the server: {text}"
+    elif isinstance(error, httpx2.TimeoutException):
+        text = "the server did not answer in time"
     return text.splitlines()[0][:300]
 
 

@@ -26,8 +26,11 @@ def _answers(port: int) -> bool:
 
 
 @contextlib.contextmanager
-def notes_config(workdir: Path, transport: str) -> Iterator[tuple[Path, Path]]:
-    """(the MCP_CONFIG file, the notes directory) for the notes server over `transport`. As in
+def notes_config(
+    workdir: Path, transport: str, *, protocol: str = "auto"
+) -> Iterator[tuple[Path, Path]]:
+    """(the MCP_CONFIG file, the notes directory) for the notes server over `transport`, in
+    `protocol` (auto: the newest both speak; legacy: the initialize handshake). As in
     examples/mcp.json, the form tool runs without an approval first (it asks for its details
     itself)."""
     notes = workdir / "notes"
@@ -46,6 +49,7 @@ def notes_config(workdir: Path, transport: str) -> Iterator[tuple[Path, Path]]:
         entry = {"url": f"http://127.0.0.1:{port}/mcp"}
         wait_for(lambda: _answers(port), 20, "the notes server over HTTP")
     entry["approval"] = {"tools": {"new_note_from_form": "allow"}}
+    entry["protocol"] = protocol
     config = workdir / "mcp.json"
     config.write_text(json.dumps({"mcpServers": {"notes": entry}}))
     try:

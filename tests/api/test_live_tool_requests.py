@@ -1,7 +1,7 @@
 """The terminal client with tools from an MCP server (the example notes server over stdio, as
-`make run` connects it): an approval decided with the arrow keys (a number key never allows), edited
-arguments the server refuses and then takes, a form a running tool asks for, and the same
-without a terminal (deny with feedback, always allow)."""
+`make run` connects it): an approval decided with the arrow keys (a number key never allows),
+edited arguments the server refuses and then takes, a form a running tool asks for, and the
+same without a terminal (deny with feedback, always allow)."""
 
 import time
 

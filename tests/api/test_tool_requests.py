@@ -327,6 +327,21 @@ def test_cancel_while_approvals_wait_denies_them_and_stops(api, conversation, di
     assert state(conversation) == AgentState.IDLE
 
 
+def test_a_message_while_approvals_wait_denies_them_with_it_as_feedback(
+    api, conversation, model, committed
+):
+    ask_approvals(conversation.pk, write_call("w1"), write_call("w2", name="b", text="B"))
+    with committed():
+        sent = api.post(f"/conversations/{conversation.pk}/messages", {"content": "No, wait."})
+    assert sent.status_code == 200
+    denied = api.get("/questions", status="rejected").json()
+    assert sorted(q["toolCallId"] for q in denied) == ["w1", "w2"]
+    assert {(q["decision"], q["feedback"], q["answeredVia"]) for q in denied} == {
+        ("deny", "No, wait.", "auto-resolve")
+    }
+    assert api.get(f"/conversations/{conversation.pk}").json()["pendingQuestions"] == []
+
+
 # `wait` answers once the turn that the decision's own commit resumes has run.
 @pytest.mark.django_db(transaction=True)
 def test_the_last_decision_waits_for_the_turn(api, conversation, model):

@@ -70,3 +70,48 @@ def test_a_tools_request_waiting_in_a_killed_process_ends_as_cancelled(open_page
     expect(form.get_by_text("Cancelled", exact=True)).to_be_visible()
     expect(form.get_by_role("button", name="Submit")).to_have_count(0)
     assert not (crash_server.notes / "from-form.md").exists()
+
+
+@pytest.fixture
+def legacy_server(tmp_path):
+    """The notes server over stdio in the legacy protocol: its form comes as an
+    `elicitation/create` request while the call waits, not as input-required rounds."""
+    with notes_config(tmp_path, "stdio", protocol="legacy") as (config, notes):
+        server = LiveServer(tmp_path, MCP_CONFIG=str(config), SCRIPTED_AGENT_SCRIPT=str(SCRIPT))
+        server.set_up_database()
+        server.start()
+        server.notes = notes
+        yield server
+        server.stop()
+
+
+def test_the_legacy_protocol_elicits_mid_call_and_asks_a_steps_approvals_together(
+    open_page, legacy_server
+):
+    page = open_page(legacy_server)
+    log_in(page)
+    new_conversation(page)
+    send(page, "Fill in the form")
+    form = page.get_by_role("group", name="Details for the new note")
+    form.get_by_role("textbox", name="Note name").fill("legacy")
+    form.get_by_role("textbox", name="Text").fill("Asked mid-call")
+    form.get_by_role("radio", name="blue").check()
+    form.get_by_role("button", name="Submit").click()
+    expect(page.get_by_text("Result: Saved legacy from the form")).to_be_visible()
+    assert (legacy_server.notes / "legacy.md").read_text() == "Asked mid-call"
+
+    # Two calls of one step ask together; the step's calls then run in their order.
+    new_conversation(page)
+    send(page, "Make two notes")
+    approvals = page.get_by_role("group", name="Write note")
+    expect(approvals).to_have_count(2)
+    approvals.nth(1).get_by_role("button", name="Deny").click()
+    expect(approvals.nth(1).get_by_text("Denied", exact=True)).to_be_visible()
+    assert writes(legacy_server.notes) == ["write legacy"]  # nothing runs until both decide
+    approvals.nth(0).get_by_role("button", name="Allow", exact=True).click()
+    reply = page.get_by_text(re.compile("^Results: Saved first"))
+    # In order: the first write ran, then the read (which sees it), then the denied one.
+    expect(reply).to_have_text(
+        re.compile(r"^Results: Saved first \(1 characters\) \| first\s+legacy \| The user denied")
+    )
+    assert writes(legacy_server.notes) == ["write legacy", "write first"]

@@ -10,6 +10,7 @@ import contextlib
 import json
 import logging
 import os
+import socket
 import subprocess
 import sys
 from collections.abc import AsyncIterator, Callable
@@ -18,8 +19,8 @@ from pathlib import Path
 import pytest
 from asgiref.sync import async_to_sync, sync_to_async
 from django.test import RequestFactory
+from mcp.client import stdio
 
-from chat import services
 from chat.blocks import ToolCallBlock, ToolResultBlock
 from chat.engine import tools
 from chat.engine.tools import ToolContext
@@ -29,7 +30,7 @@ from mcp_client import config, connections, status
 from mcp_client import tools as mcp_tools
 from mcp_client.connections import Connections
 from mcp_client.tools import McpTool
-from tests.live_server import ROOT, free_port, wait_for
+from tests.live_server import free_port, wait_for
 from tests.notes_server import notes_config
 
 CHANGING_SERVER = str(Path(__file__).with_name("changing_server.py"))
@@ -105,10 +106,11 @@ def server_processes() -> list[str]:
 
 
 async def until(condition: Callable[[], object], what: str, seconds: float = WAIT) -> None:
-    """Wait until `condition()` holds (checked as the loop runs), at most `seconds`."""
+    """Wait until `condition()` holds, at most `seconds`. Polled: it reads state that the
+    connections' own tasks change."""
     try:
         async with asyncio.timeout(seconds):
-            while not condition():
+            while not condition():  # noqa: ASYNC110
                 await asyncio.sleep(0.02)
     except TimeoutError:
         raise AssertionError(f"timed out waiting for {what}") from None
@@ -124,29 +126,45 @@ def changing_entry(protocol: str = "auto", **extra) -> dict:
     return {**entry, "approval": {"default": "allow"}, **extra}
 
 
+class ChangingOverHttp:
+    """The changing server in --http mode on a port of its own, started (again) on demand."""
+
+    def __init__(self, tmp_path: Path) -> None:
+        self.port = free_port()
+        self.url = f"http://127.0.0.1:{self.port}/mcp"
+        self.log = tmp_path / "changing-http.log"
+        self.process: subprocess.Popen | None = None
+
+    def start(self) -> None:
+        with open(self.log, "ab") as output:
+            self.process = subprocess.Popen(
+                [sys.executable, CHANGING_SERVER, "--http", "--port", str(self.port)],
+                stdout=output,
+                stderr=subprocess.STDOUT,
+            )
+        wait_for(self._answers, 20, "the changing server over HTTP")
+
+    def _answers(self) -> bool:
+        assert self.process is not None
+        assert self.process.poll() is None, self.log.read_text()
+        with socket.socket() as sock:
+            return sock.connect_ex(("127.0.0.1", self.port)) == 0
+
+    def stop(self) -> None:
+        if self.process is not None and self.process.poll() is None:
+            self.process.terminate()
+            self.process.wait(10)
+
+
 @contextlib.contextmanager
 def changing_over_http(tmp_path: Path):
-    """The changing server in --http mode on a free port: its /mcp URL once it answers."""
-    port = free_port()
-    log = tmp_path / "changing.log"
-    with open(log, "wb") as output:
-        process = subprocess.Popen(
-            [sys.executable, CHANGING_SERVER, "--http", "--port", str(port)],
-            stdout=output,
-            stderr=subprocess.STDOUT,
-        )
+    """The changing server over HTTP, stopped after."""
+    server = ChangingOverHttp(tmp_path)
+    server.start()
     try:
-
-        def answers() -> bool:
-            assert process.poll() is None, log.read_text()
-            with contextlib.closing(__import__("socket").socket()) as sock:
-                return sock.connect_ex(("127.0.0.1", port)) == 0
-
-        wait_for(answers, 20, "the changing server over HTTP")
-        yield f"http://127.0.0.1:{port}/mcp"
+        yield server
     finally:
-        process.terminate()
-        process.wait(10)
+        server.stop()
 
 
 # --- 1. The notes server's tools, as the agent is offered them ---------------------------------
@@ -205,7 +223,7 @@ async def test_a_tool_the_server_adds_is_offered(protocol, transport, mcp_config
         if transport == "stdio":
             entry = changing_entry(protocol)
         else:
-            url = stack.enter_context(changing_over_http(tmp_path))
+            url = stack.enter_context(changing_over_http(tmp_path)).url
             entry = {"url": url, "protocol": protocol, "approval": {"default": "allow"}}
         mcp_config({"changing": entry})
         async with connected() as here:
@@ -263,6 +281,61 @@ def test_a_server_that_dies_is_started_again(protocol, mcp_config, conversation)
     assert down.is_error
     assert down.content.startswith("The MCP server changing is not available")
     assert (again.content, again.is_error) == ("back", False)
+
+
+@pytest.mark.live
+@pytest.mark.parametrize("protocol", ["auto", "legacy"])
+async def test_an_http_server_that_goes_away_is_connected_again_when_it_is_back(
+    protocol, mcp_config, tmp_path, monkeypatch
+):
+    monkeypatch.setattr(connections, "RETRY_MIN_SECONDS", 0.1)
+    monkeypatch.setattr(connections, "RETRY_MAX_SECONDS", 0.2)
+    with changing_over_http(tmp_path) as remote:
+        entry = {"url": remote.url, "protocol": protocol, "approval": {"default": "allow"}}
+        mcp_config({"changing": entry})
+        async with connected() as here:
+            server = here.servers["changing"]
+            assert server.connected, server.error
+            first = server.connected_at
+            with pytest.raises(Exception):  # noqa: B017 (whichever the SDK raises)
+                await server.call_tool(connections.Call(None, None, "crash"), {})
+            await until(lambda: not server.connected, "the connection to end")
+            remote.process.wait(10)
+            lost = server.error
+            await until(lambda: server.error != lost, "an attempt while it is away")
+            print("ERROR", repr(lost), repr(server.error))
+            with pytest.raises(ConnectionError):
+                await server.call_tool(connections.Call(None, None, "echo"), {"text": "hi"})
+            await asyncio.to_thread(remote.start)
+            await until(lambda: server.connected, "the server to be connected again")
+            assert server.connected_at > first
+            assert "mcp__changing__echo" in offered_names()
+            result = await server.call_tool(connections.Call(None, None, "echo"), {"text": "hi"})
+            assert result.content[0].text == "hi"
+
+
+@pytest.mark.live
+@pytest.mark.parametrize("protocol", ["auto", "legacy"])
+async def test_a_server_that_stops_answering_is_started_again(protocol, mcp_config, monkeypatch):
+    monkeypatch.setattr(connections, "PING_SECONDS", 0.5)
+    monkeypatch.setattr(connections, "RETRY_MIN_SECONDS", 0.1)
+    # How long the SDK waits for a stdio server to exit before it kills it.
+    monkeypatch.setattr(stdio, "PROCESS_TERMINATION_TIMEOUT", 0.2)
+    mcp_config({"changing": changing_entry(protocol)})
+    async with connected() as here:
+        server = here.servers["changing"]
+        assert server.connected, server.error
+        first = server.connected_at
+        frozen = asyncio.create_task(server.call_tool(connections.Call(None, None, "freeze"), {}))
+        await until(lambda: not server.connected, "the connection to end")
+        assert server.error == "the server did not answer for 0.5 seconds"
+        # The call in flight ends with the connection, long before its timeout.
+        with pytest.raises(Exception):  # noqa: B017 (whichever the SDK raises)
+            async with asyncio.timeout(WAIT):
+                await frozen
+        await until(lambda: server.connected, "the server to be started again")
+        assert server.connected_at > first
+        assert "mcp__changing__echo" in offered_names()
 
 
 # --- 4. Servers that cannot be used, and MCP_CONFIG itself -------------------------------------

@@ -314,3 +314,40 @@ def test_the_tools_page_lists_the_users_always_allowed_tools_and_revokes_them(
     response = browser.post("/settings/tools/revoke/", {"tool": "mcp__notes__write_note"})
     assert response.status_code == 302
     assert not ToolPermission.objects.filter(user=user).exists()
+
+
+def test_a_link_to_open_is_shown_with_its_host_and_opens_only_on_the_persons_click(
+    browser, user, conversation, running
+):
+    lease, [call] = running("mcp__bank__connect")
+    request = ElicitationRequest(
+        server="bank",
+        call_id=call.id,
+        message="Sign in to your bank",
+        mode="url",
+        url="https://login.example.org/authorize?state=<x>",
+    )
+    tool_requests.ask_elicitation(lease, call, request, key="elicit_url")
+    html = browser.get(f"/c/{conversation.pk}/").content.decode()
+    assert "It asks you to open a page on <strong>login.example.org</strong>" in html
+    assert 'data-open-url="https://login.example.org/authorize?state=&lt;x&gt;"' in html
+    assert "<x>" not in html
+    tool_requests.answer_elicitation(
+        user=user, conversation_id=conversation.pk, tool_call_id="elicit_url", action="accept"
+    )
+    assert tool_requests.elicitation_outcome(conversation.pk, "elicit_url") == ("accept", None)
+
+
+async def test_a_link_that_is_not_http_is_declined_without_asking():
+    import mcp_types as types
+
+    from chat.engine.turns import Lease
+    from mcp_client.connections import Call
+    from mcp_client.tools import elicit
+
+    params = types.ElicitRequestURLParams(
+        message="Open this", url="javascript:alert(1)", elicitation_id="e1"
+    )
+    call = Call(lease=Lease(conversation_id=1, token=1), call=None, tool="x")
+    result = await elicit(call, "evil", params)
+    assert result.action == "decline"
