@@ -25,10 +25,9 @@ from chat.errors import ConversationNotFound, ParleyError, RateLimited
 from chat.limits import StreamSlot
 from chat.live.sessions import session_still_valid
 from chat.selectors import MAX_ID, conversation_for_user, conversations_for_user, subagents_of
-from chat.text import drop_invisible
 from questions import services as questions
 from questions import tool_requests
-from questions.approvals import FormField
+from questions.approvals import FormField, storable
 from questions.blocks import API, TERMINAL, Via
 from questions.models import QuestionKind, QuestionStatus
 from questions.schemas import Question
@@ -560,19 +559,6 @@ TERMINAL_CLIENT = "terminal"
 def channel(request) -> Via:
     """The channel a question is answered through, for the audit (answeredVia)."""
     return TERMINAL if request.headers.get(CLIENT_HEADER) == TERMINAL_CLIENT else API
-
-
-def storable(value: Any) -> Any:
-    """JSON from a client as Parley keeps it: invisible characters dropped from every string
-    (chat.text.drop_invisible: NUL and lone surrogates, which no database column takes, bidi
-    overrides and the like), keys included."""
-    if isinstance(value, str):
-        return drop_invisible(value)
-    if isinstance(value, dict):
-        return {drop_invisible(str(key)): storable(item) for key, item in value.items()}
-    if isinstance(value, list):
-        return [storable(item) for item in value]
-    return value
 
 
 def credential_check(request) -> Credential:

@@ -19,10 +19,11 @@ from typing import Any, Literal
 
 import jsonschema
 from django.utils.translation import gettext_lazy as _
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, model_validator
 from pydantic.alias_generators import to_camel
 
 from chat.blocks import ActionBlock
+from chat.text import drop_invisible
 from questions.blocks import ASKED, STATUS, Resolution, Via
 
 APPROVAL_TYPE = "tool_approval"
@@ -56,6 +57,19 @@ FIELD_NOT_A_CHOICE = _("Pick one of the choices for %(field)s.")
 
 class InvalidInput(ValueError):
     """What a person entered cannot be used; the message says why (translated)."""
+
+
+def storable(value: Any) -> Any:
+    """JSON from a tool, a model or a client as Parley keeps it: invisible characters dropped
+    from every string (chat.text.drop_invisible: NUL and lone surrogates, which no database
+    column takes, bidi overrides and the like), keys included."""
+    if isinstance(value, str):
+        return drop_invisible(value)
+    if isinstance(value, dict):
+        return {drop_invisible(str(key)): storable(item) for key, item in value.items()}
+    if isinstance(value, list):
+        return [storable(item) for item in value]
+    return value
 
 
 def _clip(text: Any, limit: int = MAX_SHOWN_CHARS) -> str:
@@ -112,10 +126,12 @@ class ApprovalRequest(BaseModel):
             name=name,
             server=server,
             tool=tool,
-            title=_clip(title or tool, 200),
-            description=_clip(description),
-            arguments=arguments if isinstance(arguments, dict) else {},
-            input_schema=input_schema if isinstance(input_schema, dict) else {"type": "object"},
+            title=_clip(drop_invisible(title or tool), 200),
+            description=_clip(drop_invisible(description or "")),
+            arguments=storable(arguments) if isinstance(arguments, dict) else {},
+            input_schema=storable(input_schema)
+            if isinstance(input_schema, dict)
+            else {"type": "object"},
         )
 
 
@@ -166,6 +182,7 @@ def parse_arguments(text: str, schema: dict) -> dict:
         raise InvalidInput(BAD_JSON % {"error": error}) from None
     if not isinstance(value, dict):
         raise InvalidInput(NOT_AN_OBJECT)
+    value = storable(value)
     check_arguments(value, schema)
     return value
 
@@ -219,16 +236,19 @@ class FormField(BaseModel):
         return self.title or self.name
 
 
-def form_fields(schema: Any) -> list[FormField]:
-    """The fields of a requested schema, in its order; properties of other types are left out
-    (the server's own validation then refuses what it needed)."""
+def form_fields(schema: Any, order: list[str] | tuple = ()) -> list[FormField]:
+    """The fields of a requested schema, in the server's order (`order`: as it sent them, which
+    a stored schema may not keep: PostgreSQL's jsonb sorts keys); properties of other types
+    are left out (the server's own validation then refuses what it needed)."""
     if not isinstance(schema, dict) or not isinstance(schema.get("properties"), dict):
         return []
     required = (
         set(schema.get("required") or ()) if isinstance(schema.get("required"), list) else set()
     )
+    properties = schema["properties"]
+    names = [n for n in order if n in properties] + [n for n in properties if n not in order]
     fields = []
-    for name, spec in list(schema["properties"].items())[:MAX_FIELDS]:
+    for name, spec in [(n, properties[n]) for n in names][:MAX_FIELDS]:
         if not isinstance(name, str) or not isinstance(spec, dict):
             continue
         kind = spec.get("type")
@@ -312,7 +332,7 @@ def form_values(fields: list[FormField], given: dict[str, Any]) -> dict[str, Any
                 raise InvalidInput(FIELD_NOT_A_CHOICE % {"field": label})
             content[field.name] = str(raw)
         else:
-            text = str(raw)
+            text = drop_invisible(str(raw))
             if field.min_length is not None and len(text) < field.min_length:
                 raise InvalidInput(FIELD_TOO_SHORT % {"field": label, "limit": field.min_length})
             if field.max_length is not None and len(text) > field.max_length:
@@ -358,7 +378,16 @@ class ElicitationRequest(BaseModel):
     message: str
     mode: Literal["form", "url"] = "form"
     requested_schema: dict[str, Any] = {}
+    # The schema's properties in the order the server sent them (see form_fields).
+    order: list[str] = []
     url: str = ""
+
+    @model_validator(mode="after")
+    def _keep_order(self) -> "ElicitationRequest":
+        properties = self.requested_schema.get("properties")
+        if not self.order and isinstance(properties, dict):
+            object.__setattr__(self, "order", [str(name) for name in properties])
+        return self
 
 
 class ElicitationPayload(_Payload):

@@ -261,8 +261,8 @@ class Question(models.Model):
             request = self.elicitation
             return ElicitationPayload(
                 **self._audit(),
-                **request.model_dump(exclude={"requested_schema"}),
-                fields=form_fields(request.requested_schema),
+                **request.model_dump(exclude={"requested_schema", "order"}),
+                fields=form_fields(request.requested_schema, request.order),
                 action=decided.get("action"),
                 content=decided.get("content"),
             )

@@ -161,7 +161,11 @@ def answer_question_by_text(
     labels}. With `tool_call_id`, refuse if another question is the pending one."""
     conversation = conversation_for_user(user=user, conversation_id=conversation_id, lock=True)
     question = pending_question(conversation)
-    if question is None or tool_call_id not in (None, question.tool_call_id):
+    if (
+        question is None
+        or question.is_tool_request
+        or tool_call_id not in (None, question.tool_call_id)
+    ):
         raise QuestionAlreadyResolved
     given = answers_by_question_text(question.request, answers)
     return _answer(question, given, by=user, via=via)

@@ -41,6 +41,7 @@ from questions.approvals import (
     form_fields,
     form_values,
     parse_arguments,
+    storable,
 )
 from questions.blocks import AUTO_RESOLVE, BROWSER, Via
 from questions.errors import InvalidAnswer, QuestionAlreadyResolved
@@ -154,8 +155,8 @@ def decide(
             if isinstance(arguments, str) and arguments.strip():
                 stored["arguments"] = parse_arguments(arguments, request.input_schema)
             elif isinstance(arguments, dict):
-                check_arguments(arguments, request.input_schema)
-                stored["arguments"] = arguments
+                stored["arguments"] = storable(arguments)
+                check_arguments(stored["arguments"], request.input_schema)
             if stored.get("arguments") == request.arguments:
                 del stored["arguments"]  # unchanged: not an edit
         elif decision == DENY:
@@ -281,7 +282,8 @@ def answer_elicitation(
     stored: dict[str, Any] = {"action": action}
     if action == ACCEPT and request.mode == "form":
         try:
-            stored["content"] = form_values(form_fields(request.requested_schema), values or {})
+            fields = form_fields(request.requested_schema, request.order)
+            stored["content"] = form_values(fields, values or {})
         except InvalidInput as error:
             raise InvalidAnswer(str(error)) from None
     elif action not in (ACCEPT, DECLINE, CANCEL):
