@@ -81,24 +81,13 @@ def ask(lease: turns.Lease, call: ToolCallBlock, request: QuestionRequest, *, li
     deadline fixed now if the owner's questions expire (their own setting, else
     QUESTION_EXPIRE_AFTER). False, and nothing changes, if the turn already asked `limit`
     questions."""
-    owner_id, own_setting = Conversation.objects.filter(pk=lease.conversation_id).values_list(
-        "owner_id", "owner__preferences__question_expire_after"
-    ).first() or (None, None)
-    if owner_id is None:
-        raise ConversationNotFound
-    now = timezone.now()
-    seconds = expire_after(own_setting)
-    expires_at = now + timedelta(seconds=seconds) if seconds else None
-    question = Question(
-        conversation_id=lease.conversation_id,
+    question = new_question(
+        lease.conversation_id,
         tool_call_id=call.id,
         kind=request.tool,
         questions=[q.model_dump(mode="json") for q in request.questions],
-        expires_at=expires_at,
-        remind_at=remind_at(expires_at, seconds) if expires_at else None,
-        created_at=now,
-        updated_at=now,
     )
+    now = question.created_at
     paused = turns.pause(lease, call, question.block, limit=limit)
     if paused is None:
         return False
@@ -107,6 +96,36 @@ def ask(lease: turns.Lease, call: ToolCallBlock, request: QuestionRequest, *, li
     question.save(force_insert=True)
     _publish(notifications.asked_event(question), question, at=now)
     return True
+
+
+def new_question(conversation_id: int, **fields) -> Question:
+    """A Question row for the conversation, not saved (see `new_questions`)."""
+    return new_questions(conversation_id, [fields])[0]
+
+
+def new_questions(conversation_id: int, rows: list[dict]) -> list[Question]:
+    """Question rows for the conversation, one per dict of fields, not saved, asked now, with
+    their deadline (and reminder) fixed now if the owner's questions expire (their own
+    setting, else QUESTION_EXPIRE_AFTER). Raises ConversationNotFound."""
+    owner_id, own_setting = Conversation.objects.filter(pk=conversation_id).values_list(
+        "owner_id", "owner__preferences__question_expire_after"
+    ).first() or (None, None)
+    if owner_id is None:
+        raise ConversationNotFound
+    now = timezone.now()
+    seconds = expire_after(own_setting)
+    expires_at = now + timedelta(seconds=seconds) if seconds else None
+    return [
+        Question(
+            conversation_id=conversation_id,
+            expires_at=expires_at,
+            remind_at=remind_at(expires_at, seconds) if expires_at else None,
+            created_at=now,
+            updated_at=now,
+            **fields,
+        )
+        for fields in rows
+    ]
 
 
 def expire_after(own_setting: int | None) -> int | None:

@@ -11,17 +11,14 @@ Resolution is the same first-wins conditional update of a pending row as for que
 """
 
 from dataclasses import dataclass
-from datetime import timedelta
 from typing import Any
 
 from django.db import transaction
-from django.utils import timezone
 from django.utils.translation import gettext_noop
 
 from chat.blocks import TextBlock, ToolCallBlock
 from chat.engine import dispatch, turns
-from chat.errors import ConversationNotFound
-from chat.models import AgentState, Conversation
+from chat.models import AgentState
 from chat.text import clean_text
 from chat.transcript import Transcript
 from questions import notifications
@@ -47,7 +44,13 @@ from questions.blocks import AUTO_RESOLVE, BROWSER, Via
 from questions.errors import InvalidAnswer, QuestionAlreadyResolved
 from questions.models import Question, QuestionKind, QuestionStatus, ToolPermission
 from questions.selectors import question_for_user
-from questions.services import _publish, _resolve, expire_after, remind_at, resume_if_decided
+from questions.services import (
+    _publish,
+    _resolve,
+    new_question,
+    new_questions,
+    resume_if_decided,
+)
 
 # The notice an approval's deny leaves is the model's result; nothing stops the turn.
 APPROVALS_PENDING = gettext_noop("Decide every tool call the agent asked to make.")
@@ -71,27 +74,18 @@ class Decided:
 def ask_approvals(lease: turns.Lease, asks: list[tuple[ToolCallBlock, ApprovalRequest]]) -> bool:
     """Show one approval per (call, request) under the calls' message and pause the turn until
     all are decided, with the owner's question deadline. True once paused."""
-    owner_id, own_setting = Conversation.objects.filter(pk=lease.conversation_id).values_list(
-        "owner_id", "owner__preferences__question_expire_after"
-    ).first() or (None, None)
-    if owner_id is None:
-        raise ConversationNotFound
-    now = timezone.now()
-    seconds = expire_after(own_setting)
-    expires_at = now + timedelta(seconds=seconds) if seconds else None
-    rows = [
-        Question(
-            conversation_id=lease.conversation_id,
-            tool_call_id=call.id,
-            kind=QuestionKind.TOOL_APPROVAL,
-            questions=[request.model_dump(mode="json")],
-            expires_at=expires_at,
-            remind_at=remind_at(expires_at, seconds) if expires_at else None,
-            created_at=now,
-            updated_at=now,
-        )
-        for call, request in asks
-    ]
+    rows = new_questions(
+        lease.conversation_id,
+        [
+            {
+                "tool_call_id": call.id,
+                "kind": QuestionKind.TOOL_APPROVAL,
+                "questions": [request.model_dump(mode="json")],
+            }
+            for call, request in asks
+        ],
+    )
+    now = rows[0].created_at
     paused = turns.pause(lease, asks[0][0], *(row.block for row in rows))
     if paused is None:  # pragma: no cover - approvals have no pause limit
         return False
@@ -236,24 +230,16 @@ def ask_elicitation(
     lease: turns.Lease, call: ToolCallBlock, request: ElicitationRequest, *, key: str
 ) -> Question:
     """Show the running call's elicitation under its message (the turn keeps running: the
-    tool waits), with the owner's question deadline. `key`: the row's id in the conversation."""
-    owner_id, own_setting = Conversation.objects.filter(pk=lease.conversation_id).values_list(
-        "owner_id", "owner__preferences__question_expire_after"
-    ).first() or (None, None)
-    if owner_id is None:
-        raise ConversationNotFound
-    now = timezone.now()
-    seconds = expire_after(own_setting)
-    expires_at = now + timedelta(seconds=seconds) if seconds else None
-    question = Question(
-        conversation_id=lease.conversation_id,
+    tool waits), with the owner's question deadline (and no reminder: the call is waiting).
+    `key`: the row's id in the conversation."""
+    question = new_question(
+        lease.conversation_id,
         tool_call_id=key,
         kind=QuestionKind.ELICITATION,
         questions=[request.model_dump(mode="json")],
-        expires_at=expires_at,
-        created_at=now,
-        updated_at=now,
     )
+    question.remind_at = None
+    now = question.created_at
     question.message = turns.show_action(lease, call, question.block)
     question.save(force_insert=True)
     _publish(notifications.ASKED, question, at=now)
