@@ -351,3 +351,18 @@ async def test_a_link_that_is_not_http_is_declined_without_asking():
     call = Call(lease=Lease(conversation_id=1, token=1), call=None, tool="x")
     result = await elicit(call, "evil", params)
     assert result.action == "decline"
+
+
+def test_the_admin_shows_each_approval_with_its_decision_and_audit(
+    client, django_user_model, user, conversation, asked
+):
+    decide(user, conversation, asked[0], "allow", arguments='{"name": "new", "text": "t"}')
+    decide(user, conversation, asked[1], "deny", feedback="Not <this>")
+    staff = django_user_model.objects.create_superuser(username="op", password="pw-op-12345")
+    client.force_login(staff)
+    html = client.get(f"/admin/chat/conversation/{conversation.pk}/change/").content.decode()
+    assert html.count('<span class="parley-kind">Approval</span>') == 2
+    assert '<span class="parley-badge">Allowed with edited arguments</span>' in html
+    assert '<span class="parley-badge">Denied</span>' in html
+    assert "Not &lt;this&gt;" in html
+    assert "<dt>Answered via</dt><dd>browser</dd>" in html
