@@ -68,7 +68,7 @@ class HttpServer(_Server):
 class _File(BaseModel):
     model_config = ConfigDict(extra="ignore")
 
-    mcpServers: dict[str, dict] = {}
+    mcpServers: dict[str, object] = {}
 
     @model_validator(mode="before")
     @classmethod
@@ -126,7 +126,10 @@ def parse(text: str) -> Config:
         if not SERVER_NAME.fullmatch(name) or "__" in name:
             invalid[name[:40]] = "the name may hold only letters, digits, _ and - (no __)"
             continue
-        model = StdioServer if isinstance(entry, dict) and "command" in entry else HttpServer
+        if not isinstance(entry, dict):
+            invalid[name] = "the entry must be a JSON object"
+            continue
+        model = StdioServer if "command" in entry else HttpServer
         try:
             servers.append(ServerConfig(name, model.model_validate(_expand(entry))))
         except ValidationError as error:
@@ -137,7 +140,8 @@ def parse(text: str) -> Config:
 def _short(error: Exception) -> str:
     if isinstance(error, ValidationError):
         return "; ".join(
-            f"{'.'.join(str(p) for p in e['loc']) or 'entry'}: {e['msg']}" for e in error.errors()
+            f"{'.'.join(str(p) for p in e['loc'])}: {e['msg']}" if e["loc"] else e["msg"]
+            for e in error.errors()
         )
     return str(error)
 

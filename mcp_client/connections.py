@@ -2,10 +2,12 @@
 
 Each server gets a task on the event loop that runs the turns (daphne's, or a worker's): it
 connects with the SDK's `Client` (stdio: it starts the operator's command; HTTP: streamable
-HTTP), lists the tools, and holds the session until the server dies or stops answering pings;
-then it connects again, with a growing pause between attempts. `notifications/tools/
-list_changed` lists the tools again. What each server is doing (connected, or why not) is
-kept for /settings/tools/, /healthz and the log.
+HTTP), lists the tools, and holds the session until the server dies (a stdio server's process
+exits, an HTTP server's connection fails) or stops answering pings; then it connects again,
+with a growing pause between attempts. An attempt that gets no answer within CONNECT_SECONDS
+fails too. `notifications/tools/list_changed` lists the tools again (the newest protocol sends
+it on a `subscriptions/listen` stream, opened again when it ends). What each server is doing
+(connected, or why not) is kept for /settings/tools/, /healthz and the log.
 
 A call runs in the turn's own task through the shared session. An elicitation the server
 sends while a call runs is routed to that call: in the newer protocol the SDK runs it inside
@@ -31,7 +33,7 @@ from mcp.client.stdio import StdioServerParameters, stdio_client
 from mcp.client.streamable_http import streamable_http_client
 from mcp.client.subscriptions import ListenNotSupportedError, SubscriptionLost
 from mcp.shared.exceptions import MCPError
-from mcp_types import CONNECTION_CLOSED
+from mcp_types import CONNECTION_CLOSED, REQUEST_TIMEOUT
 from mcp_types.version import MODERN_PROTOCOL_VERSIONS
 
 from mcp_client.config import ServerConfig, StdioServer, load
@@ -43,6 +45,8 @@ FIRST_CONNECT_SECONDS = 15.0
 PING_SECONDS = 15.0
 # How long a server may take to start and list its tools (a first `npx` may download).
 CONNECT_SECONDS = 60.0
+# How long an HTTP response may stay silent (None: as long as the server keeps it open).
+HTTP_READ_SECONDS: float | None = None
 RETRY_MIN_SECONDS = 1.0
 RETRY_MAX_SECONDS = 60.0
 
@@ -99,10 +103,7 @@ class ServerConnection:
             transport: Any = stdio_client(parameters)
             ended = "the server's process exited"
         else:
-            http = httpx2.AsyncClient(
-                headers=spec.headers, timeout=httpx2.Timeout(30.0, read=spec.timeout + 30)
-            )
-            transport = streamable_http_client(spec.url, http_client=http)
+            transport = _http(spec.url, spec.headers)
             ended = "the server closed the connection"
         return Client(
             _watched(transport, lambda: self._lost(ended)),
@@ -112,6 +113,13 @@ class ServerConnection:
             client_info=types.Implementation(name="parley", version="3"),
             cache=None,
         )
+
+    def _changed(self) -> None:
+        """Tell the registry and the status; their failure is not the connection's."""
+        try:
+            self.tools_changed()
+        except Exception:
+            logger.exception("MCP server %s: the tools could not be updated", self.name)
 
     def _lost(self, why: str) -> None:
         """The connection is gone (the transport ended, or a request found it closed)."""
@@ -137,7 +145,7 @@ class ServerConnection:
                         self.connected_at = time.time()
                         held = True
                         self.attempted.set()
-                        self.tools_changed()
+                        self._changed()
                         logger.info("MCP server %s connected: %s tools", self.name, len(self.tools))
                         await self._hold(client)
             except asyncio.CancelledError:
@@ -169,7 +177,7 @@ class ServerConnection:
                     pause,
                 )
             self.attempted.set()
-            self.tools_changed()
+            self._changed()
             await asyncio.sleep(pause)
             pause = min(pause * 2, RETRY_MAX_SECONDS)
 
@@ -187,7 +195,13 @@ class ServerConnection:
                         await _first(self._broken.wait(), self._relist.wait())
                 if self._relist.is_set():
                     self._relist.clear()
-                    await self._list_tools(client)
+                    try:
+                        async with asyncio.timeout(CONNECT_SECONDS):
+                            await self._list_tools(client)
+                    except TimeoutError:
+                        self._lost(
+                            f"the server did not list its tools within {CONNECT_SECONDS:g} seconds"
+                        )
                     continue
                 if not self._broken.is_set():
                     await self._ping(client)
@@ -210,21 +224,36 @@ class ServerConnection:
 
     async def _listen(self, client: Client) -> None:
         """The newest protocol sends tools/list_changed only on a `subscriptions/listen`
-        stream (the older one sends it on the session, to `_on_message`)."""
-        try:
-            async with client.listen(tools_list_changed=True) as changes:
-                async for _ in changes:
-                    self._relist.set()
-        except SubscriptionLost:
-            self._lost("the connection was lost")
-        except MCPError as error:
-            if error.code == CONNECTION_CLOSED:
-                self._lost("the connection was lost")
-            # Otherwise the server sends no change events.
-        except ListenNotSupportedError:
-            pass
-        except Exception as error:  # the stream failed: so did the connection
-            self._lost(_describe(error))
+        stream (the older one sends it on the session, to `_on_message`). A stream that ends
+        (a proxy cut it while idle) is opened again, and the tools listed again as events may
+        have been missed; a stream that cannot be opened again means the connection is gone."""
+        opened_before = False
+        while True:
+            opened = False
+            try:
+                async with client.listen(tools_list_changed=True) as changes:
+                    opened = opened_before = True
+                    async for _ in changes:
+                        self._relist.set()
+            except ListenNotSupportedError:
+                return
+            except MCPError as error:
+                if error.code == CONNECTION_CLOSED or (opened_before and not opened):
+                    self._lost("the connection was lost")
+                    return
+                if not opened:
+                    return  # the server sends no change events
+            except SubscriptionLost:
+                if not opened:
+                    self._lost("the connection was lost")
+                    return
+            except Exception as error:
+                if not opened:
+                    self._lost(_describe(error))
+                    return
+                logger.info("MCP server %s: its event stream failed: %s", self.name, error)
+            self._relist.set()
+            await asyncio.sleep(RETRY_MIN_SECONDS)
 
     async def _list_tools(self, client: Client) -> None:
         tools, cursor = {}, None
@@ -235,7 +264,7 @@ class ServerConnection:
             if cursor is None:
                 break
         self.tools = tools
-        self.tools_changed()
+        self._changed()
 
     async def _on_message(self, message) -> None:
         if isinstance(message, Exception):
@@ -253,7 +282,8 @@ class ServerConnection:
         return await self.elicit(call, self.name, params)
 
     async def call_tool(self, call: Call, arguments: dict) -> types.CallToolResult:
-        """Call the tool through the open session (ConnectionError if there is none)."""
+        """Call the tool through the open session: ConnectionError if there is none,
+        TimeoutError when the server's `timeout` passed first, MCPError for the rest."""
         client = self.client
         if client is None:
             raise ConnectionError(self.error or "not connected")
@@ -266,6 +296,8 @@ class ServerConnection:
         except MCPError as error:
             if error.code == CONNECTION_CLOSED:
                 self._lost("the connection was lost")
+            elif error.code == REQUEST_TIMEOUT:
+                raise TimeoutError(error.message) from error
             raise
         finally:
             self._inflight.remove(call)
@@ -318,6 +350,19 @@ class _WatchedStream:
 
     async def __aexit__(self, *exc: Any) -> bool | None:
         return await self._stream.__aexit__(*exc)
+
+
+@contextlib.asynccontextmanager
+async def _http(url: str, headers: dict[str, str]) -> AsyncIterator[tuple]:
+    """Streamable HTTP through an HTTP client of its own, closed with it. No read timeout:
+    the streams of events stay open while the server has nothing to say (a call has its own
+    timeout, and a server that stops answering misses its pings)."""
+    timeout = httpx2.Timeout(30.0, read=HTTP_READ_SECONDS)
+    async with (
+        httpx2.AsyncClient(headers=headers, timeout=timeout) as http,
+        streamable_http_client(url, http_client=http) as streams,
+    ):
+        yield streams
 
 
 @contextlib.asynccontextmanager

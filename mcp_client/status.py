@@ -90,6 +90,8 @@ def servers() -> list[dict]:
                 "connected": bool(state and state["connected"]),
                 "error": (state or {}).get("error", ""),
                 "pending": state is None or bool(state.get("pending")),
+                # No process that runs turns has tried yet (none has needed tools).
+                "untried": state is None,
                 "tools": (state or {}).get("tools", []),
             }
         )

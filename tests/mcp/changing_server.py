@@ -3,6 +3,7 @@ Parley's connections to MCP servers (tests/mcp/test_connections.py) drive.
 
     python tests/mcp/changing_server.py                    # stdio (default)
     python tests/mcp/changing_server.py --http --port N    # streamable HTTP at /mcp
+    python tests/mcp/changing_server.py --mute             # starts, and never answers
 
 Tools:
 - `echo(text)` (read-only) answers with `text`.
@@ -11,6 +12,7 @@ Tools:
   `notifications/tools/list_changed` on the session; from 2026-07-28 on, which has no
   server-to-client channel outside a request, as an event on the `subscriptions/listen`
   streams the clients opened.
+- `wait(seconds)` answers after `seconds` (the server goes on answering everything else).
 - `crash()` ends the process at once (os._exit), without an answer.
 - `freeze()` blocks the server's event loop for an hour: it answers nothing any more, pings
   included, and is still running.
@@ -20,6 +22,7 @@ import argparse
 import os
 import time
 
+import anyio
 from mcp.server.mcpserver import Context, MCPServer
 from mcp_types import ToolAnnotations
 from mcp_types.version import MODERN_PROTOCOL_VERSIONS
@@ -57,6 +60,13 @@ async def add_tool(name: str, ctx: Context) -> str:
 
 
 @server.tool(structured_output=False)
+async def wait(seconds: float) -> str:
+    """Answer after `seconds`."""
+    await anyio.sleep(seconds)
+    return f"Waited {seconds:g} seconds"
+
+
+@server.tool(structured_output=False)
 def crash() -> str:
     """End the server's process at once."""
     os._exit(3)
@@ -74,8 +84,11 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--http", action="store_true", help="serve streamable HTTP at /mcp")
     parser.add_argument("--host", default="127.0.0.1")
     parser.add_argument("--port", type=int, default=8000)
+    parser.add_argument("--mute", action="store_true", help="read nothing, answer nothing")
     args = parser.parse_args(argv)
-    if args.http:
+    if args.mute:
+        time.sleep(3600)
+    elif args.http:
         server.run("streamable-http", host=args.host, port=args.port, streamable_http_path="/mcp")
     else:
         server.run()

@@ -3,7 +3,9 @@ the tools they offer the agent, a tool list that changes, a server that dies and
 servers that cannot start, and MCP_CONFIG itself.
 
 The servers are real subprocesses: the example notes server (examples/notes_server.py) and
-tests/mcp/changing_server.py (a tool list that grows, and a tool that kills the server)."""
+tests/mcp/changing_server.py (a tool list that grows; tools that kill the server, freeze it,
+or take their time; a mode that never answers). Each test closes its connections, and checks
+that no server process it started over stdio is left."""
 
 import asyncio
 import contextlib
@@ -239,6 +241,34 @@ async def test_a_tool_the_server_adds_is_offered(protocol, transport, mcp_config
             assert "mcp__changing__fresh" in {s.name for s in tools.specs(is_subagent=True)}
 
 
+@pytest.mark.live
+async def test_an_event_stream_cut_while_idle_is_opened_again(mcp_config, tmp_path, monkeypatch):
+    """A proxy (or an HTTP read timeout) ends the `subscriptions/listen` stream of an idle
+    server: the stream is opened again and the tools listed again; the connection stays."""
+    monkeypatch.setattr(connections, "HTTP_READ_SECONDS", 0.3)
+    monkeypatch.setattr(connections, "RETRY_MIN_SECONDS", 0.1)
+    lists = []
+    list_tools = connections.ServerConnection._list_tools
+
+    async def counted(self, client):
+        lists.append(client)
+        await list_tools(self, client)
+
+    monkeypatch.setattr(connections.ServerConnection, "_list_tools", counted)
+    with changing_over_http(tmp_path) as remote:
+        mcp_config({"changing": {"url": remote.url, "approval": {"default": "allow"}}})
+        async with connected() as here:
+            server = here.servers["changing"]
+            assert server.connected, server.error
+            first = server.connected_at
+            await until(lambda: len(lists) >= 3, "the stream to be cut and opened again, twice")
+            result = await server.client.call_tool("add_tool", {"name": "fresh"})
+            assert not result.is_error
+            await until(lambda: "mcp__changing__fresh" in offered_names(), "the new tool")
+            assert server.connected_at == first
+            assert all(listed is server.client for listed in lists)
+
+
 # --- 3. A server that dies ---------------------------------------------------------------------
 
 
@@ -277,10 +307,37 @@ def test_a_server_that_dies_is_started_again(protocol, mcp_config, conversation)
     echo, crashed, down, again = async_to_sync(scenario)()
     assert (echo.content, echo.is_error) == ("hi", False)
     assert crashed.is_error
-    assert crashed.content.startswith("The MCP server changing failed while running crash")
+    assert (
+        crashed.content == "The MCP server changing failed while running crash: Connection closed"
+    )
     assert down.is_error
-    assert down.content.startswith("The MCP server changing is not available")
+    assert down.content == (
+        "The MCP server changing is not available (the server's process exited); "
+        "the tool did not run."
+    )
     assert (again.content, again.is_error) == ("back", False)
+
+
+@pytest.mark.live
+@pytest.mark.django_db
+def test_a_call_past_the_servers_timeout_tells_the_model_so(mcp_config, conversation):
+    mcp_config({"changing": changing_entry(timeout=0.3)})
+    context = ToolContext(lease=Lease(conversation_id=conversation.pk, token=1))
+
+    async def scenario() -> tuple[ToolResultBlock, ToolResultBlock]:
+        async with connected() as here:
+            assert here.servers["changing"].connected, here.servers["changing"].error
+            slow = tool_call("mcp__changing__wait", {"seconds": 5}, "c1")
+            late = await tools.run(slow, context)
+            quick = tool_call("mcp__changing__wait", {"seconds": 0}, "c2")
+            return late, await tools.run(quick, context)
+
+    late, quick = async_to_sync(scenario)()
+    assert late.is_error
+    assert late.content == (
+        "mcp__changing__wait did not finish within 0.3 seconds; it may or may not have happened."
+    )
+    assert (quick.content, quick.is_error) == ("Waited 0 seconds", False)
 
 
 @pytest.mark.live
@@ -303,7 +360,7 @@ async def test_an_http_server_that_goes_away_is_connected_again_when_it_is_back(
             remote.process.wait(10)
             lost = server.error
             await until(lambda: server.error != lost, "an attempt while it is away")
-            print("ERROR", repr(lost), repr(server.error))
+            assert server.error == "cannot connect to the server: All connection attempts failed"
             with pytest.raises(ConnectionError):
                 await server.call_tool(connections.Call(None, None, "echo"), {"text": "hi"})
             await asyncio.to_thread(remote.start)
@@ -338,6 +395,31 @@ async def test_a_server_that_stops_answering_is_started_again(protocol, mcp_conf
         assert "mcp__changing__echo" in offered_names()
 
 
+@pytest.mark.live
+async def test_a_server_that_never_answers_fails_its_attempts(mcp_config, monkeypatch):
+    monkeypatch.setattr(connections, "CONNECT_SECONDS", 0.5)
+    monkeypatch.setattr(stdio, "PROCESS_TERMINATION_TIMEOUT", 0.2)
+    mcp_config({"mute": changing_entry(args=[CHANGING_SERVER, "--mute"])})
+    async with connected() as here:
+        server = here.servers["mute"]
+        assert not server.connected
+        assert server.error == "the server did not answer within 0.5 seconds"
+        await until(lambda: status.summary()["mute"] == server.error, "the state published")
+
+
+@pytest.mark.live
+async def test_a_server_still_on_its_first_attempt_is_connecting(mcp_config, monkeypatch):
+    monkeypatch.setattr(connections, "FIRST_CONNECT_SECONDS", 0.2)
+    monkeypatch.setattr(stdio, "PROCESS_TERMINATION_TIMEOUT", 0.2)
+    mcp_config({"mute": changing_entry(args=[CHANGING_SERVER, "--mute"])})
+    async with connected() as here:
+        assert not here.servers["mute"].attempted.is_set()
+        await status.flush(here)
+        assert status.summary() == {"mute": "connecting"}
+        [listed] = status.servers()
+        assert (listed["pending"], listed["connected"]) == (True, False)
+
+
 # --- 4. Servers that cannot be used, and MCP_CONFIG itself -------------------------------------
 
 
@@ -352,13 +434,15 @@ async def test_a_command_that_does_not_exist_is_reported_in_plain_words(
             server = here.servers["gone"]
             assert not server.connected
             assert server.error == f"the command was not found: {missing}"
-            await until(lambda: status.summary().get("gone") != "connecting", "the state")
+            await status.flush(here)
             summary = await sync_to_async(status.summary)()
             response = await health.healthz(RequestFactory().get("/healthz"))
     assert summary == {"gone": f"the command was not found: {missing}"}
     assert json.loads(response.content)["mcpServers"] == summary
-    errors = [r for r in caplog.records if r.levelno >= logging.ERROR]
-    assert any("gone" in r.getMessage() and missing in r.getMessage() for r in errors), errors
+    errors = [r.getMessage() for r in caplog.records if r.levelno == logging.ERROR]
+    assert errors[0] == (
+        f"MCP server gone cannot be used: the command was not found: {missing}; trying again in 1s"
+    )
 
 
 def test_an_unreadable_config_is_one_clear_message(settings, tmp_path, caplog):
@@ -410,6 +494,7 @@ async def test_an_entry_with_a_bad_name_is_left_out_and_the_others_connect(mcp_c
             assert list(here.servers) == ["changing"]
             assert here.servers["changing"].connected
             assert "mcp__changing__echo" in offered_names()
+            await status.flush(here)
             summary = await sync_to_async(status.summary)()
     name_rule = "left out: the name may hold only letters, digits, _ and - (no __)"
     assert summary == {
@@ -421,3 +506,76 @@ async def test_an_entry_with_a_bad_name_is_left_out_and_the_others_connect(mcp_c
     logged = [r.getMessage() for r in caplog.records if r.levelno == logging.ERROR]
     assert f"MCP server bad name {name_rule}" in logged
     assert f"MCP server two__parts {name_rule}" in logged
+
+
+def test_no_mcp_config_means_no_servers(settings):
+    use_config(settings, "")
+    try:
+        assert config.load() == config.Config()
+        assert status.summary() == {}
+    finally:
+        config.load.cache_clear()
+
+
+# --- 5. Environment variables in MCP_CONFIG ----------------------------------------------------
+
+
+def test_variables_are_expanded_in_every_string_of_an_entry(monkeypatch):
+    monkeypatch.setenv("PARLEY_TEST_PYTHON", "/opt/python3")
+    monkeypatch.setenv("PARLEY_TEST_TOKEN", "s3cret")
+    monkeypatch.setenv("PARLEY_TEST_EMPTY", "")
+    monkeypatch.delenv("PARLEY_TEST_UNSET", raising=False)
+    parsed = config.parse(
+        json.dumps(
+            {
+                "mcpServers": {
+                    "local": {
+                        "command": "${PARLEY_TEST_PYTHON}",
+                        "args": ["${PARLEY_TEST_UNSET:-server.py}", "--dir=${PARLEY_TEST_UNSET}"],
+                        "env": {
+                            "TOKEN": "${PARLEY_TEST_TOKEN}",
+                            "MODE": "${PARLEY_TEST_EMPTY:-fallback}",
+                            "PLAIN": "$PARLEY_TEST_TOKEN and ${not a name}",
+                        },
+                        "cwd": "${PARLEY_TEST_UNSET:-/srv/notes}",
+                    },
+                    "remote": {
+                        "url": "https://${PARLEY_TEST_UNSET:-mcp.example.org}/mcp",
+                        "headers": {"Authorization": "Bearer ${PARLEY_TEST_TOKEN}"},
+                        "approval": {"tools": {"${PARLEY_TEST_TOKEN}": "allow"}},
+                    },
+                }
+            }
+        )
+    )
+    assert (parsed.error, parsed.invalid) == ("", {})
+    local, remote = parsed.servers
+    assert local.spec.command == "/opt/python3"
+    assert local.spec.args == ["server.py", "--dir="]
+    assert local.spec.env == {
+        "TOKEN": "s3cret",
+        "MODE": "fallback",  # set but empty: the default, as in a shell
+        "PLAIN": "$PARLEY_TEST_TOKEN and ${not a name}",
+    }
+    assert local.spec.cwd == "/srv/notes"
+    assert remote.spec.url == "https://mcp.example.org/mcp"
+    assert remote.spec.headers == {"Authorization": "Bearer s3cret"}
+    # The approval names tools, and is taken as written.
+    assert remote.spec.approval.tools == {"${PARLEY_TEST_TOKEN}": "allow"}
+
+
+def test_a_command_that_expands_to_nothing_is_left_out(monkeypatch):
+    monkeypatch.delenv("PARLEY_TEST_UNSET", raising=False)
+    parsed = config.parse(
+        json.dumps(
+            {
+                "mcpServers": {
+                    "empty": {"command": "${PARLEY_TEST_UNSET}"},
+                    "fine": {"command": "${PARLEY_TEST_UNSET:-python3}"},
+                }
+            }
+        )
+    )
+    assert [server.name for server in parsed.servers] == ["fine"]
+    assert parsed.servers[0].spec.command == "python3"
+    assert parsed.invalid == {"empty": "command: String should have at least 1 character"}
