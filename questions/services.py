@@ -447,9 +447,10 @@ def _pending_approvals(conversation: Conversation) -> list[Question]:
 def resume_if_decided(transcript: Transcript) -> None:
     """The step that asked for approvals goes on once none of them waits any more."""
     conversation = transcript.conversation
-    if conversation.agent_state == AgentState.AWAITING_USER and not _pending_approvals(
-        conversation
-    ):
+    waiting = Question.objects.filter(
+        conversation=conversation, kind=QuestionKind.TOOL_APPROVAL, status=QuestionStatus.PENDING
+    )
+    if conversation.agent_state == AgentState.AWAITING_USER and not waiting.exists():
         dispatch.on_commit(turns.resume_tools(transcript))
 
 
