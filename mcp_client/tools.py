@@ -22,7 +22,6 @@ from typing import Any
 import mcp_types as types
 from channels.db import database_sync_to_async
 from django.db import IntegrityError
-from mcp.shared.exceptions import MCPError
 
 from chat import events
 from chat.blocks import ToolCallBlock, ToolResultBlock
@@ -36,7 +35,7 @@ from mcp_client.models import ToolRun
 from questions import tool_requests
 from questions.approvals import DENY as DENIED_DECISION
 from questions.approvals import MAX_SHOWN_CHARS, ApprovalRequest, ElicitationRequest
-from questions.models import QuestionStatus
+from questions.models import QuestionStatus, ToolPermission
 
 logger = logging.getLogger("parley.mcp_client")
 
@@ -162,7 +161,7 @@ class McpTool(Tool):
             return ToolResultBlock.error(
                 call.id, prefix + TIMED_OUT.format(tool=self.name, seconds=seconds)
             )
-        except (MCPError, Exception) as error:
+        except Exception as error:
             text = FAILED.format(server=self.server.name, tool=self.tool.name, error=error)
             return ToolResultBlock.error(call.id, prefix + text[:MAX_SHOWN_CHARS])
         return ToolResultBlock(
@@ -195,8 +194,8 @@ def result_text(result: types.CallToolResult) -> str:
 
 
 def _always_allowed(conversation_id: int, name: str) -> bool:
-    owner_id = Conversation.objects.filter(pk=conversation_id).values_list("owner_id", flat=True)
-    return tool_requests.always_allowed(owner_id.first(), name)
+    """Whether the conversation's owner always allows the tool `name` (one query)."""
+    return ToolPermission.objects.filter(tool=name, user__conversations=conversation_id).exists()
 
 
 def _approvals_to_ask(
