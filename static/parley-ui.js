@@ -1,5 +1,6 @@
-/* Everyday chat niceties: the user menu and its theme switch, copy buttons, message times, the tab title, and
-   the composer while the agent replies. Loaded as a file (the CSP allows no inline script). */
+/* Everyday chat niceties: the user menu and its theme switch, copy buttons, message times,
+   the tab title, and the composer while the agent replies. Loaded as a file (the CSP allows
+   no inline script). */
 (function () {
   "use strict";
 
