@@ -191,6 +191,7 @@ def test_the_approval_is_keyboard_only_and_number_keys_never_allow(tab, tools_se
     tab.screenshot(path=screenshots / f"approval-{tools_server.notes.parent.name}.png")
     tab.keyboard.press("Enter")
     expect(approval.get_by_text("Allowed", exact=True)).to_be_visible()
+    expect(tab.get_by_text("The notes server answered: Saved shopping")).to_be_visible()
     assert writes(tools_server.notes) == [*before, "write shopping"]
 
 
