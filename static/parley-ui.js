@@ -1,5 +1,6 @@
-/* Everyday chat niceties: the theme switch, copy buttons, message times, the tab title, and
-   the composer while the agent replies. Loaded as a file (the CSP allows no inline script). */
+/* Everyday chat niceties: the theme switch, copy buttons, code blocks' headers, messages'
+   actions, "Jump to latest", message times, the tab title, and the composer while the agent
+   replies. Loaded as a file (the CSP allows no inline script). */
 (function () {
   "use strict";
 
@@ -33,12 +34,18 @@
     window.setTimeout(function () { status.textContent = text; }, 50);
   }
 
+  // An icon button says "Copied" in its name (its icon stays); a text button in its text.
   function copy(button, text) {
-    var label = button.textContent;
+    var icon = button.classList.contains("icon-button");
+    var label = icon ? button.getAttribute("aria-label") : button.textContent;
+    function show(text) {
+      if (icon) { button.setAttribute("aria-label", text); } else { button.textContent = text; }
+    }
     function done(message) {
-      button.textContent = message;
+      show(message);
+      button.classList.add("is-done");
       announce(message);
-      window.setTimeout(function () { button.textContent = label; }, 2000);
+      window.setTimeout(function () { show(label); button.classList.remove("is-done"); }, 2000);
     }
     if (!navigator.clipboard) { done(strings().copyFailed); return; }
     navigator.clipboard.writeText(text).then(
@@ -47,53 +54,111 @@
     );
   }
 
-  function copyButton(label, className) {
-    var button = document.createElement("button");
-    button.type = "button";
-    button.className = "copy-button " + className;
-    button.textContent = label;
-    return button;
-  }
-
   function messageText(message) {
     return Array.prototype.map.call(message.querySelectorAll(".block-text"), function (block) {
       return block.innerText.trim();
     }).join("\n\n");
   }
 
-  function addCopyButtons(root) {
+  // Each code block gets a header: its language, and its copy button.
+  function addCodeHeaders(root) {
     var s = strings();
     root.querySelectorAll(".markdown pre").forEach(function (pre) {
       if (pre.parentElement.classList.contains("code-block")) { return; }
+      var code = pre.querySelector("code");
+      var language = code && /(?:^| )language-(\S+)/.exec(code.className);
       var wrapper = document.createElement("div");
       wrapper.className = "code-block";
+      var head = document.createElement("div");
+      head.className = "code-head";
+      var name = document.createElement("span");
+      name.className = "code-language";
+      name.textContent = language ? language[1] : s.code;
+      var button = document.createElement("button");
+      button.type = "button";
+      button.className = "copy-button copy-code";
+      button.textContent = s.copyCode;
+      head.appendChild(name);
+      head.appendChild(button);
       pre.parentNode.insertBefore(wrapper, pre);
-      wrapper.appendChild(copyButton(s.copyCode, "copy-code"));
+      wrapper.appendChild(head);
       wrapper.appendChild(pre);
-    });
-    // Each message is looked at once (a changed message arrives as a new element): on a long
-    // transcript, looking into every message again on each streamed append took the page's
-    // main thread for tens of milliseconds an append.
-    root.querySelectorAll(".transcript > .message-user:not([data-copy-checked]), .transcript > .message-assistant:not([data-copy-checked])").forEach(function (message) {
-      message.setAttribute("data-copy-checked", "");
-      if (message.querySelector(":scope > .message-head .copy-message") || !message.querySelector(".block-text")) { return; }
-      var head = message.querySelector(":scope > .message-head");
-      if (head) { head.appendChild(copyButton(s.copyMessage, "copy-message")); }
     });
     root.querySelectorAll("[data-copy-from][hidden]").forEach(function (button) { button.hidden = false; });
   }
 
+  // A message's actions are named by its place in the transcript ("Copy message 3"), so that
+  // each name is unique; numbered again whenever messages arrive or earlier ones load.
+  function numberActions() {
+    var s = strings();
+    var n = 0;
+    document.querySelectorAll("#transcript > .message:not(.message-empty)").forEach(function (message) {
+      n += 1;
+      var actions = message.querySelector(":scope > .message-head > .message-actions");
+      if (!actions) { return; }
+      var copyButton = actions.querySelector(".copy-message");
+      if (copyButton && !copyButton.classList.contains("is-done")) {
+        copyButton.setAttribute("aria-label", s.copyMessageN.replace("{number}", n));
+      }
+      var edit = actions.querySelector(".edit-toggle");
+      if (edit) { edit.setAttribute("aria-label", s.editMessageN.replace("{number}", n)); }
+    });
+  }
+
+  function toggleEdit(button, open) {
+    var form = byId(button.getAttribute("aria-controls"));
+    if (!form) { return; }
+    form.hidden = !open;
+    button.setAttribute("aria-expanded", open ? "true" : "false");
+    if (open) { form.querySelector("textarea").focus(); } else { button.focus(); }
+  }
+
   document.addEventListener("click", function (event) {
+    var target = event.target.closest && event.target.closest(".edit-toggle, .edit-cancel");
+    if (target && target.classList.contains("edit-toggle")) {
+      toggleEdit(target, target.getAttribute("aria-expanded") !== "true");
+    } else if (target) {
+      var message = target.closest(".message");
+      var toggle = message && message.querySelector(".edit-toggle");
+      if (toggle) { toggleEdit(toggle, false); }
+    }
     var button = event.target.closest && event.target.closest(".copy-button, [data-copy-from]");
     if (!button) { return; }
     if (button.hasAttribute("data-copy-from")) {
       var source = byId(button.getAttribute("data-copy-from"));
       if (source) { copy(button, source.value || source.textContent); }
     } else if (button.classList.contains("copy-code")) {
-      copy(button, button.parentElement.querySelector("pre").innerText.replace(/\n$/, ""));
+      copy(button, button.closest(".code-block").querySelector("pre").innerText.replace(/\n$/, ""));
     } else {
       copy(button, messageText(button.closest(".message")));
     }
+  });
+
+  // --- "Jump to latest": new text arrived while the reader was scrolled up, away from it.
+  var away = false;
+  function nearBottom() {
+    var doc = document.scrollingElement || document.documentElement;
+    return doc.scrollHeight - doc.scrollTop - doc.clientHeight < 160;
+  }
+  function showJump(visible) {
+    var jump = byId("jump-latest");
+    if (jump && jump.hidden === visible) { jump.hidden = !visible; }
+  }
+  window.addEventListener("scroll", function () {
+    away = !nearBottom();
+    if (!away) { showJump(false); }
+  }, { passive: true });
+  document.addEventListener("htmx:wsAfterMessage", function () {
+    if (away) { showJump(true); }
+  });
+  document.addEventListener("click", function (event) {
+    if (!event.target.closest || !event.target.closest("#jump-latest")) { return; }
+    var doc = document.scrollingElement || document.documentElement;
+    doc.scrollTop = doc.scrollHeight;
+    away = false;
+    showJump(false);
+    var text = byId("composer-text");
+    if (text) { text.focus({ preventScroll: true }); }
   });
 
   // --- Message times: relative ("5 minutes ago"), the exact time on hover, both in the
@@ -173,7 +238,8 @@
   }
 
   function refresh(root) {
-    addCopyButtons(root || document);
+    addCodeHeaders(root || document);
+    numberActions();
     updateTimes(root || document);
     followTitle();
     followAgent();
