@@ -63,7 +63,7 @@
   // Each code block gets a header: its language, and its copy button.
   function addCodeHeaders(root) {
     var s = strings();
-    root.querySelectorAll(".markdown pre").forEach(function (pre) {
+    root.querySelectorAll(".markdown:not(.draft-markdown) pre").forEach(function (pre) {
       if (pre.parentElement.classList.contains("code-block")) { return; }
       var code = pre.querySelector("code");
       var language = code && /(?:^| )language-(\S+)/.exec(code.className);
@@ -161,6 +161,114 @@
     if (text) { text.focus({ preventScroll: true }); }
   });
 
+  // --- Streamed text as markdown: the draft's escaped text (#draft-N, which the socket appends
+  // to) stays hidden as the source; a sibling shows it rendered, rebuilt at most once a frame.
+  // Only elements and text nodes are made (never HTML parsed): the model's text cannot become
+  // markup. A marker not closed yet ("**bo") is left out rather than shown raw. The finished
+  // message is rendered by the server (chat/markdown.py) and replaces all of this.
+  var INLINE = /(\*\*|__|\*|_|`)/;
+  function inline(parent, text) {
+    var parts = text.split(INLINE);
+    var stack = [parent];
+    var open = [];
+    for (var i = 0; i < parts.length; i++) {
+      var part = parts[i];
+      if (!part) { continue; }
+      var top = stack[stack.length - 1];
+      var inCode = open[open.length - 1] === "`";
+      if (i % 2 === 1 && (!inCode || part === "`")) {
+        if (open[open.length - 1] === part) { open.pop(); stack.pop(); continue; }
+        if ((part === "_" || part === "*") && /\w$/.test(parts[i - 1] || "") && /^\w/.test(parts[i + 1] || "")) {
+          top.appendChild(document.createTextNode(part));  // snake_case, 2*3*4
+          continue;
+        }
+        var el = document.createElement(part === "`" ? "code" : part.length === 2 ? "strong" : "em");
+        top.appendChild(el);
+        stack.push(el);
+        open.push(part);
+        continue;
+      }
+      top.appendChild(document.createTextNode(part));
+    }
+  }
+
+  function renderMarkdown(target, text) {
+    target.textContent = "";
+    var lines = text.split("\n");
+    var block = null;   // the paragraph, list or code being filled
+    var kind = "";
+    function close() { block = null; kind = ""; }
+    function start(tag, k) {
+      block = document.createElement(tag);
+      kind = k;
+      target.appendChild(block);
+      return block;
+    }
+    lines.forEach(function (line) {
+      if (kind === "code") {
+        if (/^\s*```/.test(line)) { close(); return; }
+        block.firstChild.appendChild(document.createTextNode(line + "\n"));
+        return;
+      }
+      var fence = /^\s*```\s*(\S*)/.exec(line);
+      var heading = /^(#{1,6})\s+(.*)$/.exec(line);
+      var item = /^\s*(?:[-*+]|(\d+)[.)])\s+(.*)$/.exec(line);
+      if (fence) {
+        var code = document.createElement("code");
+        if (fence[1]) { code.className = "language-" + fence[1]; }
+        start("pre", "code").appendChild(code);
+      } else if (!line.trim()) {
+        close();
+      } else if (heading) {
+        close();
+        inline(start("h" + heading[1].length, "h"), heading[2]);
+        close();
+      } else if (item) {
+        var listKind = item[1] ? "ol" : "ul";
+        if (kind !== listKind) { start(listKind, listKind); }
+        var li = document.createElement("li");
+        block.appendChild(li);
+        inline(li, item[2]);
+      } else {
+        if (kind !== "p") { start("p", "p"); } else { block.appendChild(document.createElement("br")); }
+        inline(block, line);
+      }
+    });
+  }
+
+  var pendingDrafts = {};
+  var drawScheduled = false;
+  function drawDrafts() {
+    drawScheduled = false;
+    Object.keys(pendingDrafts).forEach(function (id) {
+      var source = byId(id);
+      if (!source) { return; }
+      var shown = source.nextElementSibling;
+      if (!shown || !shown.classList.contains("draft-markdown")) {
+        shown = document.createElement("div");
+        shown.className = "block block-text markdown draft-markdown";
+        source.parentNode.insertBefore(shown, source.nextSibling);
+        source.hidden = true;
+      }
+      renderMarkdown(shown, source.textContent);
+    });
+    pendingDrafts = {};
+  }
+  function redraw(id) {
+    pendingDrafts[id] = true;
+    if (!drawScheduled) { drawScheduled = true; window.requestAnimationFrame(drawDrafts); }
+  }
+  var APPENDED = /^<div hx-swap-oob="beforeend:#(draft-\d+)">/;
+  document.addEventListener("htmx:wsAfterMessage", function (event) {
+    var appended = APPENDED.exec(event.detail.message || "");
+    if (appended) { redraw(appended[1]); }
+  });
+  // A draft that arrives whole (a new message, a tab's catch-up) is drawn at once, unseen raw.
+  function drawAllDrafts() {
+    document.querySelectorAll(".draft-text[id]").forEach(function (draft) { pendingDrafts[draft.id] = true; });
+    drawDrafts();
+  }
+
   // --- Message times: relative ("5 minutes ago"), the exact time on hover, both in the
   // browser's time zone and the page's language; the server's text stays without script.
   var UNITS = [["year", 31536000], ["month", 2592000], ["week", 604800], ["day", 86400], ["hour", 3600], ["minute", 60]];
@@ -240,6 +348,7 @@
   function refresh(root) {
     addCodeHeaders(root || document);
     numberActions();
+    drawAllDrafts();
     updateTimes(root || document);
     followTitle();
     followAgent();
