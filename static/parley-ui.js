@@ -151,10 +151,13 @@
   document.addEventListener("htmx:wsAfterMessage", function () {
     if (away) { showJump(true); }
   });
-  document.addEventListener("click", function (event) {
-    if (!event.target.closest || !event.target.closest("#jump-latest")) { return; }
+  function scrollToEnd() {
     var doc = document.scrollingElement || document.documentElement;
     doc.scrollTop = doc.scrollHeight;
+  }
+  document.addEventListener("click", function (event) {
+    if (!event.target.closest || !event.target.closest("#jump-latest")) { return; }
+    scrollToEnd();
     away = false;
     showJump(false);
     var text = byId("composer-text");
@@ -240,7 +243,9 @@
   var drawScheduled = false;
   function drawDrafts() {
     drawScheduled = false;
-    Object.keys(pendingDrafts).forEach(function (id) {
+    var ids = Object.keys(pendingDrafts);
+    if (!ids.length) { return; }
+    ids.forEach(function (id) {
       var source = byId(id);
       if (!source) { return; }
       var shown = source.nextElementSibling;
@@ -253,6 +258,8 @@
       renderMarkdown(shown, source.textContent);
     });
     pendingDrafts = {};
+    // The text grew after static/parley.js followed it to the end: a reader there stays there.
+    if (!away) { scrollToEnd(); }
   }
   function redraw(id) {
     pendingDrafts[id] = true;

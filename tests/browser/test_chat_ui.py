@@ -56,6 +56,7 @@ def test_themes_switch_persist_and_pass_axe_at_both_widths(open_page, parley_ser
         colours[theme] = background(page)
         assert axe_violations(page) == [], theme
         page.evaluate("window.scrollTo(0, 0)")
+        last_reply(page).hover()  # its actions show
         page.screenshot(path=str(screenshots / f"conversation-{theme.lower()}.png"))
     assert colours["Light"] != colours["Dark"]
 
@@ -72,6 +73,8 @@ def test_themes_switch_persist_and_pass_axe_at_both_widths(open_page, parley_ser
         assert axe_violations(page) == [], theme
         page.set_viewport_size({"width": 390, "height": 844})
         assert axe_violations(page) == [], f"{theme} at 390 px"
+        # The message being edited, with its actions (the focus is in it).
+        page.get_by_role("textbox", name="Your message").focus()
         page.screenshot(path=str(screenshots / f"conversation-{theme.lower()}-phone.png"))
         page.set_viewport_size({"width": 1280, "height": 900})
 

@@ -10,8 +10,8 @@ from chat.engine.runtime import build_history
 from chat.errors import (
     AgentBusy,
     ConversationNotFound,
-    NothingToRegenerate,
     MessageNotEditable,
+    NothingToRegenerate,
     QuestionPending,
 )
 from chat.models import AgentState, Conversation, Message, Role
@@ -81,9 +81,7 @@ def test_edit_replaces_the_last_message_and_the_model_sees_only_the_new_text(
 
 
 @pytest.mark.django_db
-def test_an_earlier_message_can_be_edited_and_what_followed_it_is_superseded(
-    user, post, committed
-):
+def test_an_earlier_message_can_be_edited_and_what_followed_it_is_superseded(user, post, committed):
     conversation = services.create_conversation(owner=user)
     first = post(user, conversation, "one")
     post(user, conversation, "two")
@@ -113,9 +111,7 @@ def test_an_edited_first_message_keeps_a_title_the_user_chose(conversation, user
 
 
 @pytest.mark.django_db
-def test_a_superseded_or_assistant_message_cannot_be_edited(
-    conversation, user, post, committed
-):
+def test_a_superseded_or_assistant_message_cannot_be_edited(conversation, user, post, committed):
     first = post(user, conversation, "one")
     with committed():
         services.edit_message(
@@ -194,7 +190,8 @@ def test_the_page_shows_the_new_branch_and_the_controls(
     assert "old words" not in page
     assert "new words" in page
     assert "Regenerate reply" in page
-    assert f'aria-controls="edit-{conversation.messages.filter(superseded=False).first().pk}"' in page
+    edited = conversation.messages.filter(superseded=False).first()
+    assert f'aria-controls="edit-{edited.pk}"' in page
 
 
 @pytest.mark.django_db
