@@ -94,6 +94,7 @@
     var n = 0;
     document.querySelectorAll("#transcript > .message:not(.message-empty)").forEach(function (message) {
       n += 1;
+      addSwitchers(n, message);
       var actions = message.querySelector(":scope > .message-head > .message-actions");
       if (!actions) { return; }
       var copyButton = actions.querySelector(".copy-message");
@@ -104,6 +105,85 @@
       if (edit) { edit.setAttribute("aria-label", s.editMessageN.replace("{number}", n)); }
     });
   }
+
+  // --- Branches: an edit or a regenerated reply supersedes messages, which stay in the
+  // transcript hidden, just before what replaced them. The run of superseded messages right
+  // before a message holds its older versions: one per action (an action's messages took
+  // consecutive change numbers), each starting with a message of the same role.
+  function olderVersions(message) {
+    var run = [];
+    for (var el = message.previousElementSibling; el && el.classList.contains("message-superseded"); el = el.previousElementSibling) {
+      run.unshift(el);
+    }
+    var groups = [];
+    run.forEach(function (el) {
+      var seq = Number(el.getAttribute("data-seq"));
+      var group = groups[groups.length - 1];
+      if (!group || seq !== group.seq + 1) { group = { first: el, texts: [] }; groups.push(group); }
+      group.seq = seq;
+      var role = message.classList.contains("message-user") ? "message-user" : "message-assistant";
+      var text = el.querySelector(":scope > .branch-text");
+      if (text && el.classList.contains(role) && (role === "message-assistant" || !group.texts.length)) {
+        group.texts.push(text);
+      }
+    });
+    var role = message.classList.contains("message-user") ? "message-user" : "message-assistant";
+    return groups.filter(function (group) { return group.first.classList.contains(role) && group.texts.length; });
+  }
+
+  function showVersion(message, index) {
+    var versions = message.parleyVersions;
+    var older = message.querySelector(":scope > .branch-shown");
+    if (older) { older.remove(); }
+    message.classList.toggle("is-older", index < versions.length);
+    if (index < versions.length) {
+      older = document.createElement("div");
+      older.className = "branch-shown";
+      versions[index].texts.forEach(function (text) {
+        Array.prototype.forEach.call(text.children, function (child) { older.appendChild(child.cloneNode(true)); });
+      });
+      message.querySelector(":scope > .message-head").insertAdjacentElement("afterend", older);
+    }
+    var switcher = message.querySelector(".branch-switcher");
+    switcher.querySelector(".branch-place").textContent = (index + 1) + "/" + (versions.length + 1);
+    switcher.querySelector(".branch-previous").disabled = index === 0;
+    switcher.querySelector(".branch-next").disabled = index === versions.length;
+    message.parleyVersion = index;
+  }
+
+  function addSwitchers(number, message) {
+    var head = message.querySelector(":scope > .message-head");
+    var switcher = head && head.querySelector(".branch-switcher");
+    var versions = head && !message.classList.contains("is-draft") ? olderVersions(message) : [];
+    if (!versions.length) { if (switcher) { switcher.remove(); } return; }
+    var s = strings();
+    if (!switcher) {
+      switcher = document.createElement("span");
+      switcher.className = "branch-switcher";
+      switcher.setAttribute("role", "group");
+      [["branch-previous", "‹"], ["branch-place", ""], ["branch-next", "›"]].forEach(function (part) {
+        var el = document.createElement(part[0] === "branch-place" ? "span" : "button");
+        el.className = part[0];
+        el.textContent = part[1];
+        if (el.tagName === "BUTTON") { el.type = "button"; }
+        switcher.appendChild(el);
+      });
+      head.insertBefore(switcher, head.querySelector(".message-actions"));
+    }
+    switcher.setAttribute("aria-label", s.versionsN.replace("{number}", number));
+    switcher.querySelector(".branch-previous").setAttribute("aria-label", s.previousVersionN.replace("{number}", number));
+    switcher.querySelector(".branch-next").setAttribute("aria-label", s.nextVersionN.replace("{number}", number));
+    message.parleyVersions = versions;
+    var index = message.parleyVersion;
+    showVersion(message, index === undefined || index > versions.length ? versions.length : index);
+  }
+
+  document.addEventListener("click", function (event) {
+    var button = event.target.closest && event.target.closest(".branch-previous, .branch-next");
+    if (!button || button.disabled) { return; }
+    var message = button.closest(".message");
+    showVersion(message, message.parleyVersion + (button.classList.contains("branch-next") ? 1 : -1));
+  });
 
   function toggleEdit(button, open) {
     var form = byId(button.getAttribute("aria-controls"));

@@ -250,6 +250,19 @@ def test_message_actions_show_on_hover_and_focus_and_edit_any_message(page, parl
     expect(page).to_have_title(re.compile(r"^(\(\d+\) )?Hello there · Parley$"))
     expect(page.get_by_role("button", name=re.compile(r"^Copy message"))).to_have_count(2)
 
+    # The version switcher: the older version is kept, and shown on request.
+    versions = page.get_by_role("group", name="Versions of message 1")
+    expect(versions).to_contain_text("2/2")
+    first = transcript.get_by_role("listitem").filter(has=versions)
+    versions.get_by_role("button", name="Previous version of message 1").click()
+    expect(versions).to_contain_text("1/2")
+    expect(first).to_contain_text("Show me some code")
+    expect(first).not_to_contain_text("Hello there")
+    versions.get_by_role("button", name="Next version of message 1").click()
+    expect(versions).to_contain_text("2/2")
+    expect(first).to_contain_text("Hello there")
+    expect(versions.get_by_role("button", name="Next version of message 1")).to_be_disabled()
+
 
 def test_jump_to_latest_appears_when_text_arrives_while_scrolled_up(start_server, open_page):
     server = start_server(SCRIPTED_AGENT_DELAY="0.1")
