@@ -187,8 +187,8 @@ def test_the_page_shows_the_new_branch_and_the_controls(
             user=user, conversation_id=conversation.pk, message_id=old.pk, text="new words"
         )
     page = client.get(reverse("chat:conversation_detail", args=[conversation.pk])).content.decode()
-    # Only as the older version, hidden until asked for (static/parley-ui.js).
-    assert page.count("old words") == 1
+    # Only as the older versions (the message, its reply), hidden until asked for.
+    assert page.count("old words") == page.count('class="branch-text" hidden') == 2
     assert '<div class="branch-text" hidden><div class="block block-text plain">old words' in page
     assert "new words" in page
     assert "Regenerate reply" in page
