@@ -14,10 +14,10 @@ def only_asks_for_help(argv: list[str]) -> bool:
 
 if __name__ == "__main__":
     os.environ.setdefault("DJANGO_SETTINGS_MODULE", "config.settings")
-    if only_asks_for_help(sys.argv):
+    if only_asks_for_help(sys.argv) and not os.environ.get("SECRET_KEY"):
         # The settings refuse to load without SECRET_KEY (config/settings.py); printing a
         # command's help signs nothing, so a placeholder lets it load in this process only.
-        os.environ.setdefault("SECRET_KEY", "parley-help-only-signs-nothing")
+        os.environ["SECRET_KEY"] = "parley-help-only-signs-nothing"  # noqa: S105
     from django.core.management import execute_from_command_line
 
     execute_from_command_line(sys.argv)
