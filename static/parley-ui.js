@@ -54,8 +54,10 @@
     );
   }
 
+  // The text shown: the message's own, or the older version shown in its place.
   function messageText(message) {
-    return Array.prototype.map.call(message.querySelectorAll(".block-text"), function (block) {
+    var shown = message.classList.contains("is-older") ? ":scope > .branch-shown > .block-text" : ":scope > .block-text";
+    return Array.prototype.map.call(message.querySelectorAll(shown), function (block) {
       return block.innerText.trim();
     }).join("\n\n");
   }
