@@ -142,7 +142,9 @@ def test_always_allow_skips_the_next_ask_until_revoked(tab, tools_server):
     expect(tab.get_by_role("row", name=re.compile("Write note"))).to_contain_text("Asks you first")
 
     tab.goto("/")
-    ask_to_save(tab)  # asks again
+    approval = ask_to_save(tab)  # asks again
+    approval.get_by_role("button", name="Deny").click()  # and leaves nothing waiting
+    expect(approval.get_by_text("Denied", exact=True)).to_be_visible()
 
 
 def test_elicitation_round_trips_accept_decline_and_cancel(tab, tools_server):
