@@ -1,13 +1,14 @@
 """The settings page: the user's preferences, signing out everywhere, and links to tokens
 and webhooks."""
 
+from django.conf import settings
 from django.contrib import messages
 from django.contrib.auth import logout
 from django.http import HttpRequest, HttpResponse
 from django.shortcuts import redirect, render
 from django.utils.http import url_has_allowed_host_and_scheme
+from django.utils.translation import activate, get_language, gettext_lazy
 from django.utils.translation import gettext as _
-from django.utils.translation import gettext_lazy
 from django.views.decorators.http import require_http_methods, require_POST
 
 from accounts import services
@@ -27,15 +28,34 @@ def preferences(request: HttpRequest) -> HttpResponse:
     if request.method == "POST":
         if form.is_valid():
             form.save()
+            language = form.cleaned_data["language"] or get_language()
+            # The saved message is said in the language just chosen.
+            activate(language)
             messages.success(request, _("Settings saved."))
-            return redirect("accounts:preferences")
+            response = redirect("accounts:preferences")
+            remember_language(response, language)
+            return response
         return render(request, "accounts/preferences.html", {"form": form}, status=400)
     return render(request, "accounts/preferences.html", {"form": form})
 
 
+def remember_language(response: HttpResponse, language: str) -> None:
+    """The language cookie LocaleMiddleware reads, set as Django's set_language sets it."""
+    response.set_cookie(
+        settings.LANGUAGE_COOKIE_NAME,
+        language,
+        max_age=settings.LANGUAGE_COOKIE_AGE,
+        path=settings.LANGUAGE_COOKIE_PATH,
+        domain=settings.LANGUAGE_COOKIE_DOMAIN,
+        secure=settings.LANGUAGE_COOKIE_SECURE,
+        httponly=settings.LANGUAGE_COOKIE_HTTPONLY,
+        samesite=settings.LANGUAGE_COOKIE_SAMESITE,
+    )
+
+
 @require_POST
 def theme(request: HttpRequest) -> HttpResponse:
-    """The header's theme switch: save the choice, then show the page again in it."""
+    """The user menu's theme switch: save the choice, then show the page again in it."""
     form = ThemeForm(request.POST, instance=preferences_for(request.user))
     if not form.is_valid():
         message = _("Choose one of the themes offered.")

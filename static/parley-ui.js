@@ -1,5 +1,6 @@
-/* Everyday chat niceties: the theme switch, copy buttons, message times, the tab title, and
-   the composer while the agent replies. Loaded as a file (the CSP allows no inline script). */
+/* Everyday chat niceties: the user menu and its theme switch, copy buttons, message times,
+   the tab title, and the composer while the agent replies. Loaded as a file (the CSP allows
+   no inline script). */
 (function () {
   "use strict";
 
@@ -14,7 +15,52 @@
   document.addEventListener("htmx:afterSwap", function (event) {
     var form = byId("theme-switch");
     if (form && event.target && (event.target === form || event.target.id === "theme-switch" || form.contains(event.target))) {
-      document.documentElement.setAttribute("data-theme", form.getAttribute("data-theme-current"));
+      var chosen = form.getAttribute("data-theme-current");
+      document.documentElement.setAttribute("data-theme", chosen);
+      // The settings page's own theme choice shows it too (saving that form keeps it).
+      var radio = document.querySelector('.settings-form input[name="theme"][value="' + chosen + '"]');
+      if (radio) { radio.checked = true; }
+    }
+  });
+
+  // --- The user menu (the header's username): a disclosure button; Escape, a click
+  // elsewhere or focus leaving it closes it; Escape gives focus back to the button.
+  function menuButton() { return document.querySelector(".user-menu-button"); }
+
+  function setMenu(open, refocus) {
+    var button = menuButton();
+    var panel = button && byId(button.getAttribute("aria-controls"));
+    if (!panel || (button.getAttribute("aria-expanded") === "true") === open) { return; }
+    button.setAttribute("aria-expanded", open ? "true" : "false");
+    panel.hidden = !open;
+    if (open) {
+      var first = panel.querySelector("a, button");
+      if (first) { first.focus(); }
+    } else if (refocus) {
+      button.focus();
+    }
+  }
+
+  document.addEventListener("click", function (event) {
+    var button = menuButton();
+    if (!button) { return; }
+    if (button.contains(event.target)) {
+      setMenu(button.getAttribute("aria-expanded") !== "true", false);
+    } else if (!button.parentElement.contains(event.target)) {
+      setMenu(false, false);
+    }
+  });
+  document.addEventListener("keydown", function (event) {
+    var button = menuButton();
+    if (event.key === "Escape" && button && button.getAttribute("aria-expanded") === "true") {
+      setMenu(false, true);
+    }
+  });
+  document.addEventListener("focusout", function (event) {
+    var button = menuButton();
+    // relatedTarget is null when focus goes nowhere (the theme switch swapped under it).
+    if (button && event.relatedTarget && !button.parentElement.contains(event.relatedTarget)) {
+      setMenu(false, false);
     }
   });
 

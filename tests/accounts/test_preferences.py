@@ -14,7 +14,7 @@ def test_settings_page_saves_the_users_preferences(client, user):
 
     response = client.post(
         reverse("accounts:preferences"),
-        {"theme": "dark", "notify_in_browser": "on", "question_expire_after": "600"},
+        {"theme": "dark", "notify_in_browser": "on", "expire": "custom", "expire_minutes": "10"},
         follow=True,
     )
     assert b"Settings saved." in response.content
@@ -29,3 +29,45 @@ def test_an_invalid_choice_is_refused_and_shown(client, user):
     assert response.status_code == 400
     assert b"Select a valid choice" in response.content
     assert not Preferences.objects.filter(user=user).exists()
+
+
+@pytest.mark.parametrize(
+    ("fields", "seconds"),
+    [
+        ({"expire": ""}, None),
+        ({"expire": "0"}, 0),
+        ({"expire": "900"}, 900),
+        ({"expire": "86400"}, 86400),
+        ({"expire": "custom", "expire_minutes": "90"}, 5400),
+    ],
+)
+def test_the_deadline_picker_stores_seconds(client, user, fields, seconds):
+    client.force_login(user)
+    response = client.post(reverse("accounts:preferences"), {"theme": "system", **fields})
+    assert response.status_code == 302
+    assert Preferences.objects.get(user=user).question_expire_after == seconds
+
+
+def test_a_stored_deadline_shows_as_its_choice(client, user):
+    Preferences.objects.create(user=user, question_expire_after=3600)
+    client.force_login(user)
+    assert client.get(reverse("accounts:preferences")).context["form"]["expire"].value() == "3600"
+    Preferences.objects.filter(user=user).update(question_expire_after=150)
+    form = client.get(reverse("accounts:preferences")).context["form"]
+    assert (form["expire"].value(), form["expire_minutes"].value()) == ("custom", 3)
+
+
+def test_a_custom_deadline_needs_its_minutes(client, user):
+    client.force_login(user)
+    response = client.post(reverse("accounts:preferences"), {"theme": "system", "expire": "custom"})
+    assert response.status_code == 400
+    assert "Enter a number of minutes." in response.content.decode()
+
+
+def test_the_language_chosen_in_settings_is_remembered(client, user):
+    client.force_login(user)
+    response = client.post(
+        reverse("accounts:preferences"), {"theme": "system", "language": "pt-br"}, follow=True
+    )
+    assert client.cookies["django_language"].value == "pt-br"
+    assert "Configurações salvas." in response.content.decode()

@@ -35,6 +35,23 @@ def send(page, text):
     page.get_by_role("textbox", name="Message").press("Enter")
 
 
+def user_menu(page, username="demo"):
+    """The header's user menu, opened: Settings, the theme switch, Log out."""
+    button = page.get_by_role("banner").get_by_role("button", name=username, exact=True)
+    if button.get_attribute("aria-expanded") != "true":
+        button.click()
+    expect(button).to_have_attribute("aria-expanded", "true")
+    return page.get_by_role("banner")
+
+
+def choose_theme(page, name: str, username="demo") -> None:
+    """Pick a theme in the user menu; the page follows at once, and the menu closes again."""
+    menu = user_menu(page, username)
+    menu.get_by_role("group", name="Theme").get_by_role("button", name=name).click()
+    expect(page.locator("html")).to_have_attribute("data-theme", name.lower())
+    page.keyboard.press("Escape")
+
+
 def axe_violations(page) -> list[dict]:
     """axe-core's serious and critical findings on the page (its context must bypass the CSP:
     axe is injected for the scan only)."""

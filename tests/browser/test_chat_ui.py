@@ -7,7 +7,7 @@ from pathlib import Path
 
 from playwright.sync_api import expect
 
-from tests.browser.pages import log_in, new_conversation, send
+from tests.browser.pages import choose_theme, log_in, new_conversation, send, user_menu
 
 ROOT = Path(__file__).resolve().parents[2]
 AXE = ROOT / "tests" / "vendor" / "axe-core" / "axe.min.js"
@@ -26,11 +26,6 @@ def axe_violations(page) -> list[dict]:
 
 def background(page) -> str:
     return page.evaluate("getComputedStyle(document.documentElement).backgroundColor")
-
-
-def choose_theme(page, name: str) -> None:
-    page.get_by_role("group", name="Theme").get_by_role("button", name=name).click()
-    expect(page.locator("html")).to_have_attribute("data-theme", name.lower())
 
 
 def last_reply(page):
@@ -76,7 +71,9 @@ def test_themes_switch_persist_and_pass_axe_at_both_widths(open_page, parley_ser
     # Remembered for the user: a reload (and any other page) keeps the dark theme.
     page.reload()
     expect(page.locator("html")).to_have_attribute("data-theme", "dark")
-    dark_switch = page.get_by_role("group", name="Theme").get_by_role("button", name="Dark")
+    dark_switch = (
+        user_menu(page).get_by_role("group", name="Theme").get_by_role("button", name="Dark")
+    )
     expect(dark_switch).to_have_attribute("aria-pressed", "true")
     page.goto("/settings/")
     expect(page.get_by_role("radio", name="Dark")).to_be_checked()

@@ -7,7 +7,7 @@ import uuid
 import pytest
 from playwright.sync_api import expect
 
-from tests.browser.pages import axe_violations, log_in, new_conversation, poll, send
+from tests.browser.pages import axe_violations, log_in, new_conversation, poll, send, user_menu
 
 # Records every Notification the page makes (permission is granted by the browser context).
 RECORD_NOTIFICATIONS = """
@@ -148,8 +148,8 @@ def test_a_question_asked_while_the_tab_is_hidden_notifies_once_and_leads_to_it(
     page = granted.new_page()
     log_in(page, *person)
     # Opting in is a setting.
-    page.get_by_role("banner").get_by_role("link", name="Settings").click()
-    page.get_by_role("checkbox", name="Browser notifications").check()
+    user_menu(page, person[0]).get_by_role("link", name="Settings").click()
+    page.get_by_role("switch", name="Browser notifications").check()
     page.get_by_role("button", name="Save settings").click()
     expect(page.get_by_role("status")).to_contain_text("Settings saved.")
 
@@ -315,7 +315,7 @@ def test_ticking_the_setting_asks_for_permission_and_says_when_it_is_refused(
             "Notification.requestPermission = () => { window.__asked = true;"
             " return Promise.resolve('denied'); }"
         )
-        page.get_by_role("checkbox", name="Browser notifications").check()
+        page.get_by_role("switch", name="Browser notifications").check()
         expect(page.get_by_role("alert")).to_contain_text("Your browser blocks notifications")
         assert page.evaluate("window.__asked") is True
     finally:
@@ -333,7 +333,7 @@ def test_a_reminder_before_the_deadline_notifies_a_hidden_tab(browser, start_ser
         page = context.new_page()
         log_in(page)
         page.goto("/settings/")
-        page.get_by_role("checkbox", name="Browser notifications").check()
+        page.get_by_role("switch", name="Browser notifications").check()
         page.get_by_role("button", name="Save settings").click()
         expect(page.get_by_role("status")).to_contain_text("Settings saved.")
         background = background_tab(context)

@@ -7,7 +7,7 @@ import re
 import pytest
 from playwright.sync_api import expect
 
-from tests.browser.pages import axe_violations, log_in, new_conversation
+from tests.browser.pages import axe_violations, log_in, new_conversation, user_menu
 
 FORMS = {
     # what to say: (the question's group name, its screenshot name)
@@ -371,8 +371,9 @@ def test_no_page_scrolls_sideways_on_a_phone_and_touch_shows_no_enter_hint(
     new_conversation(page)
     assert not scrolls_sideways(page), "conversation"
     expect(page.get_by_text("Enter sends")).to_be_hidden()
-    expect(page.get_by_role("button", name="Log out")).to_be_in_viewport()
-    page.get_by_role("link", name="Settings").click()
+    menu = user_menu(page)
+    expect(menu.get_by_role("button", name="Log out")).to_be_in_viewport()
+    menu.get_by_role("link", name="Settings").click()
     assert not scrolls_sideways(page), "settings"
     page.get_by_role("link", name="API tokens").click()
     assert not scrolls_sideways(page), "tokens"

@@ -8,7 +8,14 @@ import re
 import pytest
 from playwright.sync_api import expect
 
-from tests.browser.pages import axe_violations, log_in, new_conversation, send, transcript_items
+from tests.browser.pages import (
+    axe_violations,
+    choose_theme,
+    log_in,
+    new_conversation,
+    send,
+    transcript_items,
+)
 from tests.live_server import LiveServer
 from tests.notes_server import notes_config, writes
 
@@ -216,7 +223,7 @@ def test_an_approval_from_the_inbox_and_the_blocks_in_both_themes_and_widths(
     approval = inbox.get_by_role("group", name="Write note")
     form = inbox.get_by_role("group", name="Details for the new note")
     for theme in ("Light", "Dark"):
-        page.get_by_role("group", name="Theme").get_by_role("button", name=theme).click()
+        choose_theme(page, theme)
         for width, suffix in ((1280, ""), (390, "-phone")):
             # Tall enough that no block scrolls under the sticky header in its picture.
             page.set_viewport_size({"width": width, "height": 2000})
@@ -227,7 +234,7 @@ def test_an_approval_from_the_inbox_and_the_blocks_in_both_themes_and_widths(
             # Nothing scrolls sideways at a phone's width.
             assert page.evaluate("document.documentElement.scrollWidth") <= width
     page.set_viewport_size({"width": 1280, "height": 900})
-    page.get_by_role("group", name="Theme").get_by_role("button", name="System").click()
+    choose_theme(page, "System")
 
     approval.get_by_role("button", name="Allow", exact=True).click()
     expect(approval).to_have_count(0)  # decided from the inbox: it leaves the list
