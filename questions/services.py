@@ -594,6 +594,10 @@ def _validate(request: QuestionRequest, answers: list[Answer]) -> list[Answer]:
         if len(custom) > settings.PARLEY_MAX_MESSAGE_CHARS:
             raise InvalidAnswer(TOO_LONG)
         if not labels and not custom:
-            raise InvalidAnswer(EMPTY)
+            # Among several questions, the one missing is named (as the page does).
+            several = len(request.questions) > 1
+            raise InvalidAnswer(
+                MISSING_ANSWER % {"text": question.header or question.text} if several else EMPTY
+            )
         cleaned.append(Answer(labels=labels, custom=custom))
     return cleaned

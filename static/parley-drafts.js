@@ -9,23 +9,38 @@
   // the draft knows the event is its own.
   var CLIENT = Date.now().toString(36) + Math.random().toString(36).slice(2, 12);
 
+  // Text typed under a single choice's "Other…" stays in the draft after an option is picked
+  // instead (its box closed, so not sent with the form): a draft with a label and text.
+  function keptText(form, parameters) {
+    Array.prototype.forEach.call(form.querySelectorAll(".custom-input[disabled]"), function (box) {
+      var item = box.closest(".question-item");
+      if (box.value && item && !item.querySelector("input[type=checkbox]")) { parameters[box.name] = box.value; }
+    });
+  }
+
   document.addEventListener("htmx:configRequest", function (event) {
-    if (event.detail.elt.hasAttribute("data-draft-saver")) {
+    var elt = event.detail.elt;
+    if (elt.hasAttribute("data-draft-saver")) {
       event.detail.parameters.client = CLIENT;
+      keptText(elt.closest("form"), event.detail.parameters);
     }
   });
 
   function restoreAnswer(form, id, index, answer) {
     var inputs = form.querySelectorAll("input[name='q" + index + "']");
+    var picked = false;
+    var single = !form.querySelector("input[type=checkbox][name='q" + index + "']");
     Array.prototype.forEach.call(inputs, function (input) {
-      if (input.value && (answer.labels || []).indexOf(input.value) >= 0) { input.checked = true; }
+      if (input.value && (answer.labels || []).indexOf(input.value) >= 0) { input.checked = picked = true; }
     });
     if (!answer.custom) { return; }
     var boxId = "other-" + id + "-" + index;
     var other = form.querySelector("[data-other='" + CSS.escape(boxId) + "']");
-    if (other && other.tagName === "BUTTON") {
+    // A choice made and text kept: the text waits in the closed box.
+    var open = !(picked && single);
+    if (open && other && other.tagName === "BUTTON") {
       if (other.getAttribute("aria-expanded") !== "true") { other.click(); }
-    } else if (other && !other.checked) {
+    } else if (open && other && !other.checked) {
       other.checked = true;
       other.dispatchEvent(new Event("change", { bubbles: true }));
     }
@@ -44,6 +59,8 @@
       (Array.isArray(draft) ? draft : []).forEach(function (answer, index) {
         restoreAnswer(form, id, index, answer || {});
       });
+      // What the form shows follows its answers (the ticks of several questions).
+      form.dispatchEvent(new CustomEvent("parley:restored", { bubbles: true }));
     });
   }
 

@@ -183,22 +183,153 @@
 (function () {
   "use strict";
 
-  function options(block) {
-    return Array.prototype.slice.call(
-      block.querySelectorAll(".option-button, .option input[type=checkbox], .option input[type=radio]")
-    );
+  function all(root, selector) { return Array.prototype.slice.call(root.querySelectorAll(selector)); }
+
+  function options(scope) {
+    return all(scope, ".option-button, .option input[type=checkbox], .option input[type=radio]");
   }
+
+  // --- Several questions: one step (tab) at a time, then the review ----------------------------
+  // The template renders the tabs hidden; set up, a form shows one step and a tick on the tab
+  // of each answered question. The review lists every answer, the unanswered ones by name.
+
+  function stepTabs(form) { return all(form, ".question-step"); }
+  function stepPanel(tab) { return document.getElementById(tab.getAttribute("aria-controls")); }
+  function isStepped(form) { return !!form && form.classList.contains("is-stepped"); }
+  function currentStep(form) {
+    var tabs = stepTabs(form);
+    for (var i = 0; i < tabs.length; i++) {
+      if (tabs[i].getAttribute("aria-selected") === "true") { return i; }
+    }
+    return 0;
+  }
+  // Where the keys act: the step shown, or the whole block.
+  function scopeOf(block) {
+    var form = block.querySelector("form");
+    return isStepped(form) ? stepPanel(stepTabs(form)[currentStep(form)]) : block;
+  }
+
+  // One question's answer as the form would send it: chosen labels and typed text.
+  function answerOf(item) {
+    var labels = all(item, "input:checked").filter(function (input) {
+      return input.value && !input.hasAttribute("data-other");
+    }).map(function (input) { return input.value; });
+    var box = item.querySelector(".custom-input");
+    return { labels: labels, custom: box && !box.disabled ? box.value.trim() : "" };
+  }
+  function isAnswered(item) {
+    var answer = answerOf(item);
+    return answer.labels.length > 0 || answer.custom !== "";
+  }
+  function nameOf(item) {
+    var text = item.querySelector(".question-text");
+    return item.getAttribute("data-name") || (text ? text.textContent.trim() : "");
+  }
+  function missingText(form, names) {
+    var list = names.join(", ");
+    if (window.Intl && Intl.ListFormat) {
+      list = new Intl.ListFormat(document.documentElement.lang || undefined, { type: "conjunction" }).format(names);
+    }
+    return form.getAttribute("data-missing").replace("%(text)s", list);
+  }
+
+  function fillReview(form) {
+    var review = form.querySelector(".question-review");
+    var list = review.querySelector(".review-list");
+    var missing = [];
+    list.textContent = "";
+    all(form, ".question-item").forEach(function (item) {
+      var answer = answerOf(item);
+      var term = document.createElement("dt");
+      var value = document.createElement("dd");
+      term.textContent = nameOf(item);
+      if (isAnswered(item)) {
+        value.textContent = answer.labels.concat(answer.custom ? [answer.custom] : []).join(", ");
+      } else {
+        value.textContent = review.getAttribute("data-unanswered");
+        value.className = "review-unanswered";
+        missing.push(nameOf(item));
+      }
+      list.appendChild(term);
+      list.appendChild(value);
+    });
+    review.querySelector(".review-missing").textContent = missing.length ? missingText(form, missing) : "";
+  }
+
+  function markAnswered(form) {
+    var tabs = stepTabs(form);
+    all(form, ".question-item").forEach(function (item, index) {
+      var done = isAnswered(item);
+      tabs[index].classList.toggle("is-answered", done);
+      tabs[index].querySelector(".step-done").hidden = !done;
+      tabs[index].querySelector(".step-tick").hidden = !done;
+      tabs[index].querySelector(".step-number").hidden = done;
+    });
+    if (currentStep(form) === tabs.length - 1) { fillReview(form); }
+  }
+
+  // The first thing to act on in a step: what is chosen, else the default or first option,
+  // else the typed-answer box.
+  function firstControl(scope) {
+    var list = options(scope);
+    var chosen = list.filter(function (input) { return input.checked; })[0];
+    return chosen || scope.querySelector("[data-default]") || list[0] || scope.querySelector(".custom-input:not([disabled])");
+  }
+
+  function showStep(form, index, focus) {
+    var tabs = stepTabs(form);
+    index = Math.max(0, Math.min(index, tabs.length - 1));
+    tabs.forEach(function (tab, i) {
+      tab.setAttribute("aria-selected", i === index ? "true" : "false");
+      tab.tabIndex = i === index ? 0 : -1;
+      stepPanel(tab).hidden = i !== index;
+    });
+    var review = index === tabs.length - 1;
+    var submit = form.querySelector(".question-submit");
+    form.querySelector(".question-next").hidden = review;
+    submit.hidden = !review;
+    if (review) { fillReview(form); }
+    if (focus) {
+      var target = review ? submit : firstControl(stepPanel(tabs[index]));
+      if (target) { target.focus(); }
+    }
+  }
+
+  function setUpSteps(block) {
+    var form = block.querySelector("form");
+    var tabs = form && form.querySelector(".question-steps");
+    if (!tabs || isStepped(form)) { return; }
+    tabs.hidden = false;
+    form.classList.add("is-stepped");
+    var items = all(form, ".question-item");
+    var first = items.filter(function (item) { return !isAnswered(item); })[0];
+    showStep(form, first ? items.indexOf(first) : items.length, false);
+    markAnswered(form);
+  }
+
+  document.addEventListener("click", function (event) {
+    var tab = event.target.closest && event.target.closest(".question-pending .question-step");
+    var next = event.target.closest && event.target.closest(".question-pending .question-next");
+    if (tab) {
+      showStep(tab.closest("form"), stepTabs(tab.closest("form")).indexOf(tab), false);
+      tab.focus();
+    } else if (next) {
+      showStep(next.form, currentStep(next.form) + 1, true);
+    }
+  });
+
+  // --- Focus -----------------------------------------------------------------------------------
 
   // Focus moves into a question when it appears: the box of a free-form question, else the
   // default (or first) option; never the box when there are options to pick.
   function focusQuestion(block) {
-    var list = options(block);
-    var target = list.length ? (block.querySelector("[data-default]") || list[0]) : block.querySelector(".custom-input");
+    setUpSteps(block);
+    var target = firstControl(scopeOf(block));
     if (target) { target.focus(); }
   }
 
   function pendingQuestions() {
-    return Array.prototype.slice.call(document.querySelectorAll(".question-pending"));
+    return all(document, ".question-pending");
   }
 
   // Typing never answers a question: a question that arrives while the person is typing
@@ -239,6 +370,7 @@
   var known = {};
   function noticeNewQuestions() {
     pendingQuestions().forEach(function (block) {
+      setUpSteps(block);
       if (!known[block.id]) {
         known[block.id] = true;
         if (typing()) { setWaiting(block.id); } else { focusQuestion(block); }
@@ -262,10 +394,79 @@
 
   document.addEventListener("DOMContentLoaded", function () {
     var blocks = pendingQuestions();
-    blocks.forEach(function (block) { known[block.id] = true; });
+    blocks.forEach(function (block) { known[block.id] = true; setUpSteps(block); });
     if (blocks.length) { focusQuestion(blocks[blocks.length - 1]); }
   });
   document.addEventListener("parley:pushed", noticeNewQuestions);
+
+  // After an answer (or a rejection) is taken, the focus goes back to the composer; in the
+  // inbox, to the next question waiting there (else the previous one). Taken is known from
+  // the request's success or from the block's leaving the page, whichever comes first (the
+  // block resolved in every tab may come over the socket before the request's own answer).
+  var answering = null;
+  document.addEventListener("htmx:beforeRequest", function (event) {
+    var form = event.target.closest && event.target.closest(".question-pending form");
+    if (!form || event.target.hasAttribute("data-draft-saver")) { return; }
+    var item = form.closest(".inbox-item");
+    answering = { form: form, next: item && (item.nextElementSibling || item.previousElementSibling) };
+  });
+  function answerTaken() {
+    var taken = answering;
+    answering = null;
+    var focused = document.activeElement;
+    if (focused && focused !== document.body && !taken.form.contains(focused)) { return; }  // moved on
+    var composer = document.getElementById("composer-text");
+    var block = taken.next && taken.next.isConnected && taken.next.querySelector(".question-pending");
+    if (composer) {
+      composer.focus();
+    } else if (block) {
+      focusQuestion(block);
+    }
+  }
+  document.addEventListener("htmx:afterRequest", function (event) {
+    var elt = event.detail.elt;
+    if (!answering || (elt.hasAttribute && elt.hasAttribute("data-draft-saver"))) { return; }
+    if (!answering.form.contains(elt) && answering.form.isConnected) { return; }
+    var status = event.detail.xhr && event.detail.xhr.status;
+    if (event.detail.successful && status < 400) {
+      answerTaken();
+    } else {
+      answering = null;  // refused or failed: the alert says why, the form stays
+    }
+  });
+  document.addEventListener("parley:pushed", function () {
+    if (answering && !answering.form.isConnected) { answerTaken(); }
+  });
+
+  // --- Answers checked before they are sent ----------------------------------------------------
+
+  // A question's answer goes out only when every question has one (the server checks again):
+  // the alert in the block names each question still missing, and nothing is sent. A choice
+  // among single options wins over text kept in a closed "Other…" (the text stays a draft).
+  document.addEventListener("htmx:configRequest", function (event) {
+    var form = event.detail.elt;
+    if (!form.matches || !form.matches(".question-pending form[data-missing]")) { return; }
+    var data = event.detail.formData;
+    var missing = [];
+    all(form, ".question-item").forEach(function (item, index) {
+      var labels = data.getAll("q" + index).filter(Boolean);
+      var custom = String(data.get("q" + index + "-custom") || "").trim();
+      if (labels.length && custom && !item.querySelector("input[type=checkbox]")) {
+        data.delete("q" + index + "-custom");
+      }
+      if (!labels.length && !custom) { missing.push(item); }
+    });
+    if (!missing.length) { return; }
+    event.preventDefault();
+    var alert = document.getElementById(form.getAttribute("data-alert"));
+    alert.textContent = missingText(form, missing.map(nameOf));
+    if (isStepped(form)) {
+      showStep(form, all(form, ".question-item").indexOf(missing[0]), true);
+    } else {
+      var target = firstControl(missing[0]);
+      if (target) { target.focus(); }
+    }
+  });
 
   // "Other…" shows the typed-answer box (and, for one choice, its Submit); hidden again, the
   // box keeps its text but is not sent.
@@ -313,45 +514,88 @@
   document.addEventListener("change", function (event) {
     var input = event.target;
     if (!input.closest || !input.closest(".question-pending")) { return; }
+    var form = input.closest("form");
     if (input.hasAttribute("data-other")) {
       showOther(input, input.checked);
     } else if (input.type === "radio") {
       var item = input.closest(".question-item");
       var other = item && item.querySelector("input[type=radio][data-other]");
       if (other) { showOther(other, false); }
+      // A single choice among several questions is made: on to the next step.
+      if (isStepped(form)) { showStep(form, currentStep(form) + 1, true); }
     }
+    if (isStepped(form)) { markAnswered(form); }
   });
+  ["input", "parley:restored"].forEach(function (name) {
+    document.addEventListener(name, function (event) {
+      var form = event.target.closest && event.target.closest(".question-pending form");
+      if (isStepped(form)) { markAnswered(form); }
+    });
+  });
+
+  // --- Keys --------------------------------------------------------------------------------------
+
+  var MOVES = ["ArrowDown", "ArrowUp", "ArrowLeft", "ArrowRight", "Home", "End"];
+
+  // The tabs of several questions: arrows, Home and End move between the steps.
+  function stepKeys(event, form) {
+    var tabs = stepTabs(form);
+    var index = tabs.indexOf(event.target);
+    var next = { ArrowLeft: index - 1, ArrowUp: index - 1, ArrowRight: index + 1, ArrowDown: index + 1, Home: 0, End: tabs.length - 1 }[event.key];
+    event.preventDefault();
+    showStep(form, next, false);
+    tabs[currentStep(form)].focus();
+  }
 
   document.addEventListener("keydown", function (event) {
     var block = event.target.closest && event.target.closest(".question-pending");
     if (!block) { return; }
     var form = block.querySelector("form");
+    var stepped = isStepped(form);
     var inAnswerBox = event.target.classList.contains("custom-input");
+    var plain = !event.ctrlKey && !event.metaKey && !event.altKey;
     if (event.key === "Escape") {
       event.preventDefault();
       var composer = document.getElementById("composer-text");
       if (composer) { composer.focus(); }
       return;
     }
-    if (event.key === "Enter" && !event.isComposing && inAnswerBox && !event.shiftKey && !event.altKey) {
-      // Enter in the typed-answer box submits the typed answer (not the first option).
+    if (stepped && event.target.classList.contains("question-step") && MOVES.indexOf(event.key) >= 0) {
+      stepKeys(event, form);
+      return;
+    }
+    if (event.key === "Enter" && !event.isComposing && (event.ctrlKey || event.metaKey)) {
+      event.preventDefault();
+      var submit = block.querySelector(".question-submit");
+      if (form && submit && !submit.disabled && (stepped || !submit.hidden)) { form.requestSubmit(submit); }
+      return;
+    }
+    if (event.key === "Enter" && !event.isComposing && plain && !event.shiftKey && stepped &&
+        (inAnswerBox || options(block).indexOf(event.target) >= 0)) {
+      // Among several questions, Enter picks the focused choice and goes on to the next step.
+      event.preventDefault();
+      if (event.target.type === "radio" && !event.target.checked) {
+        event.target.click();  // its change moves on
+      } else {
+        showStep(form, currentStep(form) + 1, true);
+      }
+      return;
+    }
+    if (event.key === "Enter" && !event.isComposing && inAnswerBox && !event.shiftKey && plain) {
+      // Enter in the typed-answer box submits the typed answer (not the first option);
+      // Shift+Enter starts a new line.
       event.preventDefault();
       var submitTyped = block.querySelector(".question-submit");
       if (form && submitTyped && !submitTyped.disabled) { form.requestSubmit(submitTyped); }
       return;
     }
-    if (event.key === "Enter" && (event.ctrlKey || event.metaKey)) {
-      event.preventDefault();
-      var submit = block.querySelector(".question-submit");
-      if (form && submit && !submit.disabled && !submit.hidden) { form.requestSubmit(submit); }
-      return;
-    }
-    var list = options(block);
-    // Number keys pick (or toggle) the nth option of the question the focus is in; never
-    // of a confirmation, which takes Enter or a click on the button itself.
-    if (block.classList.contains("question-confirm") && /^[1-9]$/.test(event.key)) { return; }
-    if (!inAnswerBox && /^[1-9]$/.test(event.key) && !event.ctrlKey && !event.metaKey && !event.altKey) {
-      var item = event.target.closest(".question-item") || block;
+    var scope = scopeOf(block);
+    var list = options(scope);
+    // Number keys pick (or toggle) the nth option of the question the focus is in (the options
+    // show their keys); never of a confirmation or an approval, which take Enter or a click.
+    if (/^[1-9]$/.test(event.key) && (block.classList.contains("question-confirm") || inAnswerBox || !plain)) { return; }
+    if (/^[1-9]$/.test(event.key)) {
+      var item = event.target.closest(".question-item") || scope;
       var own = options(item).length ? options(item) : list;
       var chosen = own[Number(event.key) - 1];
       if (chosen) {
@@ -361,11 +605,15 @@
       }
       return;
     }
-    if (["ArrowDown", "ArrowUp", "ArrowLeft", "ArrowRight", "Home", "End"].indexOf(event.key) < 0) { return; }
-    if (inAnswerBox) { return; }  // the caret moves there
+    if (MOVES.indexOf(event.key) < 0 || inAnswerBox) { return; }  // the caret moves there
     var index = list.indexOf(event.target);
     if (index < 0) { return; }
     event.preventDefault();
+    if (stepped && (event.key === "ArrowLeft" || event.key === "ArrowRight")) {
+      // Left and right go to the previous or next question.
+      showStep(form, currentStep(form) + (event.key === "ArrowLeft" ? -1 : 1), true);
+      return;
+    }
     var next = index;
     if (event.key === "ArrowDown" || event.key === "ArrowRight") { next = Math.min(index + 1, list.length - 1); }
     if (event.key === "ArrowUp" || event.key === "ArrowLeft") { next = Math.max(index - 1, 0); }

@@ -510,3 +510,29 @@ def test_an_earlier_question_stays_readable_by_its_call_and_the_later_one_is_pen
     assert (early.tool_call_id, early.payload.answer_text) == ("early", "Pepperoni")
     with pytest.raises(QuestionAlreadyResolved):
         question_for_user(user=user, conversation_id=conversation.pk, tool_call_id="never asked")
+
+
+def test_an_unanswered_one_of_several_questions_is_named(conversation, user, model, start):
+    model.asks(
+        "ask_user_question",
+        {
+            "questions": [
+                {"question": "Database?", "options": [{"label": "PG"}, {"label": "SQLite"}]},
+                {
+                    "question": "Features?",
+                    "header": "Features",
+                    "options": [{"label": "Search"}, {"label": "Export"}],
+                },
+            ]
+        },
+    )
+    start(conversation, user)
+    missing = questions.MISSING_ANSWER % {"text": "Features"}  # its header, else its text
+    with pytest.raises(InvalidAnswer, match=re.escape(str(missing))):
+        questions.answer_question(
+            user=user,
+            conversation_id=conversation.pk,
+            tool_call_id="q1",
+            answers=[Answer(labels=["PG"]), Answer(custom="  ")],
+        )
+    assert question_block(conversation)[1].status == "pending"
