@@ -80,9 +80,9 @@ class NothingToRegenerate(ParleyError):
     default_message = _("There is no reply to regenerate yet.")
 
 
-class NotLastMessage(ParleyError):
+class MessageNotEditable(ParleyError):
     status = 409
-    default_message = _("Only your last message can be edited.")
+    default_message = _("This message cannot be edited: only a message that asked something can.")
 
 
 class SearchTooLong(ParleyError):

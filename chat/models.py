@@ -214,6 +214,11 @@ class Message(models.Model):
         return parse_blocks(self.blocks)
 
     @property
+    def plain_text(self) -> str:
+        """Its text blocks, as one text (what an edit starts from)."""
+        return "\n\n".join(b.text for b in self.parsed_blocks if b.type == "text")
+
+    @property
     def shown_blocks(self) -> list[Block]:
         """The blocks the transcript shows: none of a superseded message; not those another
         block shows (a tool result is shown on its call's card), nor failures a retry

@@ -294,6 +294,25 @@ def last_turn(*, conversation_id: int) -> LastTurn | None:
     return None
 
 
+def turns_from(*, conversation_id: int, message_id: int) -> list[Message] | None:
+    """The shown transcript from the user message `message_id` on, when that message started
+    a turn (not one that answered a question, nor a superseded one); else None."""
+    replies: set[int] = set()
+    shown = Message.objects.filter(conversation_id=conversation_id, superseded=False)
+    start = shown.filter(pk=message_id, role=Role.USER).first()
+    if start is None:
+        return None
+    messages = list(shown.filter(order__gte=start.order).order_by("order"))
+    for message in messages:
+        if message.role == Role.TOOL:
+            replies.update(
+                block.reply_message_id
+                for block in parse_blocks(message.blocks)
+                if isinstance(block, ToolResultBlock) and block.reply_message_id is not None
+            )
+    return None if start.pk in replies else messages
+
+
 # --- Tool results, shown on their call's card ---------------------------------------------------
 
 

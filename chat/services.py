@@ -17,11 +17,11 @@ from chat.engine import dispatch, tools, turns
 from chat.errors import (
     AgentBusy,
     EmptyMessage,
+    MessageNotEditable,
     MessageTooLong,
     NothingToRegenerate,
     NothingToRetry,
     NothingToStop,
-    NotLastMessage,
     QuestionPending,
     SearchTooLong,
 )
@@ -31,6 +31,7 @@ from chat.selectors import (
     conversations_for_user,
     last_turn,
     search_conversations_for_user,
+    turns_from,
 )
 from chat.text import clean_message, clean_text
 from chat.transcript import Transcript
@@ -198,28 +199,35 @@ def _regenerate_reply(*, user, conversation_id: int) -> None:
     dispatch.on_commit(next)
 
 
-def edit_last_message(*, user, conversation_id: int, message_id: int, text: str) -> Message:
-    """Replace the last user message (`message_id`) with `text` and answer it anew: the old
-    message and its reply are superseded (kept, not shown, not sent to the model).
+def edit_message(*, user, conversation_id: int, message_id: int, text: str) -> Message:
+    """Replace the user message `message_id` with `text` and answer it anew: it and every
+    message after it are superseded (kept, not shown, not sent to the model). An edited
+    first message renames a conversation that still has the title it was given from it.
 
-    Raises what post_user_message raises, QuestionPending, and NotLastMessage when
-    `message_id` is not the last user message.
+    Raises what post_user_message raises, QuestionPending, and MessageNotEditable when
+    `message_id` is not a shown user message that started a turn.
     """
     text = _checked_message(user=user, text=text)
-    return _replace_last_message(
+    return _replace_message(
         user=user, conversation_id=conversation_id, message_id=message_id, text=text
     )
 
 
 @transaction.atomic
-def _replace_last_message(*, user, conversation_id: int, message_id: int, text: str) -> Message:
+def _replace_message(*, user, conversation_id: int, message_id: int, text: str) -> Message:
     conversation = _lock_between_turns(user=user, conversation_id=conversation_id)
-    turn = last_turn(conversation_id=conversation.pk)
-    if turn is None or turn.prompt.pk != message_id:
-        raise NotLastMessage
+    replaced = turns_from(conversation_id=conversation.pk, message_id=message_id)
+    if not replaced:
+        raise MessageNotEditable
     limits.check_turn_slot(user=user, conversation=conversation)
+    old = replaced[0]
+    first = not conversation.messages.filter(
+        role=Role.USER, superseded=False, order__lt=old.order
+    ).exists()
+    if first and conversation.title == _auto_title(old.plain_text):
+        conversation.title = _auto_title(text)
     with Transcript(conversation) as transcript:
-        transcript.supersede([turn.prompt, *turn.after])
+        transcript.supersede(replaced)
         message = transcript.append(role=Role.USER, blocks=[TextBlock(text=text)])
         next = turns.begin_turn(transcript)
     dispatch.on_commit(next)

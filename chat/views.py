@@ -202,13 +202,13 @@ def edit_message(request: HttpRequest, conversation_id: int, message_id: int) ->
     return control_response(
         request,
         conversation_id,
-        lambda: services.edit_last_message(
+        lambda: services.edit_message(
             user=request.user,
             conversation_id=conversation_id,
             message_id=message_id,
             text=request.POST.get("text", ""),
         ),
-        alert="edit-alert",
+        alert=f"edit-alert-{message_id}",
     )
 
 

@@ -1,6 +1,6 @@
-/* Everyday chat niceties: the user menu and its theme switch, copy buttons, message times,
-   the tab title, and the composer while the agent replies. Loaded as a file (the CSP allows
-   no inline script). */
+/* Everyday chat niceties: the user menu and its theme switch, copy buttons, code blocks'
+   headers, messages' actions, "Jump to latest", message times, the tab title, and the
+   composer while the agent replies. Loaded as a file (the CSP allows no inline script). */
 (function () {
   "use strict";
 
@@ -79,12 +79,18 @@
     window.setTimeout(function () { status.textContent = text; }, 50);
   }
 
+  // An icon button says "Copied" in its name (its icon stays); a text button in its text.
   function copy(button, text) {
-    var label = button.textContent;
+    var icon = button.classList.contains("icon-button");
+    var label = icon ? button.getAttribute("aria-label") : button.textContent;
+    function show(text) {
+      if (icon) { button.setAttribute("aria-label", text); } else { button.textContent = text; }
+    }
     function done(message) {
-      button.textContent = message;
+      show(message);
+      button.classList.add("is-done");
       announce(message);
-      window.setTimeout(function () { button.textContent = label; }, 2000);
+      window.setTimeout(function () { show(label); button.classList.remove("is-done"); }, 2000);
     }
     if (!navigator.clipboard) { done(strings().copyFailed); return; }
     navigator.clipboard.writeText(text).then(
@@ -93,54 +99,309 @@
     );
   }
 
-  function copyButton(label, className) {
-    var button = document.createElement("button");
-    button.type = "button";
-    button.className = "copy-button " + className;
-    button.textContent = label;
-    return button;
-  }
-
+  // The text shown: the message's own, or the older version shown in its place.
   function messageText(message) {
-    return Array.prototype.map.call(message.querySelectorAll(".block-text"), function (block) {
+    var shown = message.classList.contains("is-older") ? ":scope > .branch-shown > .block-text" : ":scope > .block-text";
+    return Array.prototype.map.call(message.querySelectorAll(shown), function (block) {
       return block.innerText.trim();
     }).join("\n\n");
   }
 
-  function addCopyButtons(root) {
+  // Each code block gets a header: its language, and its copy button.
+  function addCodeHeaders(root) {
     var s = strings();
-    root.querySelectorAll(".markdown pre").forEach(function (pre) {
+    root.querySelectorAll(".markdown:not(.draft-markdown) pre").forEach(function (pre) {
       if (pre.parentElement.classList.contains("code-block")) { return; }
+      var code = pre.querySelector("code");
+      var language = code && /(?:^| )language-(\S+)/.exec(code.className);
       var wrapper = document.createElement("div");
       wrapper.className = "code-block";
+      var head = document.createElement("div");
+      head.className = "code-head";
+      var name = document.createElement("span");
+      name.className = "code-language";
+      name.textContent = language ? language[1] : s.code;
+      var button = document.createElement("button");
+      button.type = "button";
+      button.className = "copy-button copy-code";
+      button.textContent = s.copyCode;
+      head.appendChild(name);
+      head.appendChild(button);
       pre.parentNode.insertBefore(wrapper, pre);
-      wrapper.appendChild(copyButton(s.copyCode, "copy-code"));
+      wrapper.appendChild(head);
       wrapper.appendChild(pre);
-    });
-    // Each message is looked at once (a changed message arrives as a new element): on a long
-    // transcript, looking into every message again on each streamed append took the page's
-    // main thread for tens of milliseconds an append.
-    root.querySelectorAll(".transcript > .message-user:not([data-copy-checked]), .transcript > .message-assistant:not([data-copy-checked])").forEach(function (message) {
-      message.setAttribute("data-copy-checked", "");
-      if (message.querySelector(":scope > .message-head .copy-message") || !message.querySelector(".block-text")) { return; }
-      var head = message.querySelector(":scope > .message-head");
-      if (head) { head.appendChild(copyButton(s.copyMessage, "copy-message")); }
     });
     root.querySelectorAll("[data-copy-from][hidden]").forEach(function (button) { button.hidden = false; });
   }
 
+  // A message's actions are named by its place in the transcript ("Copy message 3"), so that
+  // each name is unique; numbered again whenever messages arrive or earlier ones load.
+  function numberActions() {
+    var s = strings();
+    var n = 0;
+    document.querySelectorAll("#transcript > .message:not(.message-empty)").forEach(function (message) {
+      n += 1;
+      addSwitchers(n, message);
+      var actions = message.querySelector(":scope > .message-head > .message-actions");
+      if (!actions) { return; }
+      var copyButton = actions.querySelector(".copy-message");
+      if (copyButton && !copyButton.classList.contains("is-done")) {
+        copyButton.setAttribute("aria-label", s.copyMessageN.replace("{number}", n));
+      }
+      var edit = actions.querySelector(".edit-toggle");
+      if (edit) { edit.setAttribute("aria-label", s.editMessageN.replace("{number}", n)); }
+    });
+  }
+
+  // --- Branches: an edit or a regenerated reply supersedes messages, which stay in the
+  // transcript hidden, just before what replaced them. The run of superseded messages right
+  // before a message holds its older versions: one per action (an action's messages took
+  // consecutive change numbers), each starting with a message of the same role.
+  function olderVersions(message) {
+    var run = [];
+    for (var el = message.previousElementSibling; el && el.classList.contains("message-superseded"); el = el.previousElementSibling) {
+      run.unshift(el);
+    }
+    var groups = [];
+    run.forEach(function (el) {
+      var seq = Number(el.getAttribute("data-seq"));
+      var group = groups[groups.length - 1];
+      if (!group || seq !== group.seq + 1) { group = { first: el, texts: [] }; groups.push(group); }
+      group.seq = seq;
+      var role = message.classList.contains("message-user") ? "message-user" : "message-assistant";
+      var text = el.querySelector(":scope > .branch-text");
+      if (text && el.classList.contains(role) && (role === "message-assistant" || !group.texts.length)) {
+        group.texts.push(text);
+      }
+    });
+    var role = message.classList.contains("message-user") ? "message-user" : "message-assistant";
+    return groups.filter(function (group) { return group.first.classList.contains(role) && group.texts.length; });
+  }
+
+  function showVersion(message, index) {
+    var versions = message.parleyVersions;
+    var older = message.querySelector(":scope > .branch-shown");
+    if (older) { older.remove(); }
+    message.classList.toggle("is-older", index < versions.length);
+    if (index < versions.length) {
+      older = document.createElement("div");
+      older.className = "branch-shown";
+      versions[index].texts.forEach(function (text) {
+        Array.prototype.forEach.call(text.children, function (child) { older.appendChild(child.cloneNode(true)); });
+      });
+      message.querySelector(":scope > .message-head").insertAdjacentElement("afterend", older);
+    }
+    var switcher = message.querySelector(".branch-switcher");
+    switcher.querySelector(".branch-place").textContent = (index + 1) + "/" + (versions.length + 1);
+    switcher.querySelector(".branch-previous").disabled = index === 0;
+    switcher.querySelector(".branch-next").disabled = index === versions.length;
+    message.parleyVersion = index;
+  }
+
+  function addSwitchers(number, message) {
+    var head = message.querySelector(":scope > .message-head");
+    var switcher = head && head.querySelector(".branch-switcher");
+    var versions = head && !message.classList.contains("is-draft") ? olderVersions(message) : [];
+    if (!versions.length) { if (switcher) { switcher.remove(); } return; }
+    var s = strings();
+    if (!switcher) {
+      switcher = document.createElement("span");
+      switcher.className = "branch-switcher";
+      switcher.setAttribute("role", "group");
+      [["branch-previous", "‹"], ["branch-place", ""], ["branch-next", "›"]].forEach(function (part) {
+        var el = document.createElement(part[0] === "branch-place" ? "span" : "button");
+        el.className = part[0];
+        el.textContent = part[1];
+        if (el.tagName === "BUTTON") { el.type = "button"; }
+        switcher.appendChild(el);
+      });
+      head.insertBefore(switcher, head.querySelector(".message-actions"));
+    }
+    switcher.setAttribute("aria-label", s.versionsN.replace("{number}", number));
+    switcher.querySelector(".branch-previous").setAttribute("aria-label", s.previousVersionN.replace("{number}", number));
+    switcher.querySelector(".branch-next").setAttribute("aria-label", s.nextVersionN.replace("{number}", number));
+    message.parleyVersions = versions;
+    var index = message.parleyVersion;
+    showVersion(message, index === undefined || index > versions.length ? versions.length : index);
+  }
+
   document.addEventListener("click", function (event) {
+    var button = event.target.closest && event.target.closest(".branch-previous, .branch-next");
+    if (!button || button.disabled) { return; }
+    var message = button.closest(".message");
+    showVersion(message, message.parleyVersion + (button.classList.contains("branch-next") ? 1 : -1));
+  });
+
+  function toggleEdit(button, open) {
+    var form = byId(button.getAttribute("aria-controls"));
+    if (!form) { return; }
+    form.hidden = !open;
+    button.setAttribute("aria-expanded", open ? "true" : "false");
+    if (open) { form.querySelector("textarea").focus(); } else { button.focus(); }
+  }
+
+  document.addEventListener("click", function (event) {
+    var target = event.target.closest && event.target.closest(".edit-toggle, .edit-cancel");
+    if (target && target.classList.contains("edit-toggle")) {
+      toggleEdit(target, target.getAttribute("aria-expanded") !== "true");
+    } else if (target) {
+      var message = target.closest(".message");
+      var toggle = message && message.querySelector(".edit-toggle");
+      if (toggle) { toggleEdit(toggle, false); }
+    }
     var button = event.target.closest && event.target.closest(".copy-button, [data-copy-from]");
     if (!button) { return; }
     if (button.hasAttribute("data-copy-from")) {
       var source = byId(button.getAttribute("data-copy-from"));
       if (source) { copy(button, source.value || source.textContent); }
     } else if (button.classList.contains("copy-code")) {
-      copy(button, button.parentElement.querySelector("pre").innerText.replace(/\n$/, ""));
+      copy(button, button.closest(".code-block").querySelector("pre").innerText.replace(/\n$/, ""));
     } else {
       copy(button, messageText(button.closest(".message")));
     }
   });
+
+  // --- "Jump to latest": new text arrived while the reader was scrolled up, away from it.
+  var away = false;
+  function nearBottom() {
+    var doc = document.scrollingElement || document.documentElement;
+    return doc.scrollHeight - doc.scrollTop - doc.clientHeight < 160;
+  }
+  function showJump(visible) {
+    var jump = byId("jump-latest");
+    if (jump && jump.hidden === visible) { jump.hidden = !visible; }
+  }
+  window.addEventListener("scroll", function () {
+    away = !nearBottom();
+    if (!away) { showJump(false); }
+  }, { passive: true });
+  document.addEventListener("htmx:wsAfterMessage", function () {
+    if (away) { showJump(true); }
+  });
+  function scrollToEnd() {
+    var doc = document.scrollingElement || document.documentElement;
+    doc.scrollTop = doc.scrollHeight;
+  }
+  document.addEventListener("click", function (event) {
+    if (!event.target.closest || !event.target.closest("#jump-latest")) { return; }
+    scrollToEnd();
+    away = false;
+    showJump(false);
+    var text = byId("composer-text");
+    if (text) { text.focus({ preventScroll: true }); }
+  });
+
+  // --- Streamed text as markdown: the draft's escaped text (#draft-N, which the socket appends
+  // to) stays hidden as the source; a sibling shows it rendered, rebuilt at most once a frame.
+  // Only elements and text nodes are made (never HTML parsed): the model's text cannot become
+  // markup. A marker not closed yet ("**bo") is left out rather than shown raw. The finished
+  // message is rendered by the server (chat/markdown.py) and replaces all of this.
+  var INLINE = /(\*\*|__|\*|_|`)/;
+  function inline(parent, text) {
+    var parts = text.split(INLINE);
+    var stack = [parent];
+    var open = [];
+    for (var i = 0; i < parts.length; i++) {
+      var part = parts[i];
+      if (!part) { continue; }
+      var top = stack[stack.length - 1];
+      var inCode = open[open.length - 1] === "`";
+      if (i % 2 === 1 && (!inCode || part === "`")) {
+        if (open[open.length - 1] === part) { open.pop(); stack.pop(); continue; }
+        if ((part === "_" || part === "*") && /\w$/.test(parts[i - 1] || "") && /^\w/.test(parts[i + 1] || "")) {
+          top.appendChild(document.createTextNode(part));  // snake_case, 2*3*4
+          continue;
+        }
+        var el = document.createElement(part === "`" ? "code" : part.length === 2 ? "strong" : "em");
+        top.appendChild(el);
+        stack.push(el);
+        open.push(part);
+        continue;
+      }
+      top.appendChild(document.createTextNode(part));
+    }
+  }
+
+  function renderMarkdown(target, text) {
+    target.textContent = "";
+    var lines = text.split("\n");
+    var block = null;   // the paragraph, list or code being filled
+    var kind = "";
+    function close() { block = null; kind = ""; }
+    function start(tag, k) {
+      block = document.createElement(tag);
+      kind = k;
+      target.appendChild(block);
+      return block;
+    }
+    lines.forEach(function (line) {
+      if (kind === "code") {
+        if (/^\s*```/.test(line)) { close(); return; }
+        block.firstChild.appendChild(document.createTextNode(line + "\n"));
+        return;
+      }
+      var fence = /^\s*```\s*(\S*)/.exec(line);
+      var heading = /^(#{1,6})\s+(.*)$/.exec(line);
+      var item = /^\s*(?:[-*+]|(\d+)[.)])\s+(.*)$/.exec(line);
+      if (fence) {
+        var code = document.createElement("code");
+        if (fence[1]) { code.className = "language-" + fence[1]; }
+        start("pre", "code").appendChild(code);
+      } else if (!line.trim()) {
+        close();
+      } else if (heading) {
+        close();
+        inline(start("h" + heading[1].length, "h"), heading[2]);
+        close();
+      } else if (item) {
+        var listKind = item[1] ? "ol" : "ul";
+        if (kind !== listKind) { start(listKind, listKind); }
+        var li = document.createElement("li");
+        block.appendChild(li);
+        inline(li, item[2]);
+      } else {
+        if (kind !== "p") { start("p", "p"); } else { block.appendChild(document.createElement("br")); }
+        inline(block, line);
+      }
+    });
+  }
+
+  var pendingDrafts = {};
+  var drawScheduled = false;
+  function drawDrafts() {
+    drawScheduled = false;
+    var ids = Object.keys(pendingDrafts);
+    if (!ids.length) { return; }
+    ids.forEach(function (id) {
+      var source = byId(id);
+      if (!source) { return; }
+      var shown = source.nextElementSibling;
+      if (!shown || !shown.classList.contains("draft-markdown")) {
+        shown = document.createElement("div");
+        shown.className = "block block-text markdown draft-markdown";
+        source.parentNode.insertBefore(shown, source.nextSibling);
+        source.hidden = true;
+      }
+      renderMarkdown(shown, source.textContent);
+    });
+    pendingDrafts = {};
+    // The text grew after static/parley.js followed it to the end: a reader there stays there.
+    if (!away) { scrollToEnd(); }
+  }
+  function redraw(id) {
+    pendingDrafts[id] = true;
+    if (!drawScheduled) { drawScheduled = true; window.requestAnimationFrame(drawDrafts); }
+  }
+  var APPENDED = /^<div hx-swap-oob="beforeend:#(draft-\d+)">/;
+  document.addEventListener("htmx:wsAfterMessage", function (event) {
+    var appended = APPENDED.exec(event.detail.message || "");
+    if (appended) { redraw(appended[1]); }
+  });
+  // A draft that arrives whole (a new message, a tab's catch-up) is drawn at once, unseen raw.
+  function drawAllDrafts() {
+    document.querySelectorAll(".draft-text[id]").forEach(function (draft) { pendingDrafts[draft.id] = true; });
+    drawDrafts();
+  }
 
   // --- Message times: relative ("5 minutes ago"), the exact time on hover, both in the
   // browser's time zone and the page's language; the server's text stays without script.
@@ -219,7 +480,9 @@
   }
 
   function refresh(root) {
-    addCopyButtons(root || document);
+    addCodeHeaders(root || document);
+    numberActions();
+    drawAllDrafts();
     updateTimes(root || document);
     followTitle();
     followAgent();

@@ -1,7 +1,9 @@
 """The API against a real daphne server: a curl-style session, server-sent events that
 disconnect and resume, the terminal client in a pseudo-terminal, and schemathesis."""
 
+import io
 import json
+import re
 import subprocess
 import sys
 from http.client import HTTPConnection
@@ -10,7 +12,7 @@ import httpx
 import pexpect
 import pytest
 
-from tests.live_server import ROOT, LiveServer
+from tests.live_server import ROOT, LiveServer, run_isolated
 
 pytestmark = pytest.mark.live
 
@@ -236,6 +238,70 @@ def test_the_terminal_client_never_prints_control_sequences_and_shows_tool_use(h
     assert "cleared?" in seen and "clip" in seen and "evil" in seen
     assert "http://example.com/x" in seen  # a link is shown with its address
     assert "**bold**" not in seen
+
+
+ANSI = re.compile(r"\x1b\[[0-9;?]*[A-Za-z]")
+
+
+def screen_lines(output: str) -> list[str]:
+    """The lines a terminal shows of `output`: each line as its last redraw (a carriage return
+    starts it over) left it, without colours."""
+    return [ANSI.sub("", line.split("\r")[-1]).rstrip() for line in output.split("\r\n")]
+
+
+@pytest.fixture(scope="module")
+def slow(tmp_path_factory):
+    """A server whose scripted agent writes slowly enough that a step's tool calls are stored
+    while its text still streams to the terminal."""
+    server = LiveServer(tmp_path_factory.mktemp("slow"), SCRIPTED_AGENT_DELAY="0.1")
+    server.set_up_database()
+    server.start()
+    yield server, server.manage("create_api_token", "demo").strip()
+    server.stop()
+
+
+def test_the_terminal_client_prints_each_line_once_around_tool_calls(slow):
+    server, token = slow
+    child = spawn_chat(server, token, "--new")
+    try:
+        child.expect("> ")
+        child.logfile_read = io.StringIO()
+        child.sendline("What time is it? Use your tools.")
+        child.expect("Two tools, one turn")
+        child.expect("> ")
+        seen = child.logfile_read.getvalue()
+        child.sendeof()
+        child.expect(pexpect.EOF)
+    finally:
+        child.close(force=True)
+    lines = [line for line in screen_lines(seen) if line and line != "parley:"]
+    assert len(lines) == len(set(lines)), lines
+    first = "Let me check the clock and do the arithmetic."
+    # The step's text, whole, then its calls and their results.
+    assert lines.index(first) < lines.index('  ⚙ current_time {"timezone": "UTC"}')
+    assert not any(line != first and line.startswith("Let me") for line in lines), lines
+
+
+def test_the_terminal_clients_help_needs_no_secret_key_and_says_every_default(tmp_path):
+    result = run_isolated(["manage.py", "chat", "--help"], tmp_path)
+    assert result.returncode == 0, result.stderr
+    assert "Traceback" not in result.stderr
+    flags = re.split(r"\n  (?=-)", result.stdout.split("options:", 1)[1])[1:]
+    assert {flag.split()[0].rstrip(",") for flag in flags} == {
+        "-h", "--server", "--token", "--conversation", "--new", "--list", "--title",
+    }  # fmt: skip
+    for flag in flags:
+        if not flag.startswith("-h"):
+            text = " ".join(flag.split())
+            assert "Default:" in text, text
+            assert "$PARLEY_" in text or "No environment variable" in text, text
+    assert "$PARLEY_SERVER" in result.stdout and "$PARLEY_TOKEN" in result.stdout
+
+
+def test_without_a_secret_key_a_command_still_refuses_to_run(tmp_path):
+    result = run_isolated(["manage.py", "chat", "--list"], tmp_path)
+    assert result.returncode != 0
+    assert "Set SECRET_KEY" in result.stderr
 
 
 def test_the_terminal_client_says_invalid_or_revoked_token_on_401(server):

@@ -51,6 +51,7 @@ def test_themes_switch_persist_and_pass_axe_at_both_widths(open_page, parley_ser
         colours[theme] = background(page)
         assert axe_violations(page) == [], theme
         page.evaluate("window.scrollTo(0, 0)")
+        last_reply(page).hover()  # its actions show
         page.screenshot(path=str(screenshots / f"conversation-{theme.lower()}.png"))
     assert colours["Light"] != colours["Dark"]
 
@@ -58,15 +59,30 @@ def test_themes_switch_persist_and_pass_axe_at_both_widths(open_page, parley_ser
     send(page, "What time is it? Use your tools.")
     expect(last_reply(page)).to_contain_text("Two tools, one turn.")
     wait_until_idle(page)
-    page.locator(".block-tool").first.locator("summary").click()
-    page.get_by_text("Edit last message").click()
+    # A regenerated reply: the version switcher.
+    page.get_by_role("button", name="Regenerate reply").click()
+    expect(page.get_by_role("group", name="Versions of message 4")).to_contain_text("2/2")
+    expect(last_reply(page)).to_contain_text("Two tools, one turn.")
+    wait_until_idle(page)
+    page.locator(".block-tool:visible").first.locator("summary").click()
+    # The actions of a message the pointer is on, and one being edited.
+    page.get_by_role("button", name="Edit message 3").click()
+    page.get_by_role("list", name="Transcript").get_by_role("listitem").nth(1).hover()
     for theme in ("Light", "Dark"):
         choose_theme(page, theme)
         assert axe_violations(page) == [], theme
         page.set_viewport_size({"width": 390, "height": 844})
         assert axe_violations(page) == [], f"{theme} at 390 px"
+        # The message being edited, with its actions (the focus is in it).
+        page.get_by_role("textbox", name="Your message").focus()
         page.screenshot(path=str(screenshots / f"conversation-{theme.lower()}-phone.png"))
-        page.set_viewport_size({"width": 1280, "height": 900})
+        # The regenerated reply's switcher and actions, at both widths.
+        versions = page.get_by_role("group", name="Versions of message 4")
+        for width, height, name in ((390, 844, "phone-versions"), (1280, 900, "versions")):
+            page.set_viewport_size({"width": width, "height": height})
+            versions.scroll_into_view_if_needed()
+            versions.hover()
+            page.screenshot(path=str(screenshots / f"conversation-{theme.lower()}-{name}.png"))
 
     # Remembered for the user: a reload (and any other page) keeps the dark theme.
     page.reload()
@@ -119,9 +135,9 @@ def test_code_is_highlighted_and_code_messages_and_tokens_copy(open_page, parley
 
     # The label says "Copied" for two seconds, then reads as before.
     expect(reply.get_by_role("button", name="Copy code")).to_be_visible(timeout=10_000)
-    reply.get_by_role("button", name="Copy message").click()
+    reply.get_by_role("button", name="Copy message 2").click()
     expect(reply.get_by_role("button", name="Copied")).to_have_count(1)
-    expect(reply.get_by_role("button", name="Copy message")).to_have_count(0)
+    expect(reply.get_by_role("button", name="Copy message 2")).to_have_count(0)
     copied = page.evaluate("navigator.clipboard.readText()")
     assert copied.startswith("Here is a small Python function:")
 
@@ -163,15 +179,16 @@ def test_regenerate_and_edit_replace_the_last_turn_and_keep_the_old_one(page, pa
     send(page, "first words")
     expect(last_reply(page)).to_contain_text("You said: “first words” (message 2 of this chat)")
     wait_until_idle(page)
-    page.get_by_text("Edit last message").click()
-    box = page.get_by_role("textbox", name="Your last message")
+    page.get_by_role("button", name="Edit message 3").click()
+    box = page.get_by_role("textbox", name="Your message")
     expect(box).to_have_value("first words")
     box.fill("second words")
     page.get_by_role("button", name="Save and send").click()
     # The model saw the new text, and only it: still message 2 of this chat.
     expect(last_reply(page)).to_contain_text("You said: “second words” (message 2 of this chat)")
     transcript = page.get_by_role("list", name="Transcript")
-    expect(transcript).not_to_contain_text("first words")
+    # Shown no more (kept in the page only as an older version, hidden).
+    assert "first words" not in transcript.inner_text()
     expect(page.locator(".message-user:visible")).to_have_count(2)
 
     # The old branch is kept in the data.
@@ -186,8 +203,100 @@ def test_regenerate_and_edit_replace_the_last_turn_and_keep_the_old_one(page, pa
 
     # After a reload the page shows the new branch only.
     page.reload()
-    expect(page.get_by_role("list", name="Transcript")).not_to_contain_text("first words")
     expect(last_reply(page)).to_contain_text("second words")
+    assert "first words" not in page.get_by_role("list", name="Transcript").inner_text()
+
+
+def opacity(locator) -> str:
+    return locator.evaluate("el => getComputedStyle(el.closest('.message-actions')).opacity")
+
+
+def test_message_actions_show_on_hover_and_focus_and_edit_any_message(page, parley_server):
+    log_in(page)
+    new_conversation(page)
+    send(page, "Show me some code")
+    reply = last_reply(page)
+    expect(reply).to_contain_text(CODE_REPLY)
+    wait_until_idle(page)
+    # The code block's header names its language beside its copy button.
+    header = reply.locator(".code-head")
+    expect(header.get_by_text("python", exact=True)).to_be_visible()
+    expect(header.get_by_role("button", name="Copy code")).to_be_visible()
+
+    send(page, "first words")
+    expect(last_reply(page)).to_contain_text("first words")
+    wait_until_idle(page)
+    # Each message's copy button has a name of its own; edit on the person's messages only.
+    for number in (1, 2, 3, 4):
+        expect(page.get_by_role("button", name=f"Copy message {number}")).to_have_count(1)
+    expect(page.get_by_role("button", name=re.compile(r"^Edit message"))).to_have_count(2)
+    expect(page.get_by_role("button", name="Regenerate reply")).to_have_count(1)
+
+    # Quiet until the pointer is on the message, or the focus is in it.
+    first_copy = page.get_by_role("button", name="Copy message 1")
+    page.mouse.move(1, 1)
+    assert opacity(first_copy) == "0"
+    page.get_by_role("list", name="Transcript").get_by_role("listitem").first.hover()
+    assert opacity(first_copy) == "1"
+    page.mouse.move(1, 1)
+    assert opacity(first_copy) == "0"
+    first_copy.focus()
+    assert opacity(first_copy) == "1"
+    page.keyboard.press("Tab")
+    expect(page.get_by_role("button", name="Edit message 1")).to_be_focused()
+
+    # The first message, edited: what followed it is replaced, and the title follows it.
+    page.keyboard.press("Enter")
+    box = page.get_by_role("textbox", name="Your message")
+    expect(box).to_be_focused()
+    expect(box).to_have_value("Show me some code")
+    box.fill("Hello there")
+    page.get_by_role("button", name="Save and send").click()
+    expect(last_reply(page)).to_contain_text("I reply the same way every time")
+    expect(page.locator(".message-user:visible")).to_have_count(1)
+    transcript = page.get_by_role("list", name="Transcript")
+    # Shown no more (kept in the page only as an older version, hidden).
+    assert "first words" not in transcript.inner_text()
+    expect(page.get_by_role("heading", name="Hello there", level=1)).to_be_visible()
+    expect(page).to_have_title(re.compile(r"^(\(\d+\) )?Hello there · Parley$"))
+    expect(page.get_by_role("button", name=re.compile(r"^Copy message"))).to_have_count(2)
+
+    # The version switcher: the older version is kept, and shown on request.
+    versions = page.get_by_role("group", name="Versions of message 1")
+    expect(versions).to_contain_text("2/2")
+    first = transcript.get_by_role("listitem").filter(has=versions)
+    versions.get_by_role("button", name="Previous version of message 1").click()
+    expect(versions).to_contain_text("1/2")
+    expect(first).to_contain_text("Show me some code")
+    assert "Hello there" not in first.inner_text()
+    versions.get_by_role("button", name="Next version of message 1").click()
+    expect(versions).to_contain_text("2/2")
+    expect(first).to_contain_text("Hello there")
+    expect(versions.get_by_role("button", name="Next version of message 1")).to_be_disabled()
+
+
+def test_jump_to_latest_appears_when_text_arrives_while_scrolled_up(start_server, open_page):
+    server = start_server(SCRIPTED_AGENT_DELAY="0.1")
+    page = open_page(server, viewport={"width": 800, "height": 420})
+    log_in(page)
+    new_conversation(page)
+    send(page, "Show me some code")
+    expect(last_reply(page)).to_contain_text(CODE_REPLY)
+    wait_until_idle(page)
+    jump = page.get_by_role("button", name="Jump to latest")
+    expect(jump).to_be_hidden()
+
+    send(page, "What time is it? Use your tools.")
+    expect(page.get_by_role("button", name="Stop")).to_be_visible()
+    page.mouse.wheel(0, -5000)
+    expect(jump).to_be_visible()
+    jump.click()
+    expect(jump).to_be_hidden()
+    left = page.evaluate(
+        "(d => d.scrollHeight - d.scrollTop - d.clientHeight)(document.scrollingElement)"
+    )
+    assert left < 160
+    expect(last_reply(page)).to_contain_text("Two tools, one turn.")
 
 
 def test_send_is_disabled_while_the_agent_replies_and_stop_marks_the_reply(start_server, open_page):

@@ -46,6 +46,19 @@ def test_a_reply_streams_whole_and_once_into_an_open_tab_and_one_opened_mid_stre
         expect(transcript_items(tab)).to_have_count(2)
 
 
+def test_a_streaming_reply_shows_as_markdown_as_it_grows_never_its_raw_markers(page):
+    log_in(page)
+    new_conversation(page)
+    send(page, WORDS)
+    reply = page.locator(".message-assistant").last
+    expect(reply).to_contain_text("w0")
+    seen = watch_text(reply, END)
+    assert len(seen) >= 3, seen
+    # "*time*" is emphasised from its first asterisk on, also while it streams.
+    assert [text for text in seen if "*" in text] == []
+    expect(reply.locator("em")).to_have_text("time")
+
+
 def test_chromium_streams_over_permessage_deflate(context, page):
     """Chromium offers permessage-deflate and config.serve accepts it with its small client
     window: the handshake as the browser saw it (DevTools protocol), and a reply streamed

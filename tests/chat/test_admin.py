@@ -283,3 +283,23 @@ def test_pages_of_the_transcript_are_for_staff_who_may_view_conversations(
 def test_the_export_stays_whole_however_long_the_transcript(operator, long_conversation):
     [exported] = json.loads(export(operator, long_conversation).content)["conversations"]
     assert [m["order"] for m in exported["messages"]] == list(range(130))
+
+
+def test_superseded_messages_are_marked(operator, conversation, user, post, committed):
+    old = post(user, conversation, "old words")
+    with committed():
+        services.edit_message(
+            user=user, conversation_id=conversation.pk, message_id=old.pk, text="new words"
+        )
+    html = change_page(operator, conversation)
+    articles = html.split('<article class="parley-message ')[1:]
+    marked = [
+        a
+        for a in articles
+        if a.startswith(("parley-user parley-superseded", "parley-assistant parley-superseded"))
+    ]
+    assert len(marked) == 2 and "old words" in marked[0]
+    assert all("Superseded</span>" in a for a in marked)
+    assert not any(
+        "Superseded</span>" in a for a in articles if "new words" in a.split("</article>")[0]
+    )

@@ -1,4 +1,4 @@
-"""Regenerate the last reply and edit-and-resend the last user message: the old branch is
+"""Regenerate the last reply and edit-and-resend any message that asked something: the old branch is
 kept (superseded), the model and the page see only the new one."""
 
 import pytest
@@ -10,8 +10,8 @@ from chat.engine.runtime import build_history
 from chat.errors import (
     AgentBusy,
     ConversationNotFound,
+    MessageNotEditable,
     NothingToRegenerate,
-    NotLastMessage,
     QuestionPending,
 )
 from chat.models import AgentState, Conversation, Message, Role
@@ -65,7 +65,7 @@ def test_edit_replaces_the_last_message_and_the_model_sees_only_the_new_text(
     old = post(user, conversation, "typo here")
 
     with committed():
-        new = services.edit_last_message(
+        new = services.edit_message(
             user=user, conversation_id=conversation.pk, message_id=old.pk, text="  fixed text "
         )
 
@@ -81,14 +81,49 @@ def test_edit_replaces_the_last_message_and_the_model_sees_only_the_new_text(
 
 
 @pytest.mark.django_db
-def test_only_the_last_user_message_can_be_edited(conversation, user, post):
+def test_an_earlier_message_can_be_edited_and_what_followed_it_is_superseded(user, post, committed):
+    conversation = services.create_conversation(owner=user)
     first = post(user, conversation, "one")
     post(user, conversation, "two")
-    before = list(conversation.messages.values_list("pk", "superseded"))
-    with pytest.raises(NotLastMessage):
-        services.edit_last_message(
-            user=user, conversation_id=conversation.pk, message_id=first.pk, text="changed"
+    conversation.refresh_from_db()
+    assert conversation.title == "one"
+    with committed():
+        services.edit_message(
+            user=user, conversation_id=conversation.pk, message_id=first.pk, text="uno"
         )
+    assert user_texts_in_history(conversation) == ["uno"]
+    assert [role for role, _ in shown(conversation)] == [Role.USER, Role.ASSISTANT]
+    assert conversation.messages.filter(superseded=True).count() == 4
+    # The title was the one given from the first message: it follows the edit.
+    conversation.refresh_from_db()
+    assert conversation.title == "uno"
+
+
+@pytest.mark.django_db
+def test_an_edited_first_message_keeps_a_title_the_user_chose(conversation, user, post):
+    first = post(user, conversation, "one")
+    services.rename_conversation(user=user, conversation_id=conversation.pk, title="Mine")
+    services.edit_message(
+        user=user, conversation_id=conversation.pk, message_id=first.pk, text="uno"
+    )
+    conversation.refresh_from_db()
+    assert conversation.title == "Mine"
+
+
+@pytest.mark.django_db
+def test_a_superseded_or_assistant_message_cannot_be_edited(conversation, user, post, committed):
+    first = post(user, conversation, "one")
+    with committed():
+        services.edit_message(
+            user=user, conversation_id=conversation.pk, message_id=first.pk, text="uno"
+        )
+    reply = conversation.messages.filter(role=Role.ASSISTANT, superseded=False).get()
+    before = list(conversation.messages.values_list("pk", "superseded"))
+    for message_id in (first.pk, reply.pk):
+        with pytest.raises(MessageNotEditable):
+            services.edit_message(
+                user=user, conversation_id=conversation.pk, message_id=message_id, text="x"
+            )
     assert list(conversation.messages.values_list("pk", "superseded")) == before
 
 
@@ -111,7 +146,7 @@ def test_regenerate_and_edit_are_refused_while_a_turn_runs_or_waits(
     with pytest.raises(error):
         services.regenerate_reply(user=user, conversation_id=conversation.pk)
     with pytest.raises(error):
-        services.edit_last_message(
+        services.edit_message(
             user=user, conversation_id=conversation.pk, message_id=message.pk, text="hey"
         )
     assert not conversation.messages.filter(superseded=True).exists()
@@ -137,7 +172,7 @@ def test_a_refused_edit_is_shown_in_the_edit_forms_alert(client, conversation, u
         headers={"HX-Request": "true"},
     )
     assert response.status_code == 409
-    assert response["HX-Retarget"] == "#edit-alert"
+    assert response["HX-Retarget"] == f"#edit-alert-{message.pk}"
     assert "answer or reject the question first" in response.content.decode()
 
 
@@ -148,14 +183,17 @@ def test_the_page_shows_the_new_branch_and_the_controls(
     client.force_login(user)
     old = post(user, conversation, "old words")
     with committed():
-        services.edit_last_message(
+        services.edit_message(
             user=user, conversation_id=conversation.pk, message_id=old.pk, text="new words"
         )
     page = client.get(reverse("chat:conversation_detail", args=[conversation.pk])).content.decode()
-    assert "old words" not in page
+    # Only as the older versions (the message, its reply), hidden until asked for.
+    assert page.count("old words") == page.count('class="branch-text" hidden') == 2
+    assert '<div class="branch-text" hidden><div class="block block-text plain">old words' in page
     assert "new words" in page
     assert "Regenerate reply" in page
-    assert "Edit last message" in page
+    edited = conversation.messages.filter(superseded=False).first()
+    assert f'aria-controls="edit-{edited.pk}"' in page
 
 
 @pytest.mark.django_db

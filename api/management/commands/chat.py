@@ -49,6 +49,7 @@ DECISIONS = [
     ("Edit arguments", EDIT),
 ]
 ACCEPT, DECLINE, CANCEL = "accept", "decline", "cancel"
+DEFAULT_SERVER = "http://127.0.0.1:8000"
 # Messages shown when a conversation opens: the newest of those the server returns with it.
 HISTORY = 20
 
@@ -71,20 +72,58 @@ class InvalidToken(CommandError):
 
 
 class Command(BaseCommand):
-    help = "Chat with a Parley server from the terminal (uses the JSON API and a token)."
+    help = (
+        "Chat with a Parley server from the terminal, through its JSON API and a token. "
+        "Without --conversation, --new or --list: continue the most recent conversation (a "
+        "new one when there is none)."
+    )
+    # Django's own options change nothing in a client of a remote server: left out of --help.
+    suppressed_base_arguments = {
+        "--version", "--verbosity", "--settings", "--pythonpath", "--traceback", "--no-color",
+        "--force-color",
+    }  # fmt: skip
+    # The local project's system checks say nothing about the server it talks to.
+    requires_system_checks = []
 
     def add_arguments(self, parser):
+        # Each help says its default and the variables it reads; the token's value is never
+        # shown (help output ends up in scrollback and logs).
         parser.add_argument(
-            "--server", default=os.environ.get("PARLEY_SERVER", "http://127.0.0.1:8000")
+            "--server",
+            default=os.environ.get("PARLEY_SERVER", DEFAULT_SERVER),
+            help=f"The Parley server's address. Default: $PARLEY_SERVER, else {DEFAULT_SERVER}.",
         )
-        parser.add_argument("--token", default=os.environ.get("PARLEY_TOKEN", ""))
+        parser.add_argument(
+            "--token",
+            default=os.environ.get("PARLEY_TOKEN", ""),
+            help="An API token (Settings → API tokens, or `manage.py create_api_token USERNAME`). "
+            "Default: $PARLEY_TOKEN; one of the two is needed.",
+        )
         which = parser.add_mutually_exclusive_group()
-        which.add_argument("--conversation", type=int, help="Continue this conversation.")
-        which.add_argument("--new", action="store_true", help="Start a new conversation.")
         which.add_argument(
-            "--list", action="store_true", help="List your conversations (* = a question waits)."
+            "--conversation",
+            type=int,
+            metavar="ID",
+            help="Continue the conversation with this id. Default: the most recent one. "
+            "No environment variable.",
         )
-        parser.add_argument("--title", default="", help="The new conversation's title.")
+        which.add_argument(
+            "--new",
+            action="store_true",
+            help="Start a new conversation. Default: off. No environment variable.",
+        )
+        which.add_argument(
+            "--list",
+            action="store_true",
+            help="List your conversations (* = a question waits) and exit. Default: off. "
+            "No environment variable.",
+        )
+        parser.add_argument(
+            "--title",
+            default="",
+            help="The new conversation's title (with --new, or when there is none yet). "
+            "Default: none (the server names it after the first message). No environment variable.",
+        )
 
     def handle(self, *args, **options) -> None:
         if not options["token"]:
@@ -226,6 +265,10 @@ class Command(BaseCommand):
                     if event == "text":
                         self.reply.text(data["messageId"], data["text"])
                     elif event == "message":
+                        # Its text first: the step's text comes before its tool calls, and
+                        # may be ahead of the text events still on their way.
+                        if data["role"] == "assistant" and data["text"]:
+                            self.reply.text(data["id"], data["text"])
                         self.show_tools(data, seen)
                         if self.asks(data):
                             # A running tool waits for values: ask them, then follow on
@@ -793,13 +836,16 @@ def parse_field(field: dict, text: str):
 
 class Reply:
     """The assistant's text as it streams: markdown re-rendered in place in a terminal, plain
-    text appended in a pipe."""
+    text appended in a pipe. A message's text is shown once: after something else was printed
+    (a tool call), only the text that came since follows, under no second "parley:"."""
 
     def __init__(self, command: Command, known: dict[int, str]) -> None:
         self.command = command
         self.printed = known
         self.current: int | None = None
         self.live: Live | None = None
+        # Where the text in the current Live starts (what an earlier one showed is left out).
+        self.start = 0
 
     def text(self, message_id: int, text: str) -> None:
         text = shown(text)
@@ -809,10 +855,14 @@ class Reply:
         if message_id != self.current:
             self.end()
             self.current = message_id
-            self.command.stdout.write("parley:")
+            if before and text.startswith(before):
+                self.start = len(before)
+            else:
+                self.start = 0
+                self.command.stdout.write("parley:")
         self.printed[message_id] = text
         if self.command.interactive:
-            markdown = Markdown(text, hyperlinks=False)
+            markdown = Markdown(text[self.start :].lstrip(), hyperlinks=False)
             if self.live is None:
                 self.live = Live(
                     markdown,
