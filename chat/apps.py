@@ -7,10 +7,11 @@ class ChatConfig(AppConfig):
     verbose_name = _("Chat")
 
     def ready(self) -> None:
-        from chat import checks  # noqa: F401 - registers the system checks
-        from chat.engine import builtin, subagents, tools
+        from chat import checks, services  # noqa: F401 - checks registers the system checks
+        from chat.engine import builtin, runner, subagents, tools
         from chat.live.sessions import connect_signals
 
         for tool in [*builtin.TOOLS, subagents.SpawnAgents()]:
             tools.register(tool)
         connect_signals()
+        runner.every_sweep(services.purge_deleted)

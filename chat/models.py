@@ -86,6 +86,11 @@ class Conversation(models.Model):
     context_summary_through = models.IntegerField(
         _("summary covers messages up to"), default=-1, editable=False
     )
+    # Kept at the top of the person's sidebar.
+    pinned = models.BooleanField(_("pinned"), default=False)
+    # Deleted by its owner, who may still undo it: hidden from every read for a person
+    # (chat.selectors) until the sweep removes it for good (chat.services.purge_deleted).
+    deleted_at = models.DateTimeField(_("deleted"), null=True, blank=True, editable=False)
 
     class Meta:
         verbose_name = _("conversation")

@@ -3,12 +3,14 @@
 from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
+from datetime import date, timedelta
 from functools import cached_property
 
 from django.conf import settings
 from django.contrib.postgres.search import SearchQuery
 from django.db import OperationalError, connection, transaction
 from django.db.models import Q, QuerySet
+from django.utils import timezone
 from django.utils.translation import gettext_lazy as _
 from django.utils.translation import gettext_noop
 
@@ -25,10 +27,84 @@ QUERY_CANCELED = "57014"
 
 def conversations_for_user(*, user) -> QuerySet[Conversation]:
     """The user's conversations, most recently active first (sub-agents' are shown only
-    inside their parent's)."""
-    return Conversation.objects.filter(owner=user, parent__isnull=True).order_by(
-        "-updated_at", "-id"
-    )
+    inside their parent's; deleted ones, still undoable, nowhere)."""
+    return Conversation.objects.filter(
+        owner=user, parent__isnull=True, deleted_at__isnull=True
+    ).order_by("-updated_at", "-id")
+
+
+def sidebar_conversations(*, user, limit: int) -> list[Conversation]:
+    """The sidebar's conversations: the pinned ones first, then the most recently active."""
+    return list(conversations_for_user(user=user).order_by("-pinned", "-updated_at", "-id")[:limit])
+
+
+def newest_conversation(*, user) -> Conversation | None:
+    """The conversation the person was in last, if any."""
+    return conversations_for_user(user=user).only("pk").first()
+
+
+@dataclass(frozen=True)
+class SidebarGroup:
+    label: str
+    conversations: list[Conversation]
+
+
+def sidebar_groups(conversations: list[Conversation], *, today: date) -> list[SidebarGroup]:
+    """`conversations` (pinned first, then newest first) under the sidebar's headings: Pinned,
+    then by the local day of their last activity."""
+    groups: dict[str, list[Conversation]] = {}
+    for conversation in conversations:
+        if conversation.pinned:
+            label = _("Pinned")
+        else:
+            day = timezone.localdate(conversation.updated_at)
+            if day >= today:
+                label = _("Today")
+            elif day == today - timedelta(days=1):
+                label = _("Yesterday")
+            elif day > today - timedelta(days=8):
+                label = _("Previous 7 days")
+            else:
+                label = _("Older")
+        groups.setdefault(str(label), []).append(conversation)
+    return [SidebarGroup(label, items) for label, items in groups.items()]
+
+
+# A search result's snippet: this many characters of the matching message around the match.
+SNIPPET_CHARS = 90
+
+
+def search_snippets(*, conversation_ids: list[int], query: str) -> dict[int, str]:
+    """For each of these conversations (the caller's, found by `query`), a short piece of its
+    newest message that matches, around the first of the query's words it holds. One query."""
+    words = [
+        word
+        for word in query.replace('"', " ").split()
+        if not word.startswith("-") and word.lower() != "or"
+    ]
+    if not conversation_ids or not words:
+        return {}
+    messages = Message.objects.filter(conversation_id__in=conversation_ids, is_draft=False)
+    if connection.vendor == "postgresql":
+        found = SearchQuery(query, search_type="websearch", config=SEARCH_CONFIG)
+        messages = messages.filter(search_vector=found)
+    else:
+        messages = messages.filter(search_text__icontains=query)
+    snippets: dict[int, str] = {}
+    rows = messages.order_by("-order").values_list("conversation_id", "search_text")
+    for conversation_id, text in rows.iterator():
+        if conversation_id not in snippets:
+            snippets[conversation_id] = snippet(text, words)
+    return snippets
+
+
+def snippet(text: str, words: list[str]) -> str:
+    """About SNIPPET_CHARS of `text` around the first of `words` it holds, on one line."""
+    lowered = text.lower()
+    at = min((i for w in words if (i := lowered.find(w.lower())) >= 0), default=0)
+    start = max(0, at - SNIPPET_CHARS // 3)
+    piece = " ".join(text[start : start + SNIPPET_CHARS].split())
+    return ("…" if start > 0 else "") + piece + ("…" if start + SNIPPET_CHARS < len(text) else "")
 
 
 def search_conversations_for_user(*, user, query: str, limit: int | None = None) -> list:
@@ -105,11 +181,27 @@ def conversation_for_user(*, user, conversation_id, lock: bool = False) -> Conve
     With lock=True the row is locked (SELECT ... FOR UPDATE) for the caller's transaction.
     """
     conversation_id = accessible_conversation_id(user=user, conversation_id=conversation_id)
-    conversations = Conversation.objects.filter(owner=user, parent__isnull=True)
+    conversations = Conversation.objects.filter(
+        owner=user, parent__isnull=True, deleted_at__isnull=True
+    )
     if lock:
         conversations = conversations.select_for_update(of=("self",))
     try:
         return conversations.get(pk=conversation_id)
+    except Conversation.DoesNotExist:
+        raise ConversationNotFound from None
+
+
+def deleted_conversation_for_user(*, user, conversation_id) -> Conversation:
+    """The user's conversation deleted and not yet removed for good, locked for the caller's
+    transaction (what Undo restores); otherwise ConversationNotFound."""
+    conversation_id = accessible_conversation_id(user=user, conversation_id=conversation_id)
+    try:
+        return (
+            Conversation.objects.select_for_update(of=("self",))
+            .filter(owner=user, parent__isnull=True, deleted_at__isnull=False)
+            .get(pk=conversation_id)
+        )
     except Conversation.DoesNotExist:
         raise ConversationNotFound from None
 

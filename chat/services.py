@@ -8,8 +8,11 @@ the change asks for (a runner for the turn) to dispatch, which acts after commit
 change's own event, so open pages hear of the change before of what follows it.
 """
 
+from datetime import timedelta
+
 from django.conf import settings
 from django.db import transaction
+from django.utils import timezone
 
 from chat import events, limits
 from chat.blocks import TextBlock
@@ -29,6 +32,7 @@ from chat.models import Agent, AgentState, Conversation, Message, Role
 from chat.selectors import (
     conversation_for_user,
     conversations_for_user,
+    deleted_conversation_for_user,
     last_turn,
     search_conversations_for_user,
     turns_from,
@@ -73,6 +77,19 @@ def create_conversation(*, owner, title: str = "", agent: Agent = Agent.PARLEY) 
     return Conversation.objects.create(owner=owner, title=_clean_title(title), agent=agent)
 
 
+def start_conversation(*, owner, text: str) -> Message:
+    """A new conversation, begun by the person's first message (its turn starts as with
+    post_user_message): nothing is created for a message refused. Raises what
+    post_user_message raises, and TooManyConversations."""
+    if not clean_message(text):
+        raise EmptyMessage
+    limits.check_conversation_rate(user=owner)
+    text = _checked_message(user=owner, text=text)
+    with transaction.atomic():
+        conversation = Conversation.objects.create(owner=owner)
+        return _append_user_message(user=owner, conversation_id=conversation.pk, text=text)
+
+
 @transaction.atomic
 def rename_conversation(*, user, conversation_id: int, title: str) -> Conversation:
     conversation = conversation_for_user(user=user, conversation_id=conversation_id, lock=True)
@@ -83,20 +100,66 @@ def rename_conversation(*, user, conversation_id: int, title: str) -> Conversati
 
 
 @transaction.atomic
-def delete_conversation(*, user, conversation_id: int) -> None:
+def pin_conversation(*, user, conversation_id: int, pinned: bool) -> Conversation:
+    """Keep the conversation at the top of the sidebar, or no longer. Not an activity: its
+    place among the others stays where it was."""
     conversation = conversation_for_user(user=user, conversation_id=conversation_id, lock=True)
-    seq = conversation.seq + 1
-    waiting = conversation.agent_state == AgentState.AWAITING_USER
-    conversation.delete()
+    if conversation.pinned != pinned:
+        conversation.pinned = pinned
+        conversation.save(update_fields=["pinned"])
+    return conversation
+
+
+@transaction.atomic
+def delete_conversation(*, user, conversation_id: int) -> None:
+    """Delete the conversation, undoably for DELETE_UNDO_SECONDS (restore_conversation): it
+    leaves every page and listing at once, its running turn stops, and the sweep removes it
+    for good afterwards (purge_deleted)."""
+    conversation = conversation_for_user(user=user, conversation_id=conversation_id, lock=True)
+    next = None
+    with Transcript(conversation) as transcript:
+        if conversation.is_running:
+            next = turns.stop_turn(transcript)
+        _mark_deleted(transcript, timezone.now())
     # Open tabs re-read, find nothing, and close their socket.
-    events.send_on_commit(
-        events.conversation_group(conversation_id),
-        events.conversation_changed(conversation_id, seq),
-    )
-    if waiting:  # its question no longer waits: the user's pages recount
+    if next is not None:
+        dispatch.on_commit(next)
+    _tell_pages(user, conversation)
+
+
+@transaction.atomic
+def restore_conversation(*, user, conversation_id: int) -> Conversation:
+    """Undo delete_conversation, until the sweep removed the conversation for good; then
+    ConversationNotFound."""
+    conversation = deleted_conversation_for_user(user=user, conversation_id=conversation_id)
+    with Transcript(conversation) as transcript:
+        _mark_deleted(transcript, None)
+    _tell_pages(user, conversation)
+    return conversation
+
+
+def _mark_deleted(transcript: Transcript, deleted_at) -> None:
+    """A change open pages hear of; not an activity: restored, the conversation is back in
+    its place among the others."""
+    conversation = transcript.conversation
+    active = conversation.updated_at
+    conversation.deleted_at = deleted_at
+    transcript.touch()
+    conversation.updated_at = active
+
+
+def _tell_pages(user, conversation: Conversation) -> None:
+    if conversation.agent_state == AgentState.AWAITING_USER:  # the user's pages recount
         events.send_on_commit(
-            events.attention_group(user.pk), events.attention_changed(user.pk, conversation_id)
+            events.attention_group(user.pk), events.attention_changed(user.pk, conversation.pk)
         )
+
+
+def purge_deleted() -> None:
+    """Remove for good the conversations deleted more than DELETE_UNDO_SECONDS ago (a sweep
+    job: safe to run in several processes at once)."""
+    before = timezone.now() - timedelta(seconds=settings.PARLEY_DELETE_UNDO_SECONDS)
+    Conversation.objects.filter(deleted_at__lt=before).delete()
 
 
 def post_user_message(*, user, conversation_id: int, text: str) -> Message:

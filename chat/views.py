@@ -4,17 +4,23 @@ from functools import wraps
 
 from django.http import Http404, HttpRequest, HttpResponse
 from django.shortcuts import redirect, render
+from django.urls import Resolver404, resolve
+from django.utils import timezone
 from django.utils.html import escape
 from django.utils.translation import gettext as _
-from django.views.decorators.http import require_GET, require_POST
-from django_htmx.http import reswap, retarget
+from django.views.decorators.http import require_GET, require_http_methods, require_POST
+from django_htmx.http import HttpResponseClientRefresh, reswap, retarget
 
 from chat import services
 from chat.errors import ConversationNotFound, ParleyError, RateLimited, ServiceUnavailable
+from chat.models import Conversation
 from chat.selectors import (
     conversation_for_user,
     conversation_page,
-    conversations_for_user,
+    newest_conversation,
+    search_snippets,
+    sidebar_conversations,
+    sidebar_groups,
     waiting_conversation_ids,
 )
 
@@ -70,26 +76,67 @@ def conversation_search(request: HttpRequest) -> HttpResponse:
 
 
 def sidebar_context(request: HttpRequest, *, query: str = "", current=None) -> dict:
-    conversations = services.search_conversations(
-        user=request.user, query=query, limit=SIDEBAR_SIZE
-    )
-    return {
-        "sidebar_conversations": conversations,
+    """The sidebar's list: with no search, the conversations under their headings (pinned,
+    then by day); with one, the matches, each with the words of it that match."""
+    context = {
         "query": query,
         "waiting": waiting_conversation_ids(user=request.user),
         "current": current,
     }
+    if not query:
+        conversations = sidebar_conversations(user=request.user, limit=SIDEBAR_SIZE)
+        context["sidebar_groups"] = sidebar_groups(conversations, today=timezone.localdate())
+    else:
+        conversations = services.search_conversations(
+            user=request.user, query=query, limit=SIDEBAR_SIZE
+        )
+        found = search_snippets(conversation_ids=[c.pk for c in conversations], query=query)
+        for conversation in conversations:
+            conversation.snippet = found.get(conversation.pk, "")
+    context["sidebar_conversations"] = conversations
+    return context
 
 
-@require_POST
+@require_GET
+def home(request: HttpRequest) -> HttpResponse:
+    """Where a person lands (after logging in): their newest conversation, ready to write
+    in, or a new one."""
+    newest = newest_conversation(user=request.user)
+    if newest is None:
+        return redirect("chat:conversation_create")
+    return redirect("chat:conversation_detail", conversation_id=newest.pk)
+
+
+@require_http_methods(["GET", "POST"])
 def conversation_create(request: HttpRequest) -> HttpResponse:
+    """A blank composer; the first message sent from it creates the conversation (nothing is
+    created before), and the page moves to the conversation's own address."""
+    if request.method == "GET":
+        return render_new_conversation(request)
+    text = request.POST.get("text", "")
     try:
-        conversation = services.create_conversation(owner=request.user)
-    except RateLimited as error:
-        conversations = conversations_for_user(user=request.user)
-        context = {"conversations": conversations, "error": error.message}
-        return with_retry_after(render(request, CONVERSATION_LIST, context, status=429), error)
-    return redirect("chat:conversation_detail", conversation_id=conversation.pk)
+        message = services.start_conversation(owner=request.user, text=text)
+    except ParleyError as error:
+        response = render_new_conversation(
+            request, text=text, error=error.message, status=error.status
+        )
+        return with_retry_after(response, error)
+    return redirect("chat:conversation_detail", conversation_id=message.conversation_id)
+
+
+def render_new_conversation(
+    request: HttpRequest, *, text: str = "", error: str = "", status: int = 200
+) -> HttpResponse:
+    context = {
+        "conversation": Conversation(owner=request.user),  # not saved: none exists yet
+        "messages": [],
+        "earlier": None,
+        "cursor": 0,
+        "text": text,
+        "error": error,
+        **sidebar_context(request),
+    }
+    return render(request, CONVERSATION, context, status=status)
 
 
 @require_GET
@@ -149,6 +196,8 @@ def conversation_rename(request: HttpRequest, conversation_id: int) -> HttpRespo
     conversation = services.rename_conversation(
         user=request.user, conversation_id=conversation_id, title=request.POST.get("title", "")
     )
+    if from_sidebar(request):
+        return render_sidebar_list(request)
     if request.htmx:
         return render(request, f"{CONVERSATION_LIST}#conversation", {"conversation": conversation})
     return redirect("chat:conversation_list")
@@ -156,11 +205,73 @@ def conversation_rename(request: HttpRequest, conversation_id: int) -> HttpRespo
 
 @require_POST
 @conversation_view
+def conversation_pin(request: HttpRequest, conversation_id: int) -> HttpResponse:
+    """Pin (`pinned=1`) or unpin the conversation."""
+    services.pin_conversation(
+        user=request.user,
+        conversation_id=conversation_id,
+        pinned=request.POST.get("pinned") == "1",
+    )
+    if from_sidebar(request):
+        return render_sidebar_list(request)
+    return redirect("chat:conversation_list")
+
+
+@require_POST
+@conversation_view
 def conversation_delete(request: HttpRequest, conversation_id: int) -> HttpResponse:
+    """Delete, undoably for a while (services.delete_conversation): the sidebar says so, with
+    an Undo button."""
     services.delete_conversation(user=request.user, conversation_id=conversation_id)
+    if from_sidebar(request):
+        return render_sidebar_list(request, deleted=conversation_id)
     if request.htmx:
         return HttpResponse("")
     return redirect("chat:conversation_list")
+
+
+@require_POST
+@conversation_view
+def conversation_restore(request: HttpRequest, conversation_id: int) -> HttpResponse:
+    """Undo a delete. The open page of the conversation itself lost its live updates with the
+    delete, so it loads again."""
+    services.restore_conversation(user=request.user, conversation_id=conversation_id)
+    if request.htmx and current_conversation_id(request) == conversation_id:
+        return HttpResponseClientRefresh()
+    if from_sidebar(request):
+        return render_sidebar_list(request)
+    return redirect("chat:conversation_detail", conversation_id=conversation_id)
+
+
+def from_sidebar(request: HttpRequest) -> bool:
+    """An action from the sidebar's menu (htmx), answered with the sidebar's list."""
+    return bool(request.htmx) and request.POST.get("from") == "sidebar"
+
+
+def current_conversation_id(request: HttpRequest) -> int | None:
+    """The conversation of the page an htmx request comes from, if it is one's."""
+    path = request.htmx.current_url_abs_path if request.htmx else None
+    try:
+        match = resolve((path or "").split("?")[0])
+    except Resolver404:
+        return None
+    if match.view_name != "chat:conversation_detail":
+        return None
+    return match.kwargs["conversation_id"]
+
+
+def render_sidebar_list(request: HttpRequest, *, deleted: int | None = None) -> HttpResponse:
+    """The sidebar's list after an action, for the page it was taken on (its search, its
+    conversation); `deleted`: the conversation just deleted, offered back (Undo)."""
+    query = services.clean_search(request.POST.get("q", ""))
+    current_id = current_conversation_id(request)
+    current = Conversation(pk=current_id) if current_id is not None else None
+    try:
+        context = sidebar_context(request, query=query, current=current)
+    except ParleyError:  # the search is refused now: the list without it
+        context = sidebar_context(request, current=current)
+    context["deleted"] = deleted
+    return render(request, f"{SIDEBAR}#list", context)
 
 
 @require_POST

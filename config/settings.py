@@ -239,7 +239,7 @@ AUTHENTICATION_BACKENDS = [
     "accounts.backends.CompiledModelBackend",
 ]
 LOGIN_URL = "login"
-LOGIN_REDIRECT_URL = "chat:conversation_list"
+LOGIN_REDIRECT_URL = "chat:home"
 LOGOUT_REDIRECT_URL = "login"
 
 LANGUAGE_CODE = "en"
@@ -421,6 +421,8 @@ PARLEY_MAX_STREAMS = int(os.environ.get("PARLEY_MAX_STREAMS", "10"))
 # PostgreSQL before it is cancelled (seconds; 0: no limit).
 PARLEY_SEARCHES_PER_MINUTE = int(os.environ.get("PARLEY_SEARCHES_PER_MINUTE", "60"))
 PARLEY_SEARCH_TIMEOUT = float(os.environ.get("PARLEY_SEARCH_TIMEOUT", "3"))
+# Seconds a deleted conversation can still be restored (Undo) before the sweep removes it.
+PARLEY_DELETE_UNDO_SECONDS = float(os.environ.get("PARLEY_DELETE_UNDO_SECONDS", "60"))
 # Websockets one user may hold open on one web process (each page has two): what a push
 # costs a process grows with its sockets, so one user cannot slow everyone else's.
 PARLEY_MAX_SOCKETS = int(os.environ.get("PARLEY_MAX_SOCKETS", "40"))

@@ -17,7 +17,7 @@ from django.utils import translation
 
 from chat.events import attention_group, user_group
 from chat.live.consumers import CLOSE_SIGNED_OUT, SignedInConsumer, SignedOut
-from questions.selectors import pending_questions_for_user
+from questions.selectors import inbox_questions_for_user, pending_questions_for_user
 from questions.templatetags.attention import live_context
 
 # A wait that ended is pushed this long after it, together with any change that comes
@@ -104,7 +104,8 @@ class AttentionConsumer(SignedInConsumer):
 
     def render(self) -> str:
         self.check_session()
-        questions = pending_questions_for_user(user=self.user)
+        read = inbox_questions_for_user if self.inbox else pending_questions_for_user
+        questions = read(user=self.user)
         with translation.override(self.language):
             return render_to_string(
                 "questions/live.html#push", live_context(self.user, questions, inbox=self.inbox)

@@ -14,7 +14,11 @@ BATCH = 100
 
 def sweep() -> None:
     now = timezone.now()
-    pending = Question.objects.filter(status=QuestionStatus.PENDING)
+    # A deleted conversation's questions wait with it: expired, they would resume its agent
+    # while nobody can see it; restored (Undo), the next sweep finds them.
+    pending = Question.objects.filter(
+        status=QuestionStatus.PENDING, conversation__deleted_at__isnull=True
+    )
     due = pending.filter(expires_at__lte=now).order_by("expires_at")
     for question_id in list(due.values_list("pk", flat=True)[:BATCH]):
         services.expire_question(question_id=question_id)

@@ -4,7 +4,8 @@ from django.conf import settings
 from django.db.models import QuerySet
 from django.urls import reverse
 
-from chat.models import AgentState, Conversation
+from chat.blocks import TextBlock
+from chat.models import AgentState, Conversation, Message
 from chat.selectors import accessible_conversation_id, conversation_for_user
 from questions.approvals import APPROVAL_TYPE, ELICITATION_TYPE, ApprovalPayload
 from questions.blocks import Answer
@@ -25,6 +26,7 @@ def question_for_user(
         conversation_id=conversation_id,
         conversation__owner=user,
         conversation__parent__isnull=True,
+        conversation__deleted_at__isnull=True,
         tool_call_id=tool_call_id,
     )
     if lock:
@@ -105,7 +107,10 @@ def questions_for_user(*, user, status: str = QuestionStatus.PENDING) -> QuerySe
     """The user's questions with this status in every conversation of theirs, the most
     recently changed first (pending ones: the most recently asked first)."""
     questions = Question.objects.filter(
-        status=status, conversation__owner=user, conversation__parent__isnull=True
+        status=status,
+        conversation__owner=user,
+        conversation__parent__isnull=True,
+        conversation__deleted_at__isnull=True,
     ).select_related("conversation", "answered_by")
     if status == QuestionStatus.PENDING:
         return questions.order_by("-created_at", "-id")
@@ -115,6 +120,35 @@ def questions_for_user(*, user, status: str = QuestionStatus.PENDING) -> QuerySe
 def pending_questions_for_user(*, user) -> list[Question]:
     """The user's pending questions, the most recently asked first."""
     return list(questions_for_user(user=user))
+
+
+# A card's context line: at most this many characters of the agent's words.
+CONTEXT_CHARS = 160
+
+
+def inbox_questions_for_user(*, user) -> list[Question]:
+    """The inbox's items: the pending questions, the most recently asked first, each with
+    `context`, the agent's words just before it (the text of the message that asked it,
+    shortened to one line of CONTEXT_CHARS), read in the same query."""
+    questions = list(
+        questions_for_user(user=user)
+        .select_related("message")
+        .defer("message__search_text", "message__search_vector")
+    )
+    for question in questions:
+        question.context = context_line(question.message)
+    return questions
+
+
+def context_line(message: Message) -> str:
+    text = " ".join(
+        " ".join(block.text.split())
+        for block in message.parsed_blocks
+        if isinstance(block, TextBlock)
+    ).strip()
+    if len(text) > CONTEXT_CHARS:
+        text = text[: CONTEXT_CHARS - 1].rstrip() + "…"
+    return text
 
 
 def draft_answers(conversation_id: int, tool_call_id: str) -> list[Answer]:

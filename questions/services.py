@@ -269,6 +269,8 @@ def expire_question(*, question_id: int) -> bool:
         conversation = lock(conversation_id)
     except ConversationNotFound:
         return False
+    if conversation.deleted_at is not None:  # waits with its conversation (deadlines.sweep)
+        return False
     question = Question.objects.select_related("message").filter(pk=question_id).first()
     now = timezone.now()
     if (
@@ -310,6 +312,7 @@ def send_reminder(*, question_id: int) -> bool:
         status=QuestionStatus.PENDING,
         reminded_at__isnull=True,
         conversation__agent_state=AgentState.AWAITING_USER,
+        conversation__deleted_at__isnull=True,
     ).update(reminded_at=now)
     if not claimed:
         return False

@@ -11,7 +11,7 @@ from django.views.decorators.http import require_GET, require_POST
 from chat.views import control_response, conversation_view
 from questions import services, tool_requests
 from questions.blocks import BROWSER, Answer
-from questions.selectors import pending_questions_for_user
+from questions.selectors import inbox_questions_for_user
 
 INBOX = "questions/inbox.html"
 
@@ -36,7 +36,7 @@ def answers_from_form(data: QueryDict) -> list[Answer]:
 @require_GET
 def inbox(request: HttpRequest) -> HttpResponse:
     """Every pending question of the user's, newest first, each answerable here."""
-    questions = pending_questions_for_user(user=request.user)
+    questions = inbox_questions_for_user(user=request.user)
     context = {"questions": questions, "pending_questions": questions, "live_inbox": True}
     return render(request, INBOX, context)
 

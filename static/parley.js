@@ -54,7 +54,9 @@
   // transcript for each took the browser's main thread for tens of milliseconds.
   var APPEND = /^<div hx-swap-oob="beforeend:#draft-\d+">[^<]*<\/div>$/;
   document.addEventListener("htmx:wsAfterMessage", function (event) {
-    if (stickToBottom) { scrollToEnd(); }
+    // Only the transcript's own socket moves the page: the live channel (/ws/me/) pushes to
+    // every page, and a list or the inbox stays where its reader is (at its top, first).
+    if (stickToBottom && event.target.id === "conversation-live") { scrollToEnd(); }
     if (!APPEND.test(event.detail.message)) {
       document.dispatchEvent(new CustomEvent("parley:pushed"));
     }
@@ -116,6 +118,20 @@
     if (event.shiftKey || event.isComposing || event.altKey || event.ctrlKey || event.metaKey) { return; }
     event.preventDefault();
     if (target.form && !target.form.querySelector("button[disabled]")) { target.form.requestSubmit(); }
+  });
+
+  // A form that creates something (a new conversation's first message) is sent once: a
+  // second Enter or click while the next page loads would create it twice.
+  document.addEventListener("submit", function (event) {
+    var form = event.target;
+    if (!form.hasAttribute("data-submit-once")) { return; }
+    if (form.hasAttribute("data-sent")) { event.preventDefault(); return; }
+    form.setAttribute("data-sent", "");
+  });
+  window.addEventListener("pageshow", function () {
+    Array.prototype.forEach.call(document.querySelectorAll("form[data-sent]"), function (form) {
+      form.removeAttribute("data-sent");
+    });
   });
 
   // After the composer is swapped (sent, or refused with an error), keep typing in it.
@@ -395,7 +411,9 @@
   document.addEventListener("DOMContentLoaded", function () {
     var blocks = pendingQuestions();
     blocks.forEach(function (block) { known[block.id] = true; setUpSteps(block); });
-    if (blocks.length) { focusQuestion(blocks[blocks.length - 1]); }
+    // A conversation focuses its newest question (at its end); the inbox opens at its top,
+    // on the newest, leaving the focus where a page load puts it.
+    if (blocks.length && !document.getElementById("inbox")) { focusQuestion(blocks[blocks.length - 1]); }
   });
   document.addEventListener("parley:pushed", noticeNewQuestions);
 

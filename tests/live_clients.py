@@ -257,9 +257,11 @@ class SignedIn:
         return {"X-CSRFToken": self.http.cookies["csrftoken"], "HX-Request": "true"}
 
     async def new_conversation(self) -> int:
-        response = await self.http.post("/conversations/new/", headers=self.headers())
-        location = response.headers.get("HX-Redirect") or response.headers["location"]
-        return int(re.search(r"/c/(\d+)/", location)[1])
+        """An empty conversation (the page creates one only with its first message; the JSON
+        API, signed in by the session, creates one as it is)."""
+        response = await self.http.post("/api/v1/conversations", json={}, headers=self.headers())
+        response.raise_for_status()
+        return response.json()["id"]
 
     async def say(self, conversation_id: int, text: str) -> None:
         response = await self.http.post(

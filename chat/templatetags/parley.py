@@ -69,6 +69,8 @@ def tool_result(message: Message, call_id: str) -> ToolResultBlock | None:
 @register.simple_tag
 def last_turn(conversation: Conversation) -> selectors.LastTurn | None:
     """The turn Regenerate and Edit act on; None while a turn runs or waits for the user."""
+    if conversation.pk is None:  # a new conversation's blank page
+        return None
     if conversation.agent_state not in (AgentState.IDLE, AgentState.ERROR):
         return None
     return selectors.last_turn(conversation_id=conversation.pk)

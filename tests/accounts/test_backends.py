@@ -35,7 +35,7 @@ def test_a_signed_in_session_opens_the_pages_whichever_backend_signed_it_in(clie
     key = signed_in_session(backend, user)
     client.cookies["sessionid"] = key
 
-    assert client.get("/").status_code == 200
+    assert client.get("/conversations/").status_code == 200
     assert sessions.session_user_id(key) == user.pk  # what open sockets re-check
 
 
@@ -46,7 +46,7 @@ def test_an_old_session_of_a_deactivated_user_opens_no_page(client, user, backen
     user.save()
     client.cookies["sessionid"] = key
 
-    response = client.get("/")
+    response = client.get("/conversations/")
 
     assert response.status_code == 302 and response["Location"].startswith("/login/")
     assert sessions.session_user_id(key) is None
@@ -57,7 +57,7 @@ def test_signing_in_records_djangos_model_backend(client, user):
 
     assert response.status_code == 302
     assert client.session[BACKEND_SESSION_KEY] == DJANGOS
-    assert client.get("/").status_code == 200
+    assert client.get("/conversations/").status_code == 200
 
 
 def test_a_wrong_password_is_refused_after_hashing_it_once(client, user, monkeypatch):

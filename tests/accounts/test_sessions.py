@@ -24,21 +24,21 @@ def test_a_session_is_kept_in_the_database(client, user):
 
 def test_a_session_survives_the_cache_being_cleared(client, user):
     key = sign_in(client)
-    assert client.get("/").status_code == 200
+    assert client.get("/conversations/").status_code == 200
 
     cache.clear()
 
-    assert client.get("/").status_code == 200
+    assert client.get("/conversations/").status_code == 200
     assert sessions.session_user_id(key) == user.pk  # what open sockets re-check
 
 
 def test_logout_ends_the_session(client, user):
     key = sign_in(client)
-    assert client.get("/").status_code == 200
+    assert client.get("/conversations/").status_code == 200
 
     assert client.post("/logout/").status_code == 302
 
     client.cookies["sessionid"] = key  # the old cookie, kept by another tab or a copy
-    response = client.get("/")
+    response = client.get("/conversations/")
     assert response.status_code == 302 and response["Location"].startswith("/login/")
     assert sessions.session_user_id(key) is None

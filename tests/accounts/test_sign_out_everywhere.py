@@ -48,12 +48,12 @@ def test_sign_out_everywhere_ends_every_session_and_revokes_every_token(user, ot
     assert str(SIGNED_OUT_EVERYWHERE) in response.content.decode()  # the login page says so
     here.cookies["sessionid"] = old_key  # a copy of this browser's cookie
     for browser in (here, elsewhere):
-        page = browser.get("/")
+        page = browser.get("/conversations/")
         assert page.status_code == 302 and page["Location"].startswith("/login/")
     assert api_status(token) == 401
     assert sessions.session_user_id(old_key) is None
     # Another user's session and token are untouched.
-    assert theirs.get("/").status_code == 200
+    assert theirs.get("/conversations/").status_code == 200
     assert api_status(their_token) == 200
     assert Session.objects.count() == 1
 
@@ -67,8 +67,8 @@ def test_sign_out_everywhere_is_a_post_with_a_csrf_token_by_a_signed_in_user(use
     assert strict.post(URL).status_code == 403  # what another site's form would get
     anonymous = Client().post(URL)
     assert anonymous.status_code == 302 and anonymous["Location"].startswith("/login/")
-    assert browser.get("/").status_code == 200
-    assert strict.get("/").status_code == 200
+    assert browser.get("/conversations/").status_code == 200
+    assert strict.get("/conversations/").status_code == 200
     assert api_status(token) == 200
 
 
@@ -98,8 +98,8 @@ def test_a_password_change_ends_the_other_sessions_but_not_this_one_or_the_token
         },
     )
     assert changed.status_code == 302
-    assert here.get("/").status_code == 200
-    assert elsewhere.get("/").status_code == 302
+    assert here.get("/conversations/").status_code == 200
+    assert elsewhere.get("/conversations/").status_code == 302
     assert api_status(token) == 200
 
 

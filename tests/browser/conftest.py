@@ -1,4 +1,5 @@
 import os
+import uuid
 from pathlib import Path
 
 import pytest
@@ -83,6 +84,19 @@ def page(context, console_errors):
     page.on("pageerror", lambda error: console_errors.append(str(error)))
     yield page
     assert console_errors.unexpected() == []
+
+
+@pytest.fixture
+def person(parley_server):
+    """A user of this test's own: the demo user's questions from other tests would count."""
+    name = f"p{uuid.uuid4().hex[:8]}"
+    parley_server.manage(
+        "shell",
+        "-c",
+        "from django.contrib.auth.models import User; "
+        f"User.objects.create_user({name!r}, password='pw-{name}')",
+    )
+    return name, f"pw-{name}"
 
 
 @pytest.fixture

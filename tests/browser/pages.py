@@ -1,5 +1,6 @@
 """What a person does on Parley's pages, shared by the browser tests."""
 
+import re
 import time
 from pathlib import Path
 
@@ -13,11 +14,18 @@ def log_in(page, username="demo", password="demo"):
     page.get_by_role("textbox", name="Username").fill(username)
     page.get_by_role("textbox", name="Password").fill(password)
     page.get_by_role("button", name="Log in").click()
-    expect(page.get_by_role("heading", name="Conversations")).to_be_visible()
+    # Signed in, the person lands where they can write: their newest conversation (its
+    # waiting question takes the focus, if one waits), or a new one.
+    expect(page.get_by_role("textbox", name="Message")).to_be_visible()
 
 
 def new_conversation(page):
-    page.get_by_role("button", name="New conversation").click()
+    """A blank composer: the conversation is created by its first message (`send`)."""
+    link = page.get_by_role("link", name="New conversation")
+    if not link.is_visible():  # a phone: the sidebar is folded
+        page.get_by_role("button", name="Conversations").click()
+    link.click()
+    expect(page).to_have_url(re.compile(r"/conversations/new/$"))
     expect(page.get_by_role("textbox", name="Message")).to_be_focused()
 
 
@@ -31,8 +39,12 @@ def user_messages(page):
 
 
 def send(page, text):
+    """Send a message; from a blank composer, the page then moves to the new conversation."""
+    blank = page.url.endswith("/conversations/new/")
     page.get_by_role("textbox", name="Message").fill(text)
     page.get_by_role("textbox", name="Message").press("Enter")
+    if blank:
+        expect(page).to_have_url(re.compile(r"/c/\d+/$"))
 
 
 def user_menu(page, username="demo"):

@@ -9,6 +9,7 @@ from playwright.sync_api import expect
 from tests.browser.pages import (
     log_in,
     new_conversation,
+    send,
     transcript_items,
     user_messages,
     watch_text,
@@ -20,9 +21,13 @@ FINAL_MARK = "two tools in one turn."
 def test_log_in_chat_and_watch_the_reply_stream_into_two_tabs(context, page):
     log_in(page)
     new_conversation(page)
+    # The first message creates the conversation: the page moves to its address.
+    send(page, "Hi")
+    expect(page.locator(".message-assistant")).to_contain_text("Hello! I'm Parley")
+    expect(page.get_by_role("button", name="Regenerate reply")).to_be_visible()  # replied
     second_tab = context.new_page()
     second_tab.goto(page.url)
-    expect(second_tab.get_by_role("textbox", name="Message")).to_be_visible()
+    expect(transcript_items(second_tab)).to_have_count(2)
 
     page.get_by_role("textbox", name="Message").fill("Good morning, Parley")
     page.get_by_role("textbox", name="Message").press("Enter")
@@ -34,23 +39,23 @@ def test_log_in_chat_and_watch_the_reply_stream_into_two_tabs(context, page):
     # Streamed: the reply grew in front of the user, word by word.
     assert len(seen) >= 3, seen
     assert "scripted demo agent" in seen[-1]
-    assert "You said: “Good morning, Parley” (message 1 of this chat)" in seen[-1]
+    assert "You said: “Good morning, Parley” (message 2 of this chat)" in seen[-1]
 
     # The other tab saw all of it live, without a reload.
-    expect(second_tab.locator(".message-assistant")).to_contain_text(FINAL_MARK)
-    expect(transcript_items(second_tab)).to_have_count(2)
+    expect(second_tab.locator(".message-assistant").last).to_contain_text(FINAL_MARK)
+    expect(transcript_items(second_tab)).to_have_count(4)
 
     # And the other way round: a message from the second tab shows up in the first.
     expect(second_tab.get_by_role("status").filter(has_text="replying")).to_have_count(0)
     second_tab.get_by_role("textbox", name="Message").fill("From the other tab")
     second_tab.get_by_role("button", name="Send").click()
     expect(user_messages(page).filter(has_text="From the other tab")).to_have_count(1)
-    expect(page.locator(".message-assistant").last).to_contain_text("(message 2 of this chat)")
-    expect(transcript_items(page)).to_have_count(4)
+    expect(page.locator(".message-assistant").last).to_contain_text("(message 3 of this chat)")
+    expect(transcript_items(page)).to_have_count(6)
 
     # The conversation is on the list, named after its first message.
     page.get_by_role("link", name="All conversations").click()
-    expect(page.get_by_role("link", name="Good morning, Parley")).to_be_visible()
+    expect(page.get_by_role("link", name="Hi", exact=True)).to_be_visible()
 
 
 def test_shift_enter_adds_a_line_and_enter_sends(page):
@@ -101,7 +106,8 @@ def test_the_page_follows_the_browser_language_and_the_switcher(open_page, parle
     page.get_by_role("textbox", name="Nome de usuário").fill("demo")
     page.get_by_role("textbox", name="Senha").fill("demo")
     page.get_by_role("button", name="Entrar").click()
-    page.get_by_role("button", name="Nova conversa").click()
+    expect(page.get_by_role("textbox", name="Mensagem")).to_be_focused()  # ready to write
+    page.get_by_role("link", name="Nova conversa").click()
     expect(page.get_by_role("textbox", name="Mensagem")).to_be_visible()
     expect(page.get_by_role("button", name="Enviar")).to_be_visible()
 
@@ -209,3 +215,35 @@ def test_an_openai_compatible_endpoint_works_end_to_end(open_page, start_server)
         }
     finally:
         llm.close()
+
+
+def test_logging_in_lands_on_a_ready_composer_and_the_first_message_creates_the_conversation(
+    page, person
+):
+    log_in(page, *person)
+    # Nobody has written yet: a blank composer, ready, and no conversation made for it.
+    expect(page).to_have_url(re.compile(r"/conversations/new/$"))
+    expect(page.get_by_role("heading", name="New conversation", level=1)).to_be_visible()
+    expect(page.get_by_role("textbox", name="Message")).to_be_focused()
+    sidebar = page.get_by_role("complementary", name="Your conversations")
+    new_conversation(page)
+    new_conversation(page)
+    expect(sidebar.get_by_text("No conversations yet.")).to_be_visible()
+
+    send(page, "Plan a picnic")
+    expect(page).to_have_url(re.compile(r"/c/\d+/$"))
+    conversation_url = page.url
+    expect(page.get_by_role("heading", name="Plan a picnic", level=1)).to_be_visible()
+    expect(sidebar.get_by_role("link", name="Plan a picnic")).to_have_attribute(
+        "aria-current", "page"
+    )
+    expect(page.locator(".message-assistant")).to_contain_text("Plan a picnic")
+    page.goto("/conversations/")
+    listed = page.get_by_role("list", name="Your conversations").get_by_role("listitem")
+    expect(listed).to_have_count(1)
+
+    # Signed in again: back in the newest conversation, ready to write, not on a list.
+    page.get_by_role("button", name="Log out").click()
+    log_in(page, *person)
+    assert page.url == conversation_url
+    expect(page.get_by_role("textbox", name="Message")).to_be_focused()

@@ -18,7 +18,7 @@ import psycopg
 import pytest
 from playwright.sync_api import expect
 
-from tests.browser.pages import log_in, new_conversation
+from tests.browser.pages import log_in, new_conversation, send
 from tests.live_server import (
     LiveServer,
     Nginx,
@@ -87,6 +87,8 @@ def test_asked_through_one_web_process_answered_through_the_other_seen_live_thro
     page = open_page(team)  # the browser only ever talks to nginx
     log_in(page)
     new_conversation(page)
+    send(page, "hello")  # the conversation begins with its first message
+    expect(page.get_by_role("button", name="Regenerate reply")).to_be_visible()  # replied
     conversation_id = int(page.url.rstrip("/").rsplit("/", 1)[1])
 
     with api(team.web[0].url, team.token) as first, api(team.web[1].url, team.token) as second:

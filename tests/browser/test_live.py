@@ -2,7 +2,6 @@
 browser notifications, and the conversation sidebar (search, waiting markers)."""
 
 import re
-import uuid
 
 import pytest
 from playwright.sync_api import expect
@@ -24,19 +23,6 @@ HIDDEN = """
 Object.defineProperty(document, "visibilityState", {get: () => "hidden"});
 Object.defineProperty(document, "hidden", {get: () => true});
 """
-
-
-@pytest.fixture
-def person(parley_server):
-    """A user of this test's own: the demo user's questions from other tests would count."""
-    name = f"p{uuid.uuid4().hex[:8]}"
-    parley_server.manage(
-        "shell",
-        "-c",
-        "from django.contrib.auth.models import User; "
-        f"User.objects.create_user({name!r}, password='pw-{name}')",
-    )
-    return name, f"pw-{name}"
 
 
 def questions_link(page):
@@ -108,7 +94,7 @@ def test_a_refusal_from_the_inbox_is_shown_in_the_block(context, page, person):
 def test_the_tab_title_counts_waiting_questions(context, page, person):
     log_in(page, *person)
     other = context.new_page()
-    other.goto("/")
+    other.goto("/conversations/")
     expect(other).to_have_title("Conversations · Parley")
     question = ask_pizza(page)
     expect(page).to_have_title(re.compile(r"^\(1\) "))
@@ -139,7 +125,7 @@ def granted(browser, parley_server):
 def background_tab(context):
     tab = context.new_page()
     tab.add_init_script(HIDDEN)
-    tab.goto("/")
+    tab.goto("/conversations/")
     expect(tab.get_by_role("heading", name="Conversations")).to_be_visible()
     return tab
 
@@ -354,3 +340,196 @@ def test_a_reminder_before_the_deadline_notifies_a_hidden_tab(browser, start_ser
         expect(question.get_by_text("Expired", exact=True)).to_have_count(0)
     finally:
         context.close()
+
+
+# Makes conversations for a user, each (title, days since its last activity, what was said).
+MAKE_CONVERSATIONS = """
+from datetime import timedelta
+from django.contrib.auth.models import User
+from django.utils import timezone
+from chat.models import Conversation, Role
+from tests.factories import add_message
+owner = User.objects.get(username={username!r})
+for title, days, said in {made!r}:
+    conversation = Conversation.objects.create(owner=owner, title=title)
+    for text in said:
+        add_message(conversation.pk, text, role=Role.USER)
+    Conversation.objects.filter(pk=conversation.pk).update(
+        updated_at=timezone.now() - timedelta(days=days)
+    )
+"""
+
+
+def make_conversations(server, person, *made):
+    server.manage(
+        "shell", "-v", "0", "-c", MAKE_CONVERSATIONS.format(username=person[0], made=list(made))
+    )
+
+
+def sidebar_of(page):
+    return page.get_by_role("complementary", name="Your conversations")
+
+
+def group_names(sidebar) -> list[str]:
+    return sidebar.get_by_role("heading", level=2).all_inner_texts()
+
+
+def test_the_sidebar_groups_by_day_and_its_menu_renames_pins_and_deletes_with_undo(
+    context, page, parley_server, person
+):
+    make_conversations(
+        parley_server,
+        person,
+        ("Old notes", 40, []),
+        ("Trip ideas", 3, []),
+        ("Budget review", 1, []),
+        ("Garden plan", 0, []),
+    )
+    log_in(page, *person)
+    sidebar = sidebar_of(page)
+    expect(sidebar.get_by_role("heading", level=2)).to_have_text(
+        ["Today", "Yesterday", "Previous 7 days", "Older"]
+    )
+    expect(sidebar.get_by_role("list", name="Yesterday")).to_contain_text("Budget review")
+
+    # The "⋯" menu: a menu button, worked from the keyboard.
+    row = sidebar.get_by_role("listitem").filter(has_text="Trip ideas")
+    menu_button = row.get_by_role("button", name="Actions for “Trip ideas”")
+    expect(menu_button).to_have_attribute("aria-haspopup", "menu")
+    expect(menu_button).to_have_attribute("aria-expanded", "false")
+    menu_button.focus()
+    page.keyboard.press("Enter")
+    menu = row.get_by_role("menu", name="Actions for “Trip ideas”")
+    expect(menu_button).to_have_attribute("aria-expanded", "true")
+    expect(menu.get_by_role("menuitem", name="Rename")).to_be_focused()
+    page.keyboard.press("ArrowDown")
+    expect(menu.get_by_role("menuitem", name="Pin")).to_be_focused()
+    page.keyboard.press("Escape")
+    expect(menu).to_be_hidden()
+    expect(menu_button).to_be_focused()
+    expect(menu_button).to_have_attribute("aria-expanded", "false")
+
+    # Pin: first, under its own heading; its place by date is kept for when it is unpinned.
+    page.keyboard.press("ArrowDown")
+    page.keyboard.press("ArrowDown")
+    expect(menu.get_by_role("menuitem", name="Pin")).to_be_focused()
+    page.keyboard.press("Enter")
+    expect(sidebar.get_by_role("heading", level=2)).to_have_text(
+        ["Pinned", "Today", "Yesterday", "Older"]
+    )
+    expect(sidebar.get_by_role("list", name="Pinned")).to_contain_text("Trip ideas")
+
+    # Rename in place.
+    row = sidebar.get_by_role("listitem").filter(has_text="Budget review")
+    row.get_by_role("button", name="Actions for “Budget review”").click()
+    row.get_by_role("menuitem", name="Rename").click()
+    title = row.get_by_role("textbox", name="Title")
+    expect(title).to_be_focused()
+    title.fill("Budget for May")
+    title.press("Enter")
+    # A rename is an activity of today's (as on the list page, where it comes first).
+    expect(sidebar.get_by_role("list", name="Today")).to_contain_text("Budget for May")
+
+    # Delete, then Undo: gone from every page meanwhile (another tab loads without it).
+    row = sidebar.get_by_role("listitem").filter(has_text="Old notes")
+    row.get_by_role("button", name="Actions for “Old notes”").click()
+    row.get_by_role("menuitem", name="Delete").click()
+    expect(sidebar.get_by_role("link", name="Old notes")).to_have_count(0)
+    expect(sidebar.get_by_role("status")).to_contain_text("Conversation deleted.")
+    other = context.new_page()
+    other.goto("/conversations/")
+    expect(other.get_by_role("link", name="Trip ideas")).to_be_visible()
+    expect(other.get_by_role("link", name="Old notes")).to_have_count(0)
+    undo = sidebar.get_by_role("button", name="Undo")
+    expect(undo).to_be_focused()
+    undo.click()
+    expect(sidebar.get_by_role("list", name="Older")).to_contain_text("Old notes")
+    other.reload()
+    expect(other.get_by_role("link", name="Old notes")).to_be_visible()
+
+    # Deleted and not undone: gone after a reload too.
+    row = sidebar.get_by_role("listitem").filter(has_text="Budget for May")
+    row.get_by_role("button", name="Actions for “Budget for May”").click()
+    row.get_by_role("menuitem", name="Delete").click()
+    expect(sidebar.get_by_role("status")).to_contain_text("Conversation deleted.")
+    page.reload()
+    expect(sidebar.get_by_role("link", name="Garden plan")).to_be_visible()
+    expect(sidebar.get_by_role("link", name="Budget for May")).to_have_count(0)
+    expect(sidebar.get_by_role("button", name="Undo")).to_have_count(0)
+
+
+def test_ctrl_k_searches_and_the_arrow_keys_go_through_the_results_with_their_words(
+    page, parley_server, person
+):
+    make_conversations(
+        parley_server,
+        person,
+        ("Zoo trip", 0, ["Which animals first?", "Tell me about aardvarks and their burrows"]),
+        ("Reading list", 0, ["A book on aardvarks, please"]),
+        ("Something else", 0, ["Nothing to see"]),
+    )
+    log_in(page, *person)
+    sidebar = sidebar_of(page)
+    search = sidebar.get_by_role("searchbox", name="Search")
+    page.get_by_role("textbox", name="Message").press("Control+k")
+    expect(search).to_be_focused()
+    page.keyboard.type("aardvarks")
+    results = sidebar.get_by_role("list", name="Search results")
+    expect(results.get_by_role("link")).to_have_count(2)
+    # Each result shows the words of it that matched.
+    zoo = results.get_by_role("link", name=re.compile("^Zoo trip"))
+    expect(zoo).to_contain_text("Tell me about aardvarks and their burrows")
+    expect(results.get_by_role("link", name=re.compile("^Reading list"))).to_contain_text(
+        "A book on aardvarks, please"
+    )
+
+    page.keyboard.press("ArrowDown")
+    first = results.get_by_role("link").first
+    expect(first).to_be_focused()
+    page.keyboard.press("ArrowDown")
+    expect(results.get_by_role("link").nth(1)).to_be_focused()
+    page.keyboard.press("ArrowUp")
+    expect(first).to_be_focused()
+    page.keyboard.press("ArrowUp")
+    expect(search).to_be_focused()
+    page.keyboard.press("ArrowDown")
+    chosen = first.locator(".sidebar-title").inner_text()
+    page.keyboard.press("Enter")
+    expect(page.get_by_role("heading", level=1)).to_have_text(chosen)
+
+
+@pytest.mark.parametrize("theme", ["light", "dark"])
+@pytest.mark.parametrize("width", [1280, 390])
+def test_the_sidebar_with_its_menu_open_passes_axe(
+    open_page, parley_server, person, screenshots, width, theme
+):
+    make_conversations(
+        parley_server,
+        person,
+        ("Quarterly report draft with a rather long title", 20, []),
+        ("Trip ideas", 3, []),
+        ("Budget review", 1, []),
+        ("Garden plan", 0, []),
+    )
+    page = open_page(
+        parley_server,
+        bypass_csp=True,
+        color_scheme=theme,
+        viewport={"width": width, "height": 800},
+    )
+    log_in(page, *person)
+    if width < 900:
+        page.get_by_role("button", name="Conversations").click()
+    sidebar = sidebar_of(page)
+    row = sidebar.get_by_role("listitem").filter(has_text="Trip ideas")
+    row.get_by_role("button", name="Actions for “Trip ideas”").click()
+    row.get_by_role("menuitem", name="Pin").click()
+    expect(sidebar.get_by_role("heading", level=2)).to_have_text(
+        ["Pinned", "Today", "Yesterday", "Older"]
+    )
+    row = sidebar.get_by_role("listitem").filter(has_text="Budget review")
+    row.get_by_role("button", name="Actions for “Budget review”").click()
+    expect(row.get_by_role("menu")).to_be_visible()
+    assert page.evaluate("document.documentElement.scrollWidth <= window.innerWidth")
+    page.screenshot(path=str(screenshots / f"sidebar-menu-{width}-{theme}.png"), caret="initial")
+    assert axe_violations(page) == []

@@ -7,7 +7,7 @@ import re
 import pytest
 from playwright.sync_api import expect
 
-from tests.browser.pages import axe_violations, log_in, new_conversation, user_menu
+from tests.browser.pages import axe_violations, log_in, new_conversation, send, user_menu
 
 FORMS = {
     # what to say: (the question's group name, its screenshot name)
@@ -291,7 +291,7 @@ def test_the_question_block_in_each_language(open_page, parley_server, locale, t
     page.locator("#id_username").fill("demo")
     page.locator("#id_password").fill("demo")
     page.locator("form.stacked-form button").click()
-    page.locator(".list-header button").click()
+    page.goto("/conversations/new/")
     page.locator("#composer-text").fill("toppings")
     page.locator("#composer-text").press("Enter")
     group = page.get_by_role("group", name="Toppings")
@@ -381,6 +381,8 @@ def test_a_question_that_comes_while_typing_takes_no_keystrokes(context, page):
     where it is; it is announced, with "Answer ↑" and Alt+Up to go to it."""
     log_in(page)
     new_conversation(page)
+    send(page, "Hello")
+    expect(page.get_by_role("button", name="Regenerate reply")).to_be_visible()  # replied
     box = page.get_by_role("textbox", name="Message")
     box.fill("Half a thought")
     elsewhere = context.new_page()  # the question comes from another tab's message

@@ -1,9 +1,11 @@
 """The question flow in a real browser: ask, pause, and each way of resolving it."""
 
+import re
+
 import pytest
 from playwright.sync_api import expect
 
-from tests.browser.pages import log_in, new_conversation, transcript_items
+from tests.browser.pages import log_in, new_conversation, send, transcript_items
 
 
 def ask(page, text="Order a pizza"):
@@ -72,11 +74,11 @@ def test_rejecting_inserts_nothing_and_stops(page):
 def test_multi_select_and_an_answer_seen_live_in_another_tab(context, page):
     log_in(page)
     new_conversation(page)
+    send(page, "Pick some toppings")
+    question = page.get_by_role("group", name="Toppings")
+    expect(question).to_be_visible()
     other = context.new_page()
     other.goto(page.url)
-    page.get_by_role("textbox", name="Message").fill("Pick some toppings")
-    page.get_by_role("textbox", name="Message").press("Enter")
-    question = page.get_by_role("group", name="Toppings")
     question.get_by_role("checkbox", name="Olives").check()
     question.get_by_role("checkbox", name="Extra cheese").check()
     other_question = other.get_by_role("group", name="Toppings")
@@ -132,3 +134,42 @@ def test_a_question_from_an_openai_compatible_endpoint(open_page, start_server):
         assert tool_message == {"role": "tool", "tool_call_id": "call_q", "content": "eu-west"}
     finally:
         llm.close()
+
+
+def test_the_inbox_opens_at_its_top_on_the_newest_question_with_what_the_agent_said(
+    browser, parley_server, person
+):
+    context = browser.new_context(
+        base_url=parley_server.url, locale="en-US", viewport={"width": 1280, "height": 600}
+    )
+    try:
+        page = context.new_page()
+        log_in(page, *person)
+        for text, header in [
+            ("Order a pizza", "Pizza"),
+            ("Pick some toppings", "Toppings"),
+            ("Order a pizza for Friday", "Pizza"),
+        ]:
+            new_conversation(page)
+            send(page, text)
+            expect(page.get_by_role("group", name=header)).to_be_visible()
+
+        page.goto("/questions/")
+        items = page.get_by_role("list", name="Pending questions").get_by_role("listitem")
+        expect(items).to_have_count(3)
+        page.wait_for_load_state("load")
+        expect(items.first.get_by_role("group", name="Pizza")).to_be_visible()
+        # Newest first: each card names its conversation...
+        links = items.get_by_role("link", name=re.compile("^(Order|Pick)"))
+        expect(links).to_have_text(
+            ["Order a pizza for Friday", "Pick some toppings", "Order a pizza"]
+        )
+        # ...and what the agent said just before asking (when it said anything).
+        expect(items.first).to_contain_text("Let me ask you something first.")
+        expect(items.nth(1).locator(".inbox-context")).to_have_count(0)
+        # The page stays at its top, where the newest question is.
+        page.wait_for_timeout(300)
+        assert page.evaluate("window.scrollY") == 0
+        expect(items.first).to_be_in_viewport()
+    finally:
+        context.close()

@@ -54,8 +54,9 @@ def test_limits_and_lockouts_are_shown_where_the_person_acted(start_server, open
     ).to_be_visible()
     expect(box).to_have_value("once more")
 
-    page.goto("/")
-    page.get_by_role("button", name="New conversation").click()
+    new_conversation(page)
+    page.get_by_role("textbox", name="Message").fill("A new start")  # refused: no page follows
+    page.get_by_role("textbox", name="Message").press("Enter")
     expect(
         page.get_by_role("alert").filter(has_text="You started too many conversations")
     ).to_be_visible()

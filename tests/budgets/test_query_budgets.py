@@ -25,6 +25,8 @@ pytestmark = [pytest.mark.django_db, pytest.mark.postgres]
 
 # The budgets (docs/developers/query-budgets.md).
 SEND_MESSAGE = {"this process": 13, "a worker": 11}
+START_CONVERSATION = {"this process": 16, "a worker": 14}
+SIDEBAR_ACTION = 8
 ANSWER_QUESTION = {"this process": 16, "a worker": 14}
 OPEN_CONVERSATION = 9
 LOAD_EARLIER = 5
@@ -69,6 +71,26 @@ def test_sending_a_message(browser, conversation, turns_run_in, django_assert_ma
         response = browser.post(url, {"text": "hello"}, HTTP_HX_REQUEST="true")
     assert response.status_code == 200
     assert conversation.messages.filter(role=Role.USER).count() == 1
+
+
+def test_starting_a_conversation(browser, user, turns_run_in, django_assert_max_num_queries):
+    url = reverse("chat:conversation_create")
+    with django_assert_max_num_queries(START_CONVERSATION[turns_run_in]):
+        response = browser.post(url, {"text": "hello"})
+    assert response.status_code == 302
+    assert Conversation.objects.get(owner=user).messages.filter(role=Role.USER).count() == 1
+
+
+@pytest.mark.parametrize("action", ["conversation_pin", "conversation_delete"])
+def test_a_sidebar_action(browser, user, action, django_assert_max_num_queries):
+    for index in range(30):
+        Conversation.objects.create(owner=user, title=f"Chat {index}")
+    conversation = Conversation.objects.create(owner=user, title="This one")
+    url = reverse(f"chat:{action}", args=[conversation.pk])
+    with django_assert_max_num_queries(SIDEBAR_ACTION):
+        response = browser.post(url, {"from": "sidebar", "pinned": "1"}, HTTP_HX_REQUEST="true")
+    assert response.status_code == 200
+    assert "Chat 0" in response.content.decode()
 
 
 def test_answering_a_question(browser, asked, turns_run_in, django_assert_max_num_queries):

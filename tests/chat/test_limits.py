@@ -89,7 +89,7 @@ def test_conversations_per_minute_refused_in_api_and_page(client, user, settings
     assert "too many conversations" in refused.json()["message"]
 
     client.force_login(user)
-    page = client.post("/conversations/new/")
+    page = client.post("/conversations/new/", {"text": "Hello"})
     assert page.status_code == 429
     assert re.search(r'role="alert">You started too many conversations', page.content.decode())
 

@@ -12,6 +12,7 @@ from chat.errors import (
     NothingToStop,
 )
 from chat.models import AgentState, Conversation, Message, Role
+from chat.selectors import conversation_for_user, conversations_for_user, sidebar_conversations
 from tests.factories import add_message
 
 # Also run on PostgreSQL (make test): ids and cursors past the column types' range.
@@ -127,7 +128,62 @@ def test_rename_and_delete(conversation, user):
     conversation.refresh_from_db()
     assert conversation.title == "Trip plans"
     services.delete_conversation(user=user, conversation_id=conversation.pk)
+    # Gone for the person at once; still there to undo until the sweep removes it.
+    with pytest.raises(ConversationNotFound):
+        conversation_for_user(user=user, conversation_id=conversation.pk)
+    assert Conversation.objects.filter(pk=conversation.pk).exists()
+
+
+@pytest.mark.django_db
+def test_a_deleted_conversation_is_restored_in_its_place_until_the_sweep_removes_it(user, settings):
+    older = services.create_conversation(owner=user, title="Older")
+    newer = services.create_conversation(owner=user, title="Newer")
+    active = older.updated_at
+    services.delete_conversation(user=user, conversation_id=older.pk)
+    assert list(conversations_for_user(user=user)) == [newer]
+    restored = services.restore_conversation(user=user, conversation_id=older.pk)
+    assert restored.updated_at == active  # not moved to the top by the delete and the undo
+    assert list(conversations_for_user(user=user)) == [newer, older]
+
+    services.delete_conversation(user=user, conversation_id=older.pk)
+    settings.PARLEY_DELETE_UNDO_SECONDS = 60
+    services.purge_deleted()  # within the window: kept
+    assert Conversation.objects.filter(pk=older.pk).exists()
+    settings.PARLEY_DELETE_UNDO_SECONDS = 0
+    services.purge_deleted()
+    assert not Conversation.objects.filter(pk=older.pk).exists()
+    with pytest.raises(ConversationNotFound):
+        services.restore_conversation(user=user, conversation_id=older.pk)
+
+
+@pytest.mark.django_db
+def test_only_a_deleted_conversation_of_ones_own_is_restored(user, other_user, conversation):
+    with pytest.raises(ConversationNotFound):  # not deleted
+        services.restore_conversation(user=user, conversation_id=conversation.pk)
+    services.delete_conversation(user=user, conversation_id=conversation.pk)
+    with pytest.raises(ConversationNotFound):
+        services.restore_conversation(user=other_user, conversation_id=conversation.pk)
+
+
+@pytest.mark.django_db
+def test_pinning_keeps_a_conversation_first_in_the_sidebar_without_moving_it(user):
+    older = services.create_conversation(owner=user, title="Older")
+    newer = services.create_conversation(owner=user, title="Newer")
+    services.pin_conversation(user=user, conversation_id=older.pk, pinned=True)
+    assert sidebar_conversations(user=user, limit=10) == [older, newer]
+    assert list(conversations_for_user(user=user)) == [newer, older]
+    services.pin_conversation(user=user, conversation_id=older.pk, pinned=False)
+    assert sidebar_conversations(user=user, limit=10) == [newer, older]
+
+
+@pytest.mark.django_db
+def test_a_conversation_starts_with_its_first_message_and_not_before(user):
+    with pytest.raises(EmptyMessage):
+        services.start_conversation(owner=user, text="   ")
     assert not Conversation.objects.exists()
+    message = services.start_conversation(owner=user, text="Hello  there")
+    assert message.conversation.owner == user
+    assert message.conversation.title == "Hello there"
 
 
 @pytest.mark.django_db

@@ -36,12 +36,19 @@ def test_login_form_has_the_labelled_fields(client):
     assert ">Log in</button>" in html
 
 
-def test_logging_in_lands_on_the_conversation_list(client, user):
+def test_logging_in_lands_on_a_blank_composer_without_a_conversation(client, user):
     response = client.post(
         reverse("login"), {"username": "ada", "password": "pw-ada-123"}, follow=True
     )
-    assert response.redirect_chain[-1][0] == reverse("chat:conversation_list")
-    assert "New conversation" in response.content.decode()
+    assert response.redirect_chain[-1][0] == reverse("chat:conversation_create")
+    assert 'id="composer-text"' in response.content.decode()
+    assert not Conversation.objects.exists()
+
+
+def test_home_is_the_newest_conversation(client_ada, user):
+    services.create_conversation(owner=user, title="Older")
+    newer = services.create_conversation(owner=user, title="Newer")
+    assert client_ada.get(reverse("chat:home"))["Location"] == detail_url(newer)
 
 
 def test_list_shows_only_my_conversations_newest_first(client_ada, user, other_user):
@@ -54,13 +61,52 @@ def test_list_shows_only_my_conversations_newest_first(client_ada, user, other_u
     assert html.index("Older, renamed") < html.index(newer.title)
 
 
-def test_new_conversation_opens_it(client_ada, user):
-    response = client_ada.post(reverse("chat:conversation_create"))
+def test_new_conversation_is_a_blank_composer_whose_first_message_creates_it(client_ada, user):
+    page = client_ada.get(reverse("chat:conversation_create")).content.decode()
+    assert '<label for="composer-text" class="visually-hidden">Message</label>' in page
+    assert "/ws/conversations/" not in page
+    assert not Conversation.objects.exists()
+    refused = client_ada.post(reverse("chat:conversation_create"), {"text": "  "})
+    assert refused.status_code == 400
+    assert not Conversation.objects.exists()
+    response = client_ada.post(reverse("chat:conversation_create"), {"text": "Hello"})
     conversation = Conversation.objects.get(owner=user)
     assert response["Location"] == detail_url(conversation)
-    page = client_ada.get(response["Location"]).content.decode()
-    assert 'id="composer-text"' in page
-    assert '<label for="composer-text" class="visually-hidden">Message</label>' in page
+    assert conversation.messages.get().parsed_blocks[0].text == "Hello"
+
+
+def test_the_sidebar_groups_conversations_by_day_with_the_pinned_first(client_ada, user):
+    from datetime import timedelta
+
+    from django.utils import timezone
+
+    now = timezone.now()
+    for title, days in [("Old one", 30), ("Last week", 3), ("Yesterday's", 1), ("Today's", 0)]:
+        conversation = services.create_conversation(owner=user, title=title)
+        Conversation.objects.filter(pk=conversation.pk).update(
+            updated_at=now - timedelta(days=days)
+        )
+    services.pin_conversation(user=user, conversation_id=conversation.pk - 2, pinned=True)
+    html = client_ada.get(reverse("chat:home"), follow=True).content.decode()
+    order = ["Pinned", "Last week", "Today", "Today&#x27;s", "Yesterday", "Yesterday&#x27;s"]
+    order += ["Older", "Old one"]
+    places = [html.index(f">{text}<") for text in order]
+    assert places == sorted(places)
+    assert "Previous 7 days" not in html  # its one conversation is pinned
+
+
+def test_sidebar_actions_answer_with_the_sidebar_list(client_ada, user, conversation):
+    url = reverse("chat:conversation_pin", args=[conversation.pk])
+    html = client_ada.post(url, {"from": "sidebar", "pinned": "1"}, HTTP_HX_REQUEST="true")
+    assert html.content.decode().lstrip().startswith('<div id="sidebar-list"')
+    assert ">Pinned<" in html.content.decode()
+    url = reverse("chat:conversation_delete", args=[conversation.pk])
+    html = client_ada.post(url, {"from": "sidebar"}, HTTP_HX_REQUEST="true").content.decode()
+    assert reverse("chat:conversation_restore", args=[conversation.pk]) in html
+    assert "First chat" not in html
+    url = reverse("chat:conversation_restore", args=[conversation.pk])
+    html = client_ada.post(url, {"from": "sidebar"}, HTTP_HX_REQUEST="true").content.decode()
+    assert "First chat" in html
 
 
 def test_foreign_conversation_is_404_everywhere(client, other_user, conversation):
@@ -169,7 +215,7 @@ def test_rename_and_delete_over_htmx(client_ada, conversation):
     assert "Holiday" in response.content.decode()
     delete = reverse("chat:conversation_delete", args=[conversation.pk])
     assert client_ada.post(delete, headers=headers).content == b""
-    assert not Conversation.objects.exists()
+    assert not Conversation.objects.filter(deleted_at__isnull=True).exists()
 
 
 def test_get_is_not_allowed_on_writes(client_ada, conversation):
@@ -185,13 +231,15 @@ def test_get_is_not_allowed_on_writes(client_ada, conversation):
 def test_pages_follow_the_language_switcher(client_ada, language, expected):
     response = client_ada.post(reverse("set_language"), {"language": language, "next": "/"})
     assert response.status_code == 302
-    html = client_ada.get("/").content.decode()
+    html = client_ada.get("/", follow=True).content.decode()
     assert expected in html
     assert f'<html lang="{language}"' in html
 
 
 def test_pages_follow_the_browsers_language(client_ada):
-    html = client_ada.get("/", headers={"Accept-Language": "pt-BR,pt;q=0.9"}).content.decode()
+    html = client_ada.get(
+        "/", headers={"Accept-Language": "pt-BR,pt;q=0.9"}, follow=True
+    ).content.decode()
     assert "Nova conversa" in html
 
 
