@@ -15,6 +15,7 @@
 
   // --- The menus ------------------------------------------------------------------------
   var open = null;  // the menu button whose menu is open
+  var openedAt = 0;  // where that button was when it opened (px from the viewport's top)
 
   function items(menu) { return all("[role=menuitem]", menu); }
 
@@ -33,6 +34,7 @@
     var menu = byId(button.getAttribute("aria-controls"));
     if (!menu) { return; }
     open = button;
+    openedAt = button.getBoundingClientRect().top;
     button.setAttribute("aria-expanded", "true");
     menu.hidden = false;
     place(menu, button);
@@ -42,7 +44,7 @@
 
   // The menu is placed over the page (position: fixed), under its button or above it when
   // there is no room below, so the scrolling list does not cut it off; it closes when the
-  // page moves under it. Its place is set on the root element (--menu-top, --menu-left),
+  // page moves under it (a scroll that ended before it opened leaves it open). Its place is set on the root element (--menu-top, --menu-left),
   // never on the menu: htmx copies a swapped element's attributes onto its replacement as
   // the swap settles, and the CSP refuses a style attribute copied so.
   function place(menu, button) {
@@ -55,7 +57,8 @@
   }
   ["scroll", "resize"].forEach(function (name) {
     window.addEventListener(name, function (event) {
-      if (open && !(event.target.closest && event.target.closest(".sidebar-menu"))) { closeMenu(false); }
+      if (!open || (event.target.closest && event.target.closest(".sidebar-menu"))) { return; }
+      if (Math.abs(open.getBoundingClientRect().top - openedAt) > 1) { closeMenu(false); }
     }, { capture: true, passive: true });
   });
 

@@ -291,8 +291,21 @@
     if (text) { text.focus({ preventScroll: true }); }
   });
 
-  // --- Streamed text as markdown: the draft's escaped text (#draft-N, which the socket appends
-  // to) stays hidden as the source; a sibling shows it rendered, rebuilt at most once a frame.
+  // --- A question's control that takes the focus is never left under the sticky header:
+  // browsers count a control the header covers as in view, and leave it there.
+  document.addEventListener("focusin", function (event) {
+    var target = event.target;
+    if (!target.closest || !target.closest(".question-pending")) { return; }
+    var control = target.closest(".option") || target;
+    var bar = document.querySelector(".topbar");
+    if (!bar || window.getComputedStyle(bar).position !== "sticky") { return; }
+    var covered = bar.getBoundingClientRect().bottom + 8 - control.getBoundingClientRect().top;
+    if (covered > 0) { window.scrollBy(0, -covered); }
+  });
+
+  // --- Streamed text as markdown: the socket appends the draft's escaped text to #draft-N;
+  // each frame moves what arrived into `streamed` (so the page holds the words once, where
+  // they are read) and a sibling shows the whole text rendered.
   // Only elements and text nodes are made (never HTML parsed): the model's text cannot become
   // markup. A marker not closed yet ("**bo") is left out rather than shown raw. The finished
   // message is rendered by the server (chat/markdown.py) and replaces all of this.
@@ -367,6 +380,7 @@
   }
 
   var pendingDrafts = {};
+  var streamed = {};
   var drawScheduled = false;
   function drawDrafts() {
     drawScheduled = false;
@@ -381,8 +395,11 @@
         shown.className = "block block-text markdown draft-markdown";
         source.parentNode.insertBefore(shown, source.nextSibling);
         source.hidden = true;
+        streamed[id] = "";
       }
-      renderMarkdown(shown, source.textContent);
+      streamed[id] += source.textContent;
+      source.textContent = "";
+      renderMarkdown(shown, streamed[id]);
     });
     pendingDrafts = {};
     // The text grew after static/parley.js followed it to the end: a reader there stays there.

@@ -75,7 +75,7 @@ def test_the_inbox_answers_another_conversations_question_and_it_goes_live_elsew
     expect(questions_link(second)).to_have_text("Questions 1")
 
 
-def test_a_refusal_from_the_inbox_is_shown_in_the_block(context, page, person):
+def test_an_empty_answer_from_the_inbox_is_named_in_the_block(context, page, person):
     log_in(page, *person)
     new_conversation(page)
     send(page, "Pick some toppings")
@@ -84,7 +84,9 @@ def test_a_refusal_from_the_inbox_is_shown_in_the_block(context, page, person):
     inbox.goto("/questions/")
     group = inbox.get_by_role("group", name="Toppings")
     group.get_by_role("button", name="Submit").click()  # nothing chosen
-    expect(group.get_by_role("alert")).to_have_text("Choose an option or type an answer first.")
+    expect(group.get_by_role("alert")).to_have_text(
+        "Missing an answer to: Which extra toppings do you want?"
+    )
     group.get_by_role("checkbox", name="Olives").check()
     group.get_by_role("button", name="Submit").click()
     expect(group).to_have_count(0)
