@@ -4,12 +4,12 @@ from functools import wraps
 
 from django.http import Http404, HttpRequest, HttpResponse
 from django.shortcuts import redirect, render
-from django.urls import Resolver404, resolve
+from django.urls import Resolver404, resolve, reverse
 from django.utils import timezone
 from django.utils.html import escape
 from django.utils.translation import gettext as _
 from django.views.decorators.http import require_GET, require_http_methods, require_POST
-from django_htmx.http import HttpResponseClientRefresh, reswap, retarget
+from django_htmx.http import HttpResponseClientRedirect, HttpResponseClientRefresh, reswap, retarget
 
 from chat import services
 from chat.errors import ConversationNotFound, ParleyError, RateLimited, ServiceUnavailable
@@ -117,11 +117,17 @@ def conversation_create(request: HttpRequest) -> HttpResponse:
     try:
         message = services.start_conversation(owner=request.user, text=text)
     except ParleyError as error:
-        response = render_new_conversation(
-            request, text=text, error=error.message, status=error.status
-        )
+        if request.htmx:
+            context = {"conversation": Conversation(owner=request.user), "text": text}
+            context["error"] = error.message
+            response = render(request, f"{CONVERSATION}#composer", context, status=error.status)
+        else:
+            response = render_new_conversation(
+                request, text=text, error=error.message, status=error.status
+            )
         return with_retry_after(response, error)
-    return redirect("chat:conversation_detail", conversation_id=message.conversation_id)
+    url = reverse("chat:conversation_detail", args=[message.conversation_id])
+    return HttpResponseClientRedirect(url) if request.htmx else redirect(url)
 
 
 def render_new_conversation(

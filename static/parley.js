@@ -120,8 +120,8 @@
     if (target.form && !target.form.querySelector("button[disabled]")) { target.form.requestSubmit(); }
   });
 
-  // A form that creates something (a new conversation's first message) is sent once: a
-  // second Enter or click while the next page loads would create it twice.
+  // A plain form that creates something (a suggestion sent from a blank conversation) is
+  // sent once: a second click while the next page loads would create it twice.
   document.addEventListener("submit", function (event) {
     var form = event.target;
     if (!form.hasAttribute("data-submit-once")) { return; }

@@ -11,6 +11,7 @@ from tests.browser.pages import (
     new_conversation,
     send,
     transcript_items,
+    user_menu,
     user_messages,
     watch_text,
 )
@@ -243,7 +244,7 @@ def test_logging_in_lands_on_a_ready_composer_and_the_first_message_creates_the_
     expect(listed).to_have_count(1)
 
     # Signed in again: back in the newest conversation, ready to write, not on a list.
-    page.get_by_role("button", name="Log out").click()
+    user_menu(page, person[0]).get_by_role("button", name="Log out").click()
     log_in(page, *person)
     assert page.url == conversation_url
     expect(page.get_by_role("textbox", name="Message")).to_be_focused()

@@ -1,11 +1,12 @@
 """Every refusal is shown to the person who acted: a limit, a login lockout or a Redis outage
 is an alert where they acted, and what they typed stays."""
 
+import re
 import time
 
 from playwright.sync_api import expect
 
-from tests.browser.pages import log_in, new_conversation, send, user_messages
+from tests.browser.pages import log_in, new_conversation, user_messages
 from tests.live_server import RedisServer
 
 
@@ -108,7 +109,8 @@ def test_a_message_sent_while_redis_is_down_says_to_try_again_in_a_moment(
         log_in(page)
         new_conversation(page)
         redis.stop()
-        send(page, "hello")
+        page.get_by_role("textbox", name="Message").fill("hello")
+        page.get_by_role("textbox", name="Message").press("Enter")
         expect(page.get_by_role("alert").filter(has_text="Try again in a moment")).to_be_visible()
         expect(page.get_by_role("textbox", name="Message")).to_have_value("hello")
     finally:
@@ -120,7 +122,8 @@ def test_a_message_that_could_not_be_sent_keeps_its_text_and_offers_retry(open_p
     log_in(page)
     new_conversation(page)
     page.context.set_offline(True)
-    send(page, "Sent while offline")
+    page.get_by_role("textbox", name="Message").fill("Sent while offline")
+    page.get_by_role("textbox", name="Message").press("Enter")
     alert = page.locator("#composer-error")
     expect(alert).to_contain_text(
         "Parley could not be reached. Check your connection and try again."
@@ -128,6 +131,8 @@ def test_a_message_that_could_not_be_sent_keeps_its_text_and_offers_retry(open_p
     expect(page.get_by_role("textbox", name="Message")).to_have_value("Sent while offline")
     page.context.set_offline(False)
     alert.get_by_role("button", name="Retry").click()
+    # The first message made the conversation, whose page follows.
+    expect(page).to_have_url(re.compile(r"/c/\d+/$"))
     expect(user_messages(page).last).to_contain_text("Sent while offline")
     expect(page.get_by_role("textbox", name="Message")).to_have_value("")
     expect(alert).to_be_empty()

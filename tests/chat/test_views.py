@@ -75,6 +75,20 @@ def test_new_conversation_is_a_blank_composer_whose_first_message_creates_it(cli
     assert conversation.messages.get().parsed_blocks[0].text == "Hello"
 
 
+def test_a_new_conversations_composer_sent_by_htmx_keeps_a_refused_text_and_follows_a_created_one(
+    client_ada, user
+):
+    url = reverse("chat:conversation_create")
+    refused = client_ada.post(url, {"text": "  "}, headers={"HX-Request": "true"})
+    assert refused.status_code == 400
+    assert 'id="composer"' in refused.content.decode()
+    assert 'aria-invalid="true"' in refused.content.decode()
+    assert "<html" not in refused.content.decode()  # the composer alone, swapped in place
+    assert not Conversation.objects.exists()
+    created = client_ada.post(url, {"text": "Hello"}, headers={"HX-Request": "true"})
+    assert created["HX-Redirect"] == detail_url(Conversation.objects.get(owner=user))
+
+
 def test_the_sidebar_groups_conversations_by_day_with_the_pinned_first(client_ada, user):
     from datetime import timedelta
 
