@@ -291,18 +291,6 @@
     if (text) { text.focus({ preventScroll: true }); }
   });
 
-  // --- A question's control that takes the focus is never left under the sticky header:
-  // browsers count a control the header covers as in view, and leave it there.
-  document.addEventListener("focusin", function (event) {
-    var target = event.target;
-    if (!target.closest || !target.closest(".question-pending")) { return; }
-    var control = target.closest(".option") || target;
-    var bar = document.querySelector(".topbar");
-    if (!bar || window.getComputedStyle(bar).position !== "sticky") { return; }
-    var covered = bar.getBoundingClientRect().bottom + 8 - control.getBoundingClientRect().top;
-    if (covered > 0) { window.scrollBy(0, -covered); }
-  });
-
   // --- Streamed text as markdown: the socket appends the draft's escaped text to #draft-N;
   // each frame moves what arrived into `streamed` (so the page holds the words once, where
   // they are read) and a sibling shows the whole text rendered.
