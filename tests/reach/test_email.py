@@ -287,7 +287,7 @@ def test_an_approval_is_mailed_with_a_link_to_the_conversation(
 def test_a_confirm_action_gets_yes_and_no_links(mailed_user, conversation, ask, sweep, committed):
     ask(mailed_user, conversation, "confirm_action", {"action": "Delete the old notes"})
     sweep()
-    yes, no = option_links(mail.outbox[0])
+    _yes, no = option_links(mail.outbox[0])
     with committed():
         response = confirm(Client(enforce_csrf_checks=True), no)
     assert response.status_code == 200
