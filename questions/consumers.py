@@ -46,20 +46,24 @@ class AttentionConsumer(SignedInConsumer):
         # and the inbox's fragments.
         if not await self.join(attention_group(self.user.pk), user_group(self.user.pk)):
             return
-        await self.accept()
         # An open page: Web Push leaves this user to the page's own notifications.
+        await self.mark_present()
+        await self.accept()
         self.presence_task = asyncio.create_task(self.stay_present())
         # The page was rendered before the socket opened: catch up on anything in between.
         await self.push()
 
     async def stay_present(self) -> None:
-        """Mark the user present now and while this socket stays open (chat.presence)."""
+        """Mark the user present again while this socket stays open (chat.presence)."""
         while True:
-            try:
-                await presence.mark_present(self.user.pk)
-            except Exception:  # a cache that cannot be reached costs a push, not the page
-                logger.warning("could not mark user %s present", self.user.pk, exc_info=True)
             await asyncio.sleep(presence.PRESENCE_REFRESH_SECONDS)
+            await self.mark_present()
+
+    async def mark_present(self) -> None:
+        try:
+            await presence.mark_present(self.user.pk)
+        except Exception:  # a cache that cannot be reached costs a needless push, not the page
+            logger.warning("could not mark user %s present", self.user.pk, exc_info=True)
 
     async def receive(self, text_data: str | None = None, bytes_data: bytes | None = None) -> None:
         """Nothing a client sends changes what it is told (pages send a sync on open)."""
