@@ -381,3 +381,41 @@ def test_settings_turn_questions_by_email_on(client, user):
     client.post("/settings/", {"theme": "system", "email_questions": "on", "language": "zh-hans"})
     preferences = Preferences.objects.get(user=user)
     assert (preferences.email_questions, preferences.language) == (True, "zh-hans")
+
+
+@pytest.mark.django_db(transaction=True)
+def test_two_confirmations_at_once_answer_once(mailed_user, conversation, ask, sweep):
+    """Two POSTs of one link race (a double click, two devices): one answers; the other is
+    told the link was used (or, if it got past that check first, that the question was
+    answered: the question's own first-wins update). Never two answers."""
+    import threading
+
+    from django.db import connection
+
+    ask(mailed_user, conversation)
+    sweep()
+    token = option_links(mail.outbox[0])[0].rstrip("/").rsplit("/", 1)[1]
+    start = threading.Barrier(2)
+    outcomes = []
+
+    def confirm_now() -> None:
+        start.wait()
+        try:
+            links.answer_by_link(token=token)
+            outcomes.append("answered")
+        except (links.LinkUsed, links.QuestionClosed) as refused:
+            outcomes.append(type(refused).__name__)
+        finally:
+            connection.close()
+
+    threads = [threading.Thread(target=confirm_now) for _ in range(2)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join(30)
+    assert sorted(outcomes) == ["LinkUsed", "answered"] or sorted(outcomes) == [
+        "QuestionClosed",
+        "answered",
+    ]
+    assert Message.objects.filter(conversation=conversation, role=Role.USER).count() == 2
+    assert Question.objects.get().answered_via == "email"
