@@ -11,7 +11,7 @@ class Migration(migrations.Migration):
     initial = True
 
     dependencies = [
-        ('questions', '0008_answered_via_email'),
+        ('questions', '0007_alter_question_kind_toolpermission'),
         migrations.swappable_dependency(settings.AUTH_USER_MODEL),
     ]
 
