@@ -16,7 +16,10 @@ class ReachConfig(AppConfig):
         from webhooks.models import DeliveryChannel
 
         notifications.listen(outbox.enqueue)
-        channels.register(DeliveryChannel.EMAIL, channels.Channel(prepare=mail.prepare))
+        channels.register(
+            DeliveryChannel.EMAIL,
+            channels.Channel(prepare=mail.prepare, timeout=mail.attempt_seconds),
+        )
         channels.register(
             DeliveryChannel.PUSH, channels.Channel(prepare=push.prepare, gone=push.gone)
         )

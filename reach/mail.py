@@ -19,6 +19,13 @@ from webhooks.channels import Send, Skip
 from webhooks.models import Delivery
 
 
+def attempt_seconds() -> float:
+    """How long one mail may take to send: an SMTP exchange has several steps, each bounded
+    by the mailer's timeout (EMAIL_TIMEOUT)."""
+    options = settings.MAILERS.get("default", {}).get("OPTIONS", {})
+    return 3 * float(options.get("timeout") or settings.WEBHOOK_TIMEOUT)
+
+
 def prepare(delivery: Delivery) -> Send:
     """The e-mail of a queued delivery, ready to send; Skip if its question no longer waits,
     or its recipient turned e-mail off or has no address any more."""

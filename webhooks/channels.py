@@ -27,6 +27,9 @@ class Channel:
     # Called (in the transaction that records it) when the receiver answered 404 or 410:
     # the address is gone for good, and what sent to it should stop.
     gone: Callable[[Delivery], None] = lambda delivery: None
+    # Seconds one attempt may take (None: WEBHOOK_TIMEOUT). A sender still running past it is
+    # retried later, so it may deliver twice: give a slow protocol (SMTP) its own bound.
+    timeout: Callable[[], float] | None = None
 
 
 _channels: dict[str, Channel] = {}
@@ -38,3 +41,7 @@ def register(name: str, channel: Channel) -> None:
 
 def channel(name: str) -> Channel | None:
     return _channels.get(name)
+
+
+def registered() -> list[Channel]:
+    return list(_channels.values())

@@ -83,7 +83,7 @@ def deliver_due() -> int:
         won = Delivery.objects.filter(
             pk=pk, status=DeliveryStatus.PENDING, next_attempt_at=next_attempt_at
         ).update(
-            next_attempt_at=now + timedelta(seconds=settings.WEBHOOK_TIMEOUT * 3 + 30),
+            next_attempt_at=now + timedelta(seconds=max_attempt_seconds() * 3 + 30),
             attempts=F("attempts") + 1,
         )
         if won:
@@ -102,6 +102,12 @@ def deliver_due() -> int:
     ):
         record(delivery, status_code=status_code, error=error, skipped=error is SKIPPED)
     return len(deliveries)
+
+
+def max_attempt_seconds() -> float:
+    """The longest one attempt of any channel may take: a claim outlasts it."""
+    timeouts = [c.timeout() for c in channels.registered() if c.timeout is not None]
+    return max([settings.WEBHOOK_TIMEOUT, *timeouts])
 
 
 def headers_for(delivery: Delivery, secret: str) -> dict[str, str]:
@@ -142,8 +148,10 @@ async def attempt_all(
             send = (prepared or {}).get(delivery.pk) or prepare(delivery)
             if isinstance(send, tuple):
                 return send
+            sender = channels.channel(delivery.channel)
+            seconds = sender.timeout() if sender and sender.timeout else settings.WEBHOOK_TIMEOUT
             async with slots:
-                return await attempt_channel(send)
+                return await attempt_channel(send, seconds=seconds)
         async with slots:
             return await attempt_one(delivery)
 
@@ -167,14 +175,14 @@ async def attempt_one(delivery: Delivery) -> tuple[int | None, str]:
     return status_code, "" if 200 <= status_code < 300 else f"HTTP {status_code}"
 
 
-async def attempt_channel(send: channels.Send) -> tuple[int | None, str]:
-    """One attempt of a prepared channel delivery, on a thread, within WEBHOOK_TIMEOUT (a
-    sender past it runs on, its outcome ignored: the row is retried later)."""
+async def attempt_channel(send: channels.Send, *, seconds: float) -> tuple[int | None, str]:
+    """One attempt of a prepared channel delivery, on a thread, within `seconds` (a sender
+    past it runs on, its outcome ignored: the row is retried later)."""
     try:
-        async with asyncio.timeout(settings.WEBHOOK_TIMEOUT):
+        async with asyncio.timeout(seconds):
             status_code = await asyncio.to_thread(send)
     except TimeoutError:
-        return None, f"No answer within WEBHOOK_TIMEOUT ({settings.WEBHOOK_TIMEOUT:g} s)"
+        return None, f"No answer within {seconds:g} s"
     except Exception as failure:  # a sender's failure is retried, never the sweep's end
         status_code = getattr(failure, "status_code", None)
         return status_code, f"{type(failure).__name__}: {failure}"[:500]
