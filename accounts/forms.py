@@ -23,7 +23,8 @@ MAX_MINUTES = 525_600  # a year
 
 class PreferencesForm(forms.ModelForm):
     """The settings page's form: the theme, the language (a cookie, as Django's set_language
-    keeps it), browser notifications, and when questions expire."""
+    keeps it, and stored for e-mail), browser notifications, questions by e-mail, and when
+    questions expire."""
 
     language = forms.ChoiceField(label=_("Language"), choices=settings.LANGUAGES, required=False)
     expire = forms.ChoiceField(
@@ -38,7 +39,7 @@ class PreferencesForm(forms.ModelForm):
 
     class Meta:
         model = Preferences
-        fields = ["theme", "notify_in_browser"]
+        fields = ["theme", "notify_in_browser", "email_questions"]
         widgets = {
             "theme": forms.RadioSelect,
             "notify_in_browser": forms.CheckboxInput(attrs={"role": "switch"}),
@@ -72,6 +73,9 @@ class PreferencesForm(forms.ModelForm):
                 self.instance.question_expire_after = minutes * 60
         else:
             self.instance.question_expire_after = int(choice) if choice else None
+        # Kept for what is written to the user away from the pages (e-mail, pushes).
+        if cleaned.get("language"):
+            self.instance.language = cleaned["language"]
         return cleaned
 
 

@@ -25,6 +25,7 @@ SIGNED_OUT_EVERYWHERE = gettext_lazy(
 @require_http_methods(["GET", "POST"])
 def preferences(request: HttpRequest) -> HttpResponse:
     form = PreferencesForm(request.POST or None, instance=preferences_for(request.user))
+    context = {"form": form, "vapid_public_key": settings.VAPID_PUBLIC_KEY}
     if request.method == "POST":
         if form.is_valid():
             form.save()
@@ -35,8 +36,8 @@ def preferences(request: HttpRequest) -> HttpResponse:
             response = redirect("accounts:preferences")
             remember_language(response, language)
             return response
-        return render(request, "accounts/preferences.html", {"form": form}, status=400)
-    return render(request, "accounts/preferences.html", {"form": form})
+        return render(request, "accounts/preferences.html", context, status=400)
+    return render(request, "accounts/preferences.html", context)
 
 
 def remember_language(response: HttpResponse, language: str) -> None:

@@ -155,7 +155,9 @@ EXPIRES_AT = Field(
 )
 ANSWERED_BY = Field(None, description="Who resolved it (a user name).")
 ANSWERED_AT = Field(None, description="When it was resolved (ISO time).")
-ANSWERED_VIA = Field(None, description="How: browser, api, terminal, auto-resolve or expiry.")
+ANSWERED_VIA = Field(
+    None, description="How: browser, api, terminal, auto-resolve, expiry or email."
+)
 
 
 class PendingQuestionOut(Schema):

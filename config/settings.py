@@ -75,6 +75,7 @@ INSTALLED_APPS = [
     "api",
     "accounts",
     "webhooks",
+    "reach",
     "mcp_server",
     "mcp_client",
 ]
@@ -405,6 +406,35 @@ WEBHOOK_TIMEOUT = float(os.environ.get("WEBHOOK_TIMEOUT", "5"))
 # Attempts a process makes at once, and at most this many of them for one user's webhooks.
 WEBHOOK_CONCURRENCY = int(os.environ.get("WEBHOOK_CONCURRENCY", "10"))
 WEBHOOK_USER_SHARE = int(os.environ.get("WEBHOOK_USER_SHARE", "2"))
+# Mail (reach/mail.py: questions e-mailed to the users who ask for them in Settings): Django's
+# mail settings, read from the environment under their classic names and given to Django 6.1's
+# MAILERS (the default mailer). Unset EMAIL_BACKEND: SMTP, to EMAIL_HOST (localhost) on
+# EMAIL_PORT (25); `django.core.mail.backends.filebased.EmailBackend` writes each message to a
+# file in EMAIL_FILE_PATH instead.
+EMAIL_BACKEND_PATH = (
+    os.environ.get("EMAIL_BACKEND") or "django.core.mail.backends.smtp.EmailBackend"
+)
+if EMAIL_BACKEND_PATH.endswith(".smtp.EmailBackend"):
+    email_options = {
+        "host": os.environ.get("EMAIL_HOST") or "localhost",
+        "port": int(os.environ.get("EMAIL_PORT") or 25),
+        "username": os.environ.get("EMAIL_HOST_USER", ""),
+        "password": os.environ.get("EMAIL_HOST_PASSWORD", ""),
+        "use_tls": env_bool("EMAIL_USE_TLS"),
+        "use_ssl": env_bool("EMAIL_USE_SSL"),
+        "timeout": float(os.environ.get("EMAIL_TIMEOUT") or 10),
+    }
+elif EMAIL_BACKEND_PATH.endswith(".filebased.EmailBackend"):
+    email_options = {"file_path": os.environ.get("EMAIL_FILE_PATH") or str(BASE_DIR / "data/mail")}
+else:
+    email_options = {}
+MAILERS = {"default": {"BACKEND": EMAIL_BACKEND_PATH, "OPTIONS": email_options}}
+DEFAULT_FROM_EMAIL = os.environ.get("DEFAULT_FROM_EMAIL") or "Parley <parley@localhost>"
+# Web Push (reach/push.py): the VAPID key pair (`manage.py vapid_keys` makes one) and the
+# contact a push service may write to (a mailto: or https: URL). Unset keys: no Web Push.
+VAPID_PUBLIC_KEY = os.environ.get("VAPID_PUBLIC_KEY", "")
+VAPID_PRIVATE_KEY = os.environ.get("VAPID_PRIVATE_KEY", "")
+VAPID_SUBJECT = os.environ.get("VAPID_SUBJECT", "mailto:parley@localhost")
 # The channel that `manage.py worker` serves when REDIS_URL is set.
 PARLEY_RUN_CHANNEL = "parley-runs"
 # Limits per user (0: no limit): turns running at once, messages and new conversations per

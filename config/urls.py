@@ -23,6 +23,7 @@ urlpatterns = [
     path("", include("questions.urls")),
     path("", include("accounts.urls")),
     path("", include("webhooks.urls")),
+    path("", include("reach.urls")),
     path("", include("mcp_server.urls")),
     path("", include("mcp_client.urls")),
 ]

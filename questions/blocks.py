@@ -31,13 +31,14 @@ STATUS = {ASKED: PENDING, REPLIED: SUCCESS, REJECTED: DENIED, EXPIRED: DENIED, C
 
 Resolution = Literal["asked", "replied", "rejected", "expired", "cancelled"]
 # Through which channel a question was resolved (spec 6.1, "Audit"; questions.models.AnsweredVia).
-Via = Literal["browser", "api", "terminal", "auto-resolve", "expiry"]
-BROWSER, API, TERMINAL, AUTO_RESOLVE, EXPIRY = (
+Via = Literal["browser", "api", "terminal", "auto-resolve", "expiry", "email"]
+BROWSER, API, TERMINAL, AUTO_RESOLVE, EXPIRY, EMAIL = (
     "browser",
     "api",
     "terminal",
     "auto-resolve",
     "expiry",
+    "email",
 )
 
 # The contract's single-question fields, derived from the first question.

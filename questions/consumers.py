@@ -9,12 +9,14 @@ question's item too. Each push is the whole state, so a lost event costs only un
 """
 
 import asyncio
+import logging
 from urllib.parse import parse_qs
 
 from channels.db import database_sync_to_async
 from django.template.loader import render_to_string
 from django.utils import translation
 
+from chat import presence
 from chat.events import attention_group, user_group
 from chat.live.consumers import CLOSE_SIGNED_OUT, SignedInConsumer, SignedOut
 from questions.selectors import inbox_questions_for_user, pending_questions_for_user
@@ -26,12 +28,15 @@ from questions.templatetags.attention import live_context
 # question is pushed at once: nobody waits to hear of it.
 ATTENTION_DELAY_SECONDS = 0.1
 
+logger = logging.getLogger("parley.presence")
+
 
 class AttentionConsumer(SignedInConsumer):
     async def connect(self) -> None:
         self.user = self.scope.get("user")
         self.push_timer: asyncio.TimerHandle | None = None  # a push due (attention_changed)
         self.push_task: asyncio.Task | None = None
+        self.presence_task: asyncio.Task | None = None
         if self.user is None or not self.user.is_authenticated:
             await self.close()  # before accept: the handshake is refused (HTTP 403)
             return
@@ -41,9 +46,24 @@ class AttentionConsumer(SignedInConsumer):
         # and the inbox's fragments.
         if not await self.join(attention_group(self.user.pk), user_group(self.user.pk)):
             return
+        # An open page: Web Push leaves this user to the page's own notifications.
+        await self.mark_present()
         await self.accept()
+        self.presence_task = asyncio.create_task(self.stay_present())
         # The page was rendered before the socket opened: catch up on anything in between.
         await self.push()
+
+    async def stay_present(self) -> None:
+        """Mark the user present again while this socket stays open (chat.presence)."""
+        while True:
+            await asyncio.sleep(presence.PRESENCE_REFRESH_SECONDS)
+            await self.mark_present()
+
+    async def mark_present(self) -> None:
+        try:
+            await presence.mark_present(self.user.pk)
+        except Exception:  # a cache that cannot be reached costs a needless push, not the page
+            logger.warning("could not mark user %s present", self.user.pk, exc_info=True)
 
     async def receive(self, text_data: str | None = None, bytes_data: bytes | None = None) -> None:
         """Nothing a client sends changes what it is told (pages send a sync on open)."""
@@ -63,7 +83,7 @@ class AttentionConsumer(SignedInConsumer):
         self.push_task = asyncio.create_task(self.push())
 
     async def disconnect(self, code: int) -> None:
-        for pending in (self.push_timer, self.push_task):
+        for pending in (self.push_timer, self.push_task, self.presence_task):
             if pending is not None:
                 pending.cancel()
         await super().disconnect(code)

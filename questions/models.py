@@ -79,6 +79,8 @@ class AnsweredVia(models.TextChoices):
     TERMINAL = "terminal", _("terminal")
     AUTO_RESOLVE = "auto-resolve", _("a message")
     EXPIRY = "expiry", _("expiry")
+    # Confirmed from a signed link in an e-mail (reach.links).
+    EMAIL = "email", _("e-mail")
 
 
 class Question(models.Model):

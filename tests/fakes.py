@@ -157,3 +157,118 @@ class WebhookReceiver:
     def close(self) -> None:
         self.server.shutdown()
         self.server.server_close()
+
+
+def b64url(data: bytes) -> str:
+    import base64
+
+    return base64.urlsafe_b64encode(data).rstrip(b"=").decode()
+
+
+def b64url_decode(text: str) -> bytes:
+    import base64
+
+    return base64.urlsafe_b64decode(text + "=" * (-len(text) % 4))
+
+
+class PushService:
+    """A Web Push service on a loopback port, as a browser's would be: each POST must carry a
+    VAPID JWT (RFC 8292) that verifies with the key it names, which must be `vapid_public_key`
+    and be meant for this origin; its body is decrypted (aes128gcm, RFC 8291, http_ece) with a
+    subscription's keys made here, as a browser makes them. Records each decrypted payload
+    (and the claims), and answers with the next of `statuses` (201 once they run out)."""
+
+    def __init__(self, vapid_public_key: str, *statuses: int) -> None:
+        import json
+        import os
+        import threading
+        from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+
+        import http_ece
+        from cryptography.hazmat.primitives import hashes, serialization
+        from cryptography.hazmat.primitives.asymmetric import ec
+        from cryptography.hazmat.primitives.asymmetric.utils import encode_dss_signature
+
+        self.statuses = list(statuses)
+        self.payloads: list[dict] = []
+        self.claims: list[dict] = []
+        self.refused: list[str] = []  # why a request was refused (401/400), if any was
+        self.browser_key = ec.generate_private_key(ec.SECP256R1())
+        self.auth = os.urandom(16)
+        public = self.browser_key.public_key().public_bytes(
+            serialization.Encoding.X962, serialization.PublicFormat.UncompressedPoint
+        )
+        self.keys = {"p256dh": b64url(public), "auth": b64url(self.auth)}
+        service = self
+        lock = threading.Lock()
+
+        def verify(authorization: str) -> dict:
+            scheme, _, params = authorization.partition(" ")
+            assert scheme == "vapid", scheme
+            fields = dict(part.strip().split("=", 1) for part in params.split(","))
+            assert fields["k"] == vapid_public_key, "signed with another key"
+            header, claims, signature = fields["t"].split(".")
+            assert json.loads(b64url_decode(header)) == {"typ": "JWT", "alg": "ES256"}
+            raw = b64url_decode(signature)
+            key = ec.EllipticCurvePublicKey.from_encoded_point(
+                ec.SECP256R1(), b64url_decode(fields["k"])
+            )
+            key.verify(  # raises InvalidSignature
+                encode_dss_signature(
+                    int.from_bytes(raw[:32], "big"), int.from_bytes(raw[32:], "big")
+                ),
+                f"{header}.{claims}".encode(),
+                ec.ECDSA(hashes.SHA256()),
+            )
+            return json.loads(b64url_decode(claims))
+
+        class Handler(BaseHTTPRequestHandler):
+            def log_message(self, *args) -> None:
+                pass
+
+            def do_POST(self) -> None:
+                import time
+
+                body = self.rfile.read(int(self.headers.get("Content-Length", 0)))
+                try:
+                    claims = verify(self.headers.get("Authorization", ""))
+                    assert claims["aud"] == service.origin
+                    assert claims["exp"] > time.time()
+                    assert self.headers["Content-Encoding"] == "aes128gcm"
+                    assert int(self.headers["TTL"]) > 0
+                    payload = json.loads(
+                        http_ece.decrypt(
+                            body,
+                            private_key=service.browser_key,
+                            auth_secret=service.auth,
+                            version="aes128gcm",
+                        )
+                    )
+                except Exception as refused:  # what a real push service refuses
+                    with lock:
+                        service.refused.append(f"{type(refused).__name__}: {refused}")
+                    self.send_response(401)
+                    self.end_headers()
+                    return
+                with lock:
+                    service.claims.append(claims)
+                    service.payloads.append(payload)
+                    status = service.statuses.pop(0) if service.statuses else 201
+                self.send_response(status)
+                self.send_header("Content-Length", "0")
+                self.end_headers()
+
+        self.server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        self.origin = f"http://127.0.0.1:{self.server.server_address[1]}"
+        self.url = f"{self.origin}/push/{b64url(os.urandom(9))}"
+        self.thread = threading.Thread(target=self.server.serve_forever, daemon=True)
+        self.thread.start()
+
+    @property
+    def subscription(self) -> dict:
+        """What the browser's PushSubscription.toJSON() gives."""
+        return {"endpoint": self.url, "expirationTime": None, "keys": self.keys}
+
+    def close(self) -> None:
+        self.server.shutdown()
+        self.server.server_close()

@@ -76,16 +76,18 @@ class DeliveryAdmin(admin.ModelAdmin):
 
     list_display = [
         "event_type",
+        "channel",
         "webhook",
+        "recipient",
         "status",
         "attempts",
         "last_status_code",
         "created_at",
         "delivered_at",
     ]
-    list_filter = ["status", "event_type"]
-    list_select_related = ["webhook"]
-    search_fields = ["event_id", "webhook__url"]
+    list_filter = ["status", "channel", "event_type"]
+    list_select_related = ["webhook", "recipient"]
+    search_fields = ["event_id", "webhook__url", "recipient__username"]
     readonly_fields = [f.name for f in Delivery._meta.fields]
 
     def has_add_permission(self, request) -> bool:

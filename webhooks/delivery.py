@@ -1,6 +1,11 @@
 """Delivering the outbox (webhooks.models.Delivery): a sweep job of every server and worker
 process (chat.runner.every_sweep), also run right after the commit that wrote new rows.
 
+The outbox carries webhooks and the channels other apps register (webhooks.channels: e-mail,
+Web Push), all claimed, retried and recorded the same way; only the attempt differs. A
+channel's receiver that answers 404 or 410 is gone: its channel's `gone` hook runs (a push
+subscription is deleted) and the row fails without retries.
+
 At least once: a row is claimed by a conditional update that moves its next attempt past the
 time the attempt may take, so concurrent sweeps skip it; a process that dies mid-attempt
 leaves it due again later. Every attempt sends the same `webhook-id`, signed afresh with the
@@ -24,14 +29,14 @@ from http import HTTPStatus
 import httpx
 from django.conf import settings
 from django.db import transaction
-from django.db.models import F, Window
-from django.db.models.functions import RowNumber
+from django.db.models import F, Q, Window
+from django.db.models.functions import Coalesce, RowNumber
 from django.utils import timezone
 from standardwebhooks import Webhook as Signer
 
-from webhooks import services
+from webhooks import channels, services
 from webhooks.addresses import UnsafeUrl, check_url
-from webhooks.models import Delivery, DeliveryStatus, DisabledReason
+from webhooks.models import Delivery, DeliveryChannel, DeliveryStatus, DisabledReason
 
 logger = logging.getLogger("parley.webhooks")
 
@@ -39,6 +44,9 @@ logger = logging.getLogger("parley.webhooks")
 BATCH = 20
 MAX_BACKOFF = timedelta(hours=6)
 USER_AGENT = "Parley-Webhooks/1"
+# What a channel's receiver answers for an address that is gone for good (push services
+# answer 404 or 410 for an expired subscription).
+GONE_STATUSES = (HTTPStatus.NOT_FOUND, HTTPStatus.GONE)
 
 
 def deliver_due() -> int:
@@ -57,12 +65,13 @@ def deliver_due() -> int:
         Delivery.objects.filter(
             status=DeliveryStatus.PENDING,
             next_attempt_at__lte=now,
-            webhook__disabled_at__isnull=True,
         )
+        .filter(Q(webhook__isnull=True) | Q(webhook__disabled_at__isnull=True))
         .annotate(
             place=Window(
                 RowNumber(),
-                partition_by=F("webhook__owner_id"),
+                # A webhook's owner, or an e-mail's or a push's recipient.
+                partition_by=Coalesce(F("webhook__owner_id"), F("recipient_id")),
                 order_by=[F("next_attempt_at").asc(), F("pk").asc()],
             )
         )
@@ -74,7 +83,7 @@ def deliver_due() -> int:
         won = Delivery.objects.filter(
             pk=pk, status=DeliveryStatus.PENDING, next_attempt_at=next_attempt_at
         ).update(
-            next_attempt_at=now + timedelta(seconds=settings.WEBHOOK_TIMEOUT * 3 + 30),
+            next_attempt_at=now + timedelta(seconds=max_attempt_seconds() * 3 + 30),
             attempts=F("attempts") + 1,
         )
         if won:
@@ -82,12 +91,23 @@ def deliver_due() -> int:
     if not claimed:
         return 0
     deliveries = list(Delivery.objects.select_related("webhook").filter(pk__in=claimed))
+    prepared = {
+        delivery.pk: prepare(delivery)
+        for delivery in deliveries
+        if delivery.channel != DeliveryChannel.WEBHOOK
+    }
     # A fresh event loop for the round: this runs on a sweep job's thread, which has none.
     for delivery, (status_code, error) in zip(
-        deliveries, asyncio.run(attempt_all(deliveries)), strict=True
+        deliveries, asyncio.run(attempt_all(deliveries, prepared)), strict=True
     ):
-        record(delivery, status_code=status_code, error=error)
+        record(delivery, status_code=status_code, error=error, skipped=error is SKIPPED)
     return len(deliveries)
+
+
+def max_attempt_seconds() -> float:
+    """The longest one attempt of any channel may take: a claim outlasts it."""
+    timeouts = [c.timeout() for c in channels.registered() if c.timeout is not None]
+    return max([settings.WEBHOOK_TIMEOUT, *timeouts])
 
 
 def headers_for(delivery: Delivery, secret: str) -> dict[str, str]:
@@ -102,19 +122,48 @@ def headers_for(delivery: Delivery, secret: str) -> dict[str, str]:
     }
 
 
-async def attempt_all(deliveries: list[Delivery]) -> list[tuple[int | None, str]]:
+def prepare(delivery: Delivery) -> channels.Send | tuple[int | None, str]:
+    """What a channel's delivery will send (channels.Channel.prepare), read in this thread;
+    or the outcome already, when it is skipped or cannot be prepared."""
+    sender = channels.channel(delivery.channel)
+    if sender is None:
+        return None, f"No sender is registered for the {delivery.channel} channel"
+    try:
+        return sender.prepare(delivery)
+    except channels.Skip:
+        return None, SKIPPED
+    except Exception as failure:  # retried, never the sweep's end
+        logger.exception("could not prepare %s delivery %s", delivery.channel, delivery.event_id)
+        return None, f"{type(failure).__name__}: {failure}"[:500]
+
+
+async def attempt_all(
+    deliveries: list[Delivery], prepared: dict[int, channels.Send | tuple] | None = None
+) -> list[tuple[int | None, str]]:
     """Attempt each delivery, WEBHOOK_CONCURRENCY at a time: (its status code, its error)."""
     slots = asyncio.Semaphore(settings.WEBHOOK_CONCURRENCY)
 
     async def attempt(delivery: Delivery) -> tuple[int | None, str]:
+        if delivery.channel != DeliveryChannel.WEBHOOK:
+            send = (prepared or {}).get(delivery.pk) or prepare(delivery)
+            if isinstance(send, tuple):
+                return send
+            sender = channels.channel(delivery.channel)
+            seconds = sender.timeout() if sender and sender.timeout else settings.WEBHOOK_TIMEOUT
+            async with slots:
+                return await attempt_channel(send, seconds=seconds)
         async with slots:
             return await attempt_one(delivery)
 
     return await asyncio.gather(*map(attempt, deliveries))
 
 
+# The error an attempt returns when its channel's sender skipped the delivery (channels.Skip).
+SKIPPED = "Not sent: nothing waits for it any more"
+
+
 async def attempt_one(delivery: Delivery) -> tuple[int | None, str]:
-    """One attempt of a claimed delivery: (the receiver's status code, the error if any)."""
+    """One attempt of a claimed webhook delivery: (the receiver's status code, the error)."""
     try:
         status_code = await post(delivery)
     except UnsafeUrl as refused:
@@ -124,6 +173,22 @@ async def attempt_one(delivery: Delivery) -> tuple[int | None, str]:
     except (httpx.HTTPError, httpx.InvalidURL) as failure:
         return None, f"{type(failure).__name__}: {failure}"[:500]
     return status_code, "" if 200 <= status_code < 300 else f"HTTP {status_code}"
+
+
+async def attempt_channel(send: channels.Send, *, seconds: float) -> tuple[int | None, str]:
+    """One attempt of a prepared channel delivery, on a thread, within `seconds` (a sender
+    past it runs on, its outcome ignored: the row is retried later)."""
+    try:
+        async with asyncio.timeout(seconds):
+            status_code = await asyncio.to_thread(send)
+    except TimeoutError:
+        return None, f"No answer within {seconds:g} s"
+    except Exception as failure:  # a sender's failure is retried, never the sweep's end
+        status_code = getattr(failure, "status_code", None)
+        return status_code, f"{type(failure).__name__}: {failure}"[:500]
+    if status_code is None or 200 <= status_code < 300:
+        return status_code, ""
+    return status_code, f"HTTP {status_code}"
 
 
 async def post(delivery: Delivery) -> int:
@@ -155,14 +220,20 @@ async def post(delivery: Delivery) -> int:
             return response.status_code
 
 
-def record(delivery: Delivery, *, status_code: int | None, error: str) -> None:
+def record(
+    delivery: Delivery, *, status_code: int | None, error: str, skipped: bool = False
+) -> None:
     """Record an attempt's outcome. 410 Gone disables the webhook (no retry, nothing more
-    queued); a 2xx counts even if the row was given up while the attempt was in flight."""
+    queued), and a channel's 404 or 410 calls its `gone` hook; a 2xx counts even if the row
+    was given up while the attempt was in flight."""
     now = timezone.now()
     delivered = not error
-    gone = status_code == HTTPStatus.GONE
+    webhook = delivery.channel == DeliveryChannel.WEBHOOK
+    gone = status_code == HTTPStatus.GONE if webhook else status_code in GONE_STATUSES
     current = [DeliveryStatus.PENDING]
-    if delivered:
+    if skipped:
+        update = {"status": DeliveryStatus.SKIPPED}
+    elif delivered:
         update = {"status": DeliveryStatus.DELIVERED, "delivered_at": now}
         current.append(DeliveryStatus.GIVEN_UP)
     elif gone or delivery.attempts >= settings.WEBHOOK_MAX_ATTEMPTS:
@@ -174,9 +245,25 @@ def record(delivery: Delivery, *, status_code: int | None, error: str) -> None:
         Delivery.objects.filter(pk=delivery.pk, status__in=current).update(
             last_status_code=status_code, last_error=error, **update
         )
-        disabled = gone and services.disable_webhook(
-            webhook_id=delivery.webhook_id, reason=DisabledReason.GONE
+        disabled = (
+            gone
+            and webhook
+            and services.disable_webhook(webhook_id=delivery.webhook_id, reason=DisabledReason.GONE)
         )
+        if gone and not webhook and (sender := channels.channel(delivery.channel)):
+            sender.gone(delivery)
+    if skipped:
+        return
+    if not webhook:
+        if not delivered:
+            logger.warning(
+                "%s delivery %s failed (attempt %s): %s",
+                delivery.channel,
+                delivery.event_id,
+                delivery.attempts,
+                error,
+            )
+        return
     if not delivered:
         logger.warning(
             "webhook delivery %s to %s failed (attempt %s): %s",

@@ -62,15 +62,52 @@ class DeliveryStatus(models.TextChoices):
     FAILED = "failed", _("Failed")
     # Never sent, or not again: its webhook was disabled while it waited.
     GIVEN_UP = "given_up", _("Not sent: webhook disabled")
+    # Not sent: by its attempt, nothing waited any more (the question was resolved first,
+    # or the push subscription or e-mail address was removed).
+    SKIPPED = "skipped", _("Not sent: no longer needed")
+
+
+class DeliveryChannel(models.TextChoices):
+    """Where a delivery goes. Webhooks are sent here; the other channels' senders are
+    registered by the apps that own them (webhooks.channels)."""
+
+    # A signed POST to one of the owner's webhooks (Standard Webhooks).
+    WEBHOOK = "webhook", _("Webhook")
+    # An e-mail to the recipient's address.
+    EMAIL = "email", _("E-mail")
+    # A Web Push message to one of the recipient's browsers.
+    PUSH = "push", _("Web Push")
 
 
 class Delivery(models.Model):
-    """One event for one webhook: the outbox row written in the transaction that made the
-    event, then delivered (at least once) and retried with backoff by the sweep."""
+    """One event for one receiver: the outbox row written in the transaction that made the
+    event, then delivered (at least once) and retried with backoff by the sweep. A webhook
+    delivery names its webhook; an e-mail or a push names its recipient and `target`."""
 
-    webhook = models.ForeignKey(
-        Webhook, on_delete=models.CASCADE, related_name="deliveries", verbose_name=_("webhook")
+    channel = models.CharField(
+        _("channel"),
+        max_length=10,
+        choices=DeliveryChannel.choices,
+        default=DeliveryChannel.WEBHOOK,
     )
+    webhook = models.ForeignKey(
+        Webhook,
+        on_delete=models.CASCADE,
+        null=True,
+        blank=True,
+        related_name="deliveries",
+        verbose_name=_("webhook"),
+    )
+    recipient = models.ForeignKey(
+        settings.AUTH_USER_MODEL,
+        on_delete=models.CASCADE,
+        null=True,
+        blank=True,
+        related_name="+",
+        verbose_name=_("recipient"),
+    )
+    # What the channel's sender reads to find where it goes (a push: the subscription's id).
+    target = models.CharField(_("target"), max_length=200, blank=True)
     # Sent as `webhook-id` on every attempt: receivers deduplicate by it.
     event_id = models.CharField(_("event id"), max_length=64, unique=True)
     event_type = models.CharField(_("event type"), max_length=40)
@@ -100,7 +137,16 @@ class Delivery(models.Model):
         constraints = [
             models.CheckConstraint(
                 condition=Q(status__in=DeliveryStatus.values), name="webhook_delivery_status"
-            )
+            ),
+            models.CheckConstraint(
+                condition=Q(channel=DeliveryChannel.WEBHOOK, webhook__isnull=False)
+                | Q(
+                    channel__in=[DeliveryChannel.EMAIL, DeliveryChannel.PUSH],
+                    webhook__isnull=True,
+                    recipient__isnull=False,
+                ),
+                name="webhook_delivery_channel",
+            ),
         ]
 
     def __str__(self) -> str:

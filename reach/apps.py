@@ -1,0 +1,25 @@
+from django.apps import AppConfig
+from django.utils.translation import gettext_lazy as _
+
+
+class ReachConfig(AppConfig):
+    """Questions that reach a person away from Parley's pages: e-mail (a choice answered from
+    a signed, single-use link) and Web Push, both through the webhooks' outbox."""
+
+    name = "reach"
+    verbose_name = _("E-mail and push")
+
+    def ready(self) -> None:
+        from questions import notifications
+        from reach import mail, outbox, push
+        from webhooks import channels
+        from webhooks.models import DeliveryChannel
+
+        notifications.listen(outbox.enqueue)
+        channels.register(
+            DeliveryChannel.EMAIL,
+            channels.Channel(prepare=mail.prepare, timeout=mail.attempt_seconds),
+        )
+        channels.register(
+            DeliveryChannel.PUSH, channels.Channel(prepare=push.prepare, gone=push.gone)
+        )

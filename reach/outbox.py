@@ -1,0 +1,69 @@
+"""The e-mails and pushes a waiting question makes, written to the webhooks' outbox
+(webhooks.models.Delivery) in the transaction that asked it (questions.notifications), so a
+turn never waits for, nor fails with, a mail server or a push service."""
+
+import json
+import logging
+import uuid
+
+from django.contrib.auth import get_user_model
+
+from chat import presence
+from chat.engine import runner
+from questions import notifications
+from questions.notifications import QuestionEvent
+from reach.models import PushSubscription
+from reach.recipients import recipient_ids
+from webhooks.models import Delivery, DeliveryChannel
+
+logger = logging.getLogger("parley.reach")
+
+# The events that mean a question now waits for someone.
+WAITING = (notifications.ASKED, notifications.APPROVAL_REQUESTED)
+
+
+def enqueue(event: QuestionEvent) -> None:
+    """Queue an e-mail for each recipient who asked for them (and has an address), and a push
+    to each browser of each recipient with no Parley page open (chat.presence). What is sent
+    is read when it is sent: a question resolved by then is not sent at all."""
+    if event.type not in WAITING:
+        return
+    user_ids = recipient_ids(event)
+    body = json.dumps({"question": event.question.pk})
+    rows = [
+        Delivery(
+            channel=DeliveryChannel.EMAIL,
+            recipient_id=user_id,
+            event_id=f"mail_{uuid.uuid4().hex}",
+            event_type=event.type,
+            body=body,
+        )
+        for user_id in get_user_model()
+        .objects.filter(pk__in=user_ids, is_active=True, preferences__email_questions=True)
+        .exclude(email="")
+        .values_list("pk", flat=True)
+    ]
+    subscriptions = list(
+        PushSubscription.objects.filter(user_id__in=user_ids).values_list("pk", "user_id")
+    )
+    if subscriptions:
+        try:
+            present = presence.open_pages_of(sorted({user_id for _pk, user_id in subscriptions}))
+        except Exception:  # a cache that cannot be reached costs a needless push, not the turn
+            logger.warning("presence unknown: pushing to every subscribed browser", exc_info=True)
+            present = set()
+        rows += [
+            Delivery(
+                channel=DeliveryChannel.PUSH,
+                recipient_id=user_id,
+                target=str(pk),
+                event_id=f"push_{uuid.uuid4().hex}",
+                event_type=event.type,
+                body=body,
+            )
+            for pk, user_id in subscriptions
+            if user_id not in present
+        ]
+    if rows:
+        Delivery.objects.bulk_create(rows)
+        runner.run_jobs_soon_on_commit()

@@ -1,0 +1,80 @@
+"""An e-mail's answer links (no login: the signed link is the credential), the service
+worker, and this browser's push subscription (Settings)."""
+
+import json
+
+from django.conf import settings
+from django.contrib.auth.decorators import login_not_required
+from django.http import HttpRequest, HttpResponse, JsonResponse
+from django.shortcuts import render
+from django.utils import translation
+from django.views.decorators.cache import never_cache
+from django.views.decorators.http import require_http_methods, require_POST
+
+from accounts.selectors import preferences_for
+from questions.selectors import context_line, question_url
+from reach import links, push
+from reach.errors import BadLink, BadSubscription, LinkUsed, QuestionClosed, UnknownLink
+
+ANSWER_PAGE = "reach/answer.html"
+
+
+@login_not_required
+@never_cache
+@require_http_methods(["GET", "POST"])
+def answer(request: HttpRequest, token: str) -> HttpResponse:
+    """GET shows the question and the link's answer with "Confirm answer" (mail scanners
+    open links: a GET never answers); POST answers, once."""
+    try:
+        if request.method == "POST":
+            opened = links.answer_by_link(token=token)
+        else:
+            opened = links.open_link(token)
+    except (BadLink, UnknownLink) as refused:
+        return render(request, ANSWER_PAGE, {"refused": refused.message}, status=refused.status)
+    except (LinkUsed, QuestionClosed) as refused:
+        # Which question is known (the signature verified): link to it, for whoever may see it.
+        return render(request, ANSWER_PAGE, {"refused": refused.message}, status=refused.status)
+    question = opened.question
+    language = preferences_for(opened.link.recipient).language
+    if language and not request.COOKIES.get(settings.LANGUAGE_COOKIE_NAME):
+        translation.activate(language)  # the recipient's, as their e-mail was written
+    context = {
+        "asked": question.request.questions[0],
+        "label": opened.label,
+        "conversation_title": str(question.conversation),
+        "context_line": context_line(question.message),
+        "conversation_url": question_url(question),
+        "answered": request.method == "POST",
+    }
+    return render(request, ANSWER_PAGE, context)
+
+
+@login_not_required
+def service_worker(request: HttpRequest) -> HttpResponse:
+    """The service worker, at the site's root so that its scope is the whole site."""
+    response = render(request, "reach/sw.js", content_type="text/javascript; charset=utf-8")
+    response["Cache-Control"] = "no-cache"
+    return response
+
+
+@require_POST
+def subscribe(request: HttpRequest) -> HttpResponse:
+    """Save this browser's PushSubscription (its toJSON(), as the request's JSON body)."""
+    try:
+        push.subscribe(user=request.user, data=json.loads(request.body or b"null"))
+    except (ValueError, BadSubscription) as refused:
+        message = getattr(refused, "message", BadSubscription.default_message)
+        return JsonResponse({"message": str(message)}, status=BadSubscription.status)
+    return JsonResponse({}, status=201)
+
+
+@require_POST
+def unsubscribe(request: HttpRequest) -> HttpResponse:
+    """Forget this browser (`{"endpoint"}`): it gets no more pushes."""
+    try:
+        endpoint = str(json.loads(request.body or b"{}").get("endpoint", ""))
+    except (ValueError, AttributeError):
+        endpoint = ""
+    push.unsubscribe(user=request.user, endpoint=endpoint)
+    return HttpResponse(status=204)

@@ -1,0 +1,47 @@
+"""The outbox's channels other than webhooks (e-mail, Web Push): the apps that own them
+register a sender from their AppConfig.ready(), and the sweep (webhooks.delivery) claims,
+retries and records their deliveries exactly as it does a webhook's."""
+
+from collections.abc import Callable
+from dataclasses import dataclass
+
+from webhooks.models import Delivery
+
+
+class Skip(Exception):
+    """Raised by a sender when nothing waits for its delivery any more (the question was
+    resolved first, the subscription was removed): recorded as skipped, never retried."""
+
+
+# What a prepared delivery does: send it, on a thread of its own without the database, and
+# return the receiver's HTTP status (None where there is none, as for mail); any exception is
+# a failure to retry (its `status_code` attribute, if any, is recorded).
+Send = Callable[[], int | None]
+
+
+@dataclass(frozen=True)
+class Channel:
+    # Reads what one claimed delivery needs (in the sweep's thread, which may use the
+    # database) and returns its Send; raises Skip, or any exception for a failure to retry.
+    prepare: Callable[[Delivery], Send]
+    # Called (in the transaction that records it) when the receiver answered 404 or 410:
+    # the address is gone for good, and what sent to it should stop.
+    gone: Callable[[Delivery], None] = lambda delivery: None
+    # Seconds one attempt may take (None: WEBHOOK_TIMEOUT). A sender still running past it is
+    # retried later, so it may deliver twice: give a slow protocol (SMTP) its own bound.
+    timeout: Callable[[], float] | None = None
+
+
+_channels: dict[str, Channel] = {}
+
+
+def register(name: str, channel: Channel) -> None:
+    _channels[name] = channel
+
+
+def channel(name: str) -> Channel | None:
+    return _channels.get(name)
+
+
+def registered() -> list[Channel]:
+    return list(_channels.values())
