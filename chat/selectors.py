@@ -69,7 +69,11 @@ def conversations_for_user(*, user) -> QuerySet[Conversation]:
 
 def sidebar_conversations(*, user, limit: int) -> list[Conversation]:
     """The sidebar's conversations: the pinned ones first, then the most recently active."""
-    return list(conversations_for_user(user=user).order_by("-pinned", "-updated_at", "-id")[:limit])
+    return list(
+        conversations_for_user(user=user)
+        .select_related("owner")
+        .order_by("-pinned", "-updated_at", "-id")[:limit]
+    )
 
 
 def newest_conversation(*, user) -> Conversation | None:
