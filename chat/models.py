@@ -47,15 +47,21 @@ class ConversationQuerySet(models.QuerySet):
     def with_role_of(self, user) -> "ConversationQuerySet":
         """Each conversation with `viewer_role` (a MemberRole value, "owner" for the owner,
         None for a stranger) and `shared` (whether it has members), in the same query."""
-        memberships = Membership.objects.filter(conversation=OuterRef("pk"))
         return self.annotate(
-            viewer_role=Case(
-                When(owner=user, then=Value(OWNER)),
-                default=Subquery(memberships.filter(user=user).values("role")[:1]),
-                output_field=models.CharField(),
-            ),
-            shared=Exists(memberships),
+            viewer_role=role_in_conversation(user),
+            shared=Exists(Membership.objects.filter(conversation=OuterRef("pk"))),
         )
+
+
+def role_in_conversation(user, path: str = ""):
+    """An expression for `user`'s role in the conversation at `path` (e.g. "conversation__"
+    from a question): "owner", a MemberRole value, or None for a stranger."""
+    pk = OuterRef(f"{path.removesuffix('__')}_id" if path else "pk")
+    return Case(
+        When(**{f"{path}owner": user}, then=Value(OWNER)),
+        default=Subquery(Membership.objects.filter(conversation=pk, user=user).values("role")[:1]),
+        output_field=models.CharField(),
+    )
 
 
 class Conversation(models.Model):
@@ -204,9 +210,7 @@ class Membership(models.Model):
         ordering = ["added_at", "id"]
         constraints = [
             models.UniqueConstraint(fields=["conversation", "user"], name="membership_unique"),
-            models.CheckConstraint(
-                condition=Q(role__in=MemberRole.values), name="membership_role"
-            ),
+            models.CheckConstraint(condition=Q(role__in=MemberRole.values), name="membership_role"),
         ]
 
     def __str__(self) -> str:

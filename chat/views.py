@@ -368,9 +368,7 @@ def share(request: HttpRequest, conversation_id: int) -> HttpResponse:
     except ConversationNotFound:
         raise
     except ParleyError as error:
-        return render_members(
-            request, conversation_id, username=username, role=role, error=error
-        )
+        return render_members(request, conversation_id, username=username, role=role, error=error)
     return render_members(request, conversation_id)
 
 

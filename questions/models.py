@@ -194,6 +194,12 @@ class Question(models.Model):
                 condition=Q(status="pending", reminded_at__isnull=True, remind_at__isnull=False),
                 name="question_reminder_due",
             ),
+            # The escalation sweep (QUESTION_ESCALATE_AFTER).
+            models.Index(
+                fields=["escalate_at"],
+                condition=Q(status="pending", escalate_at__isnull=False),
+                name="question_escalation_due",
+            ),
             # The API's listing of a user's questions by status, newest first.
             models.Index(fields=["status", "-updated_at"], name="question_status_recent"),
         ]
@@ -266,6 +272,7 @@ class Question(models.Model):
             "answered_by": self.answered_by.get_username() if self.answered_by_id else None,
             "answered_at": self.answered_at,
             "answered_via": self.answered_via or None,
+            "assigned_to": self.assigned_to.get_username() if self.assigned_to_id else None,
         }
 
     @property
@@ -310,6 +317,7 @@ class Question(models.Model):
             answered_by=self.answered_by.get_username() if self.answered_by_id else None,
             answered_at=self.answered_at,
             answered_via=self.answered_via or None,
+            assigned_to=self.assigned_to.get_username() if self.assigned_to_id else None,
         )
 
     @property
