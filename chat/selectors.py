@@ -285,12 +285,16 @@ def people_ids(conversation_id: int) -> list[int]:
 def acting_ids(conversation_id: int) -> list[int]:
     """The owner and the participants of the conversation (who may answer its questions),
     owner first; one query."""
-    found = Conversation.objects.filter(pk=conversation_id).values_list("owner_id", flat=True)
-    participants = Membership.objects.filter(
-        conversation_id=conversation_id, role=MemberRole.PARTICIPANT
-    ).values_list("user_id", flat=True)
-    owner = list(found[:1])
-    return owner + [i for i in participants if i not in owner]
+    found = Conversation.objects.filter(pk=conversation_id).values_list(
+        "owner_id", "memberships__user_id", "memberships__role"
+    )
+    ids: list[int] = []
+    for owner_id, member_id, role in found:
+        if owner_id not in ids:
+            ids.insert(0, owner_id)
+        if role == MemberRole.PARTICIPANT and member_id not in ids:
+            ids.append(member_id)
+    return ids
 
 
 def deleted_conversation_for_user(*, user, conversation_id) -> Conversation:

@@ -158,7 +158,9 @@ def _mark_deleted(transcript: Transcript, deleted_at) -> None:
 def _tell_pages(user, conversation: Conversation) -> None:
     """Everyone's pages recount what waits (if it waited), and the members' sidebars follow."""
     if conversation.agent_state == AgentState.AWAITING_USER:
-        turns.attention_changed(conversation)
+        turns.attention_changed(conversation, waiting=False)
+    if not conversation.shared:
+        return
     for member_id in conversation.memberships.values_list("user_id", flat=True):
         events.send_on_commit(
             events.user_group(member_id), events.access_changed(member_id, conversation.pk)

@@ -1,7 +1,7 @@
 """Reads of questions. Access to a conversation is checked through chat.selectors first."""
 
 from django.conf import settings
-from django.db.models import Q, QuerySet
+from django.db.models import Exists, OuterRef, Q, QuerySet
 from django.urls import reverse
 
 from chat.blocks import TextBlock
@@ -37,7 +37,10 @@ def question_for_user(
     conversation_id = accessible_conversation_id(user=user, conversation_id=conversation_id)
     questions = (
         Question.objects.select_related("conversation", "message")
-        .annotate(viewer_role=role_in_conversation(user, "conversation__"))
+        .annotate(
+            viewer_role=role_in_conversation(user, "conversation__"),
+            shared=Exists(Membership.objects.filter(conversation=OuterRef("conversation_id"))),
+        )
         .filter(
             conversation_id=conversation_id,
             conversation__parent__isnull=True,
@@ -55,6 +58,7 @@ def question_for_user(
     # A stranger: 404; a viewer may read it, and only an owner or participant resolve it.
     check_role(question.viewer_role, Need.ACT if lock else Need.READ)
     question.conversation.viewer_role = question.viewer_role
+    question.conversation.shared = question.shared
     return question
 
 
@@ -222,6 +226,9 @@ def recipient_ids(question: Question) -> tuple[int, ...]:
     owner and participants (owner first)."""
     if question.assigned_to_id is not None:
         return (question.assigned_to_id,)
+    conversation = question.conversation
+    if getattr(conversation, "shared", True) is False:  # read for a person: no query
+        return (conversation.owner_id,)
     return tuple(acting_ids(question.conversation_id))
 
 

@@ -591,7 +591,9 @@ def attention_changed(conversation: Conversation, *, waiting: bool | None = None
     them."""
     if waiting is None:
         waiting = conversation.agent_state == AgentState.AWAITING_USER
-    for user_id in people_ids(conversation.pk):
+    # A conversation read for a person knows whether it is shared (no query when it is not).
+    shared = getattr(conversation, "shared", True)
+    for user_id in people_ids(conversation.pk) if shared else [conversation.owner_id]:
         events.send_on_commit(
             events.attention_group(user_id),
             events.attention_changed(user_id, conversation.pk, waiting=waiting),
