@@ -348,7 +348,7 @@ def _answer(question: Question, answers: list[Answer], *, by, via: Via) -> Messa
     with Transcript(question.conversation) as transcript:
         # The inserted user message (spec 5.5): kept in the data and the API, shown by the block.
         reply = transcript.append(
-            role=Role.USER, blocks=[TextBlock(text=text, shown_elsewhere=True)]
+            role=Role.USER, blocks=[TextBlock(text=text, shown_elsewhere=True)], author=by
         )
         _resolve(
             transcript,
