@@ -262,6 +262,12 @@ def role_of(*, user, conversation_id: int) -> str | None:
     return found
 
 
+def conversation_exists(conversation_id: int) -> bool:
+    """Whether the conversation is still there for its people (not deleted): what a socket
+    that lost it tells the page, deleted or no longer shared with this user."""
+    return Conversation.objects.filter(pk=conversation_id, deleted_at__isnull=True).exists()
+
+
 def members_of(conversation: Conversation) -> list[Membership]:
     """The people the conversation is shared with, first added first (the caller has checked
     access)."""

@@ -410,6 +410,7 @@ def render_members(
         "share_username": username,
         "share_role": role,
         "share_error": error.message if error is not None else "",
+        "share_refocus": True,  # the box for the next person (or to correct this one)
     }
     # A refusal is an alert in the panel, swapped in like the list (htmx-config swaps 4xx).
     status = error.status if error is not None else 200

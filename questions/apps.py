@@ -21,4 +21,4 @@ class QuestionsConfig(AppConfig):
         tools.register_action(ELICITATION_TYPE, "questions/elicitation.html")
         tools.resolve_pauses_by_message(tool_requests.deny_by_message)
         runner.every_sweep(deadlines.sweep)
-        sharing.on_access_changed(services.release_assignments)
+        sharing.on_access_changed(services.members_changed)

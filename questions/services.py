@@ -525,18 +525,21 @@ def _assign(question: Question, assignee_id: int | None, *, by, escalated: bool 
     turns.attention_changed(conversation, waiting=True)
 
 
-def release_assignments(conversation: Conversation, user_id: int, role: str | None) -> None:
-    """A member was removed, or can no longer answer (a viewer now): the pending questions
-    assigned to them wait for everyone again (chat.sharing's listener; the conversation's
-    row is locked by the caller)."""
-    if role == MemberRole.PARTICIPANT:
-        return
-    held = Question.objects.select_related("message").filter(
-        conversation=conversation, assigned_to_id=user_id, status=QuestionStatus.PENDING
+def members_changed(conversation: Conversation, user_id: int, role: str | None) -> None:
+    """Someone was added to the conversation, removed, or given another role (chat.sharing's
+    listener; the caller holds the conversation's lock): each pending question's block is
+    written again, so every page offers the new choice of assignees, and a question assigned
+    to someone who can no longer answer waits for everyone again."""
+    pending = Question.objects.select_related("message", "assigned_to").filter(
+        conversation=conversation, status=QuestionStatus.PENDING
     )
-    for question in held:
+    for question in pending:
         question.conversation = conversation
-        _assign(question, None, by=None)
+        if question.assigned_to_id == user_id and role != MemberRole.PARTICIPANT:
+            _assign(question, None, by=None)
+        else:
+            with Transcript(conversation) as transcript:
+                _write_block(transcript, question)
 
 
 @transaction.atomic

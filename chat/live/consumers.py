@@ -43,6 +43,7 @@ from chat.models import AgentState, Conversation
 from chat.selectors import (
     PAGE_MESSAGES,
     changed_subagents,
+    conversation_exists,
     conversation_for_user,
     conversation_page,
     role_of,
@@ -362,7 +363,8 @@ class ConversationConsumer(SignedInConsumer):
                     self.sent_seq, upto
                 )
             except ConversationNotFound:
-                await self.close(code=CLOSE_NOT_FOUND)
+                there = await database_sync_to_async(conversation_exists)(self.conversation_id)
+                await self.close(code=CLOSE_NO_ACCESS if there else CLOSE_NOT_FOUND)
                 return
             except SignedOut:
                 self.signed_out = True
