@@ -156,6 +156,11 @@ EXPIRES_AT = Field(
 ANSWERED_BY = Field(None, description="Who resolved it (a user name).")
 ANSWERED_AT = Field(None, description="When it was resolved (ISO time).")
 ANSWERED_VIA = Field(None, description="How: browser, api, terminal, auto-resolve or expiry.")
+ASSIGNED_TO = Field(
+    None,
+    description="The user it waits for alone, if someone assigned it; null: it waits for "
+    "the conversation's owner and every participant.",
+)
 
 
 class PendingQuestionOut(Schema):
@@ -172,6 +177,7 @@ class PendingQuestionOut(Schema):
     answeredBy: str | None = ANSWERED_BY
     answeredAt: str | None = ANSWERED_AT
     answeredVia: str | None = ANSWERED_VIA
+    assignedTo: str | None = ASSIGNED_TO
 
 
 class ApprovalDetail(Schema):
@@ -205,6 +211,7 @@ class ApprovalOut(Schema):
     answeredBy: str | None = ANSWERED_BY
     answeredAt: str | None = ANSWERED_AT
     answeredVia: str | None = ANSWERED_VIA
+    assignedTo: str | None = ASSIGNED_TO
 
 
 class ElicitationDetail(Schema):
@@ -240,6 +247,7 @@ class ElicitationOut(Schema):
     answeredBy: str | None = ANSWERED_BY
     answeredAt: str | None = ANSWERED_AT
     answeredVia: str | None = ANSWERED_VIA
+    assignedTo: str | None = ASSIGNED_TO
 
 
 # Whatever waits for a person, told apart by `tool`.
