@@ -8,7 +8,6 @@ from django.db import migrations, models
 class Migration(migrations.Migration):
 
     dependencies = [
-        ('chat', '0014_teams_membership_message_author'),
         ('questions', '0007_alter_question_kind_toolpermission'),
         migrations.swappable_dependency(settings.AUTH_USER_MODEL),
     ]
