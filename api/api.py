@@ -132,6 +132,11 @@ class ConversationOut(Schema):
     seq: int = Field(description="The change cursor: pass it as Last-Event-ID to /events.")
     createdAt: str
     updatedAt: str
+    role: str = Field(
+        "owner",
+        description="Your role in it: owner, participant (chats and answers) or viewer "
+        "(reads only; everything else is a 403).",
+    )
 
 
 class MessageOut(Schema):

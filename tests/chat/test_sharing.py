@@ -202,3 +202,10 @@ def test_a_member_sees_who_wrote_each_message(shared, user, bob, post):
     post(bob, shared, "Bob was here")
     page = logged_in(user).get(reverse("chat:conversation_detail", args=[shared.pk])).text
     assert '<h2 class="message-author">bob</h2>' in page
+
+
+def test_the_api_lists_shared_conversations_with_the_callers_role(shared, user, vera):
+    listed = logged_in(vera).get("/api/v1/conversations").json()
+    assert [(c["id"], c["role"]) for c in listed] == [(shared.pk, "viewer")]
+    own = logged_in(user).get(f"/api/v1/conversations/{shared.pk}").json()
+    assert own["role"] == "owner"
