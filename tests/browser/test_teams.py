@@ -250,3 +250,4 @@ def test_the_share_dialog_and_an_assigned_question_pass_axe(tab, people, screens
     counted(page, 0)
     assert axe_violations(page) == []
     question.screenshot(path=str(screenshots / f"assigned-question-{suffix}.png"), caret="initial")
+    page.screenshot(path=str(screenshots / f"shared-conversation-{suffix}.png"), caret="initial")
