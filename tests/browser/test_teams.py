@@ -99,10 +99,22 @@ def test_a_participant_sees_it_appear_answers_and_assignment_moves_the_count(tab
     expect(sidebar_link(bob_page, "Order a pizza")).to_contain_text(f"Shared by {owner[0]}")
     counted(bob_page, 1)
 
-    # Assigned to Bob: it waits for him alone.
+    own_inbox = own_page.context.new_page()
+    own_inbox.goto("/questions/")
+    expect(own_inbox.get_by_role("group", name="Pizza")).to_be_visible()
+    bob_inbox = bob_page.context.new_page()
+    bob_inbox.goto("/questions/")
+    expect(bob_inbox.get_by_role("group", name="Pizza")).to_be_visible()
+
+    # Assigned to Bob: it waits for him alone (count, inbox, sidebar marker).
     question.get_by_role("combobox", name="Assign to").select_option(label=bob[0])
     counted(own_page, 0)
     counted(bob_page, 1)
+    expect(own_inbox.get_by_role("group", name="Pizza")).to_have_count(0)
+    expect(bob_inbox.get_by_role("group", name="Pizza")).to_be_visible()
+    marker = "[data-waiting-marker]"
+    expect(sidebar_link(own_page, "Order a pizza").locator(marker)).to_be_hidden()
+    expect(sidebar_link(bob_page, "Order a pizza").locator(marker)).to_be_visible()
     sidebar_link(bob_page, "Order a pizza").click()
     bob_question = bob_page.get_by_role("group", name="Pizza")
     expect(bob_question.get_by_role("combobox", name="Assign to")).to_have_value(re.compile(r"\d+"))
