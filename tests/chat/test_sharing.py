@@ -209,3 +209,17 @@ def test_the_api_lists_shared_conversations_with_the_callers_role(shared, user, 
     assert [(c["id"], c["role"]) for c in listed] == [(shared.pk, "viewer")]
     own = logged_in(user).get(f"/api/v1/conversations/{shared.pk}").json()
     assert own["role"] == "owner"
+
+
+def test_a_viewers_page_offers_reading_only(shared, user, vera, post):
+    post(user, shared, "Hello")
+    page = logged_in(vera).get(reverse("chat:conversation_detail", args=[shared.pk])).text
+    assert "You are a viewer of this conversation" in page
+    assert 'aria-label="Copy message"' in page
+    assert 'aria-label="Edit message"' not in page
+    assert 'aria-label="Regenerate reply"' not in page
+    assert 'id="composer-text"' not in page
+    assert ">Share<" not in page
+    owner_page = logged_in(user).get(reverse("chat:conversation_detail", args=[shared.pk])).text
+    assert 'aria-label="Edit message"' in owner_page
+    assert ">Share<" in owner_page
