@@ -132,6 +132,11 @@ class ConversationOut(Schema):
     seq: int = Field(description="The change cursor: pass it as Last-Event-ID to /events.")
     createdAt: str
     updatedAt: str
+    role: str = Field(
+        "owner",
+        description="Your role in it: owner, participant (chats and answers) or viewer "
+        "(reads only; everything else is a 403).",
+    )
 
 
 class MessageOut(Schema):
@@ -158,6 +163,11 @@ ANSWERED_AT = Field(None, description="When it was resolved (ISO time).")
 ANSWERED_VIA = Field(
     None, description="How: browser, api, terminal, auto-resolve, expiry or email."
 )
+ASSIGNED_TO = Field(
+    None,
+    description="The user it waits for alone, if someone assigned it; null: it waits for "
+    "the conversation's owner and every participant.",
+)
 
 
 class PendingQuestionOut(Schema):
@@ -174,6 +184,7 @@ class PendingQuestionOut(Schema):
     answeredBy: str | None = ANSWERED_BY
     answeredAt: str | None = ANSWERED_AT
     answeredVia: str | None = ANSWERED_VIA
+    assignedTo: str | None = ASSIGNED_TO
 
 
 class ApprovalDetail(Schema):
@@ -207,6 +218,7 @@ class ApprovalOut(Schema):
     answeredBy: str | None = ANSWERED_BY
     answeredAt: str | None = ANSWERED_AT
     answeredVia: str | None = ANSWERED_VIA
+    assignedTo: str | None = ASSIGNED_TO
 
 
 class ElicitationDetail(Schema):
@@ -242,6 +254,7 @@ class ElicitationOut(Schema):
     answeredBy: str | None = ANSWERED_BY
     answeredAt: str | None = ANSWERED_AT
     answeredVia: str | None = ANSWERED_VIA
+    assignedTo: str | None = ASSIGNED_TO
 
 
 # Whatever waits for a person, told apart by `tool`.

@@ -48,6 +48,8 @@ def conversation_data(conversation: Conversation) -> dict:
         "seq": conversation.seq,
         "createdAt": conversation.created_at.isoformat(),
         "updatedAt": conversation.updated_at.isoformat(),
+        # The caller's role in it, when it was read for them (chat.selectors).
+        "role": getattr(conversation, "viewer_role", None) or "owner",
     }
 
 

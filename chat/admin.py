@@ -16,7 +16,7 @@ from django.urls import path, reverse
 from django.utils import timezone
 from django.utils.translation import gettext_lazy as _
 
-from chat.models import AgentState, Conversation, Message
+from chat.models import AgentState, Conversation, Membership, Message
 from chat.paging import TranscriptPage, transcript_page
 from chat.selectors import subagents_of
 
@@ -45,8 +45,26 @@ class WaitingForAnswerFilter(admin.SimpleListFilter):
         return queryset
 
 
+class MembershipInline(admin.TabularInline):
+    """Whom the owner shares the conversation with, read only: only its owner changes that
+    (chat.sharing), so a change always reaches the member's open pages."""
+
+    model = Membership
+    fields = ["user", "role", "added_at"]
+    readonly_fields = fields
+    extra = 0
+    can_delete = False
+
+    def has_add_permission(self, request, obj=None) -> bool:
+        return False
+
+    def has_change_permission(self, request, obj=None) -> bool:
+        return False
+
+
 @admin.register(Conversation)
 class ConversationAdmin(admin.ModelAdmin):
+    inlines = [MembershipInline]
     list_display = ["__str__", "owner", "agent_state", "message_count", "parent", "updated_at"]
     list_filter = [
         "agent_state",
@@ -95,7 +113,9 @@ class ConversationAdmin(admin.ModelAdmin):
     @admin.display(description=_("transcript"))
     def transcript(self, conversation: Conversation) -> str:
         """The newest messages, with a link to the pages of earlier ones."""
-        page = transcript_page(conversation.messages.all(), limit=TRANSCRIPT_PAGE)
+        page = transcript_page(
+            conversation.messages.select_related("author"), limit=TRANSCRIPT_PAGE
+        )
         return render_to_string(
             "admin/chat/transcript.html", self.transcript_context(conversation, page)
         )
@@ -134,7 +154,7 @@ class ConversationAdmin(admin.ModelAdmin):
         if not self.has_view_permission(request, conversation):
             raise PermissionDenied
         page = transcript_page(
-            conversation.messages.all(),
+            conversation.messages.select_related("author"),
             limit=TRANSCRIPT_PAGE,
             **transcript_place(conversation, request.GET),
         )

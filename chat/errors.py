@@ -33,6 +33,19 @@ class ConversationNotFound(ParleyError):
     default_message = _("That conversation does not exist.")
 
 
+# What a member is told when their role does not allow what they tried.
+VIEWER_REFUSED = _("You can only read this conversation: its owner shared it with you as a viewer.")
+OWNER_ONLY = _("Only the conversation’s owner can do that.")
+
+
+class NotAllowed(ParleyError):
+    """A member of the conversation tried what their role does not allow (a stranger gets
+    ConversationNotFound instead)."""
+
+    status = 403
+    default_message = VIEWER_REFUSED
+
+
 class EmptyMessage(ParleyError):
     default_message = _("Type a message first.")
 

@@ -149,6 +149,16 @@ def attention_changed(user_id: int, conversation_id: int, *, waiting: bool = Fal
     }
 
 
+ACCESS_CHANGED = "chat.access_changed"
+
+
+def access_changed(user_id: int, conversation_id: int) -> dict:
+    """Sent to the user's group: their access to `conversation_id` changed (shared with them,
+    another role, removed). Sockets and streams of it re-read their access, the live channel
+    the sidebar and the count (chat.sharing)."""
+    return {"type": ACCESS_CHANGED, "user_id": user_id, "conversation_id": conversation_id}
+
+
 def auth_changed(user_id: int, *, session: str = "") -> dict:
     """The user's credentials changed: streams re-check theirs (`session`: the digest of a
     session that just ended)."""

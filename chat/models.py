@@ -4,7 +4,7 @@ messages and the change cursor) and chat.engine.turns (the agent's state and lea
 from django.conf import settings
 from django.contrib.postgres.search import SearchVector, SearchVectorField
 from django.db import models
-from django.db.models import Q
+from django.db.models import Case, Exists, OuterRef, Q, Subquery, Value, When
 from django.utils import timezone
 from django.utils.translation import gettext_lazy as _
 
@@ -35,6 +35,33 @@ class Agent(models.TextChoices):
     # An agent outside Parley (an MCP client): it asks its questions here and reads the answers
     # itself. The model never runs in such a conversation.
     EXTERNAL = "external", _("An agent outside Parley")
+
+
+class ConversationQuerySet(models.QuerySet):
+    def visible_to(self, user) -> "ConversationQuerySet":
+        """The conversations `user` may read: their own and those shared with them (any
+        role). Deleted ones and sub-agents' are the caller's to exclude."""
+        shared = Membership.objects.filter(user=user).values("conversation_id")
+        return self.filter(Q(owner=user) | Q(pk__in=shared))
+
+    def with_role_of(self, user) -> "ConversationQuerySet":
+        """Each conversation with `viewer_role` (a MemberRole value, "owner" for the owner,
+        None for a stranger) and `shared` (whether it has members), in the same query."""
+        return self.annotate(
+            viewer_role=role_in_conversation(user),
+            shared=Exists(Membership.objects.filter(conversation=OuterRef("pk"))),
+        )
+
+
+def role_in_conversation(user, path: str = ""):
+    """An expression for `user`'s role in the conversation at `path` (e.g. "conversation__"
+    from a question): "owner", a MemberRole value, or None for a stranger."""
+    pk = OuterRef(f"{path.removesuffix('__')}_id" if path else "pk")
+    return Case(
+        When(**{f"{path}owner": user}, then=Value(OWNER)),
+        default=Subquery(Membership.objects.filter(conversation=pk, user=user).values("role")[:1]),
+        output_field=models.CharField(),
+    )
 
 
 class Conversation(models.Model):
@@ -92,6 +119,8 @@ class Conversation(models.Model):
     # (chat.selectors) until the sweep removes it for good (chat.services.purge_deleted).
     deleted_at = models.DateTimeField(_("deleted"), null=True, blank=True, editable=False)
 
+    objects = ConversationQuerySet.as_manager()
+
     class Meta:
         verbose_name = _("conversation")
         verbose_name_plural = _("conversations")
@@ -128,6 +157,64 @@ class Conversation(models.Model):
     def is_external(self) -> bool:
         """An agent outside Parley asks here: no model turn ever runs."""
         return self.agent == Agent.EXTERNAL
+
+    @property
+    def can_act(self) -> bool:
+        """Whether the person it was read for (chat.selectors.conversation_for_user) may
+        chat and answer in it; a conversation not read for anyone (a new one) is theirs."""
+        return getattr(self, "viewer_role", OWNER) in ACTING_ROLES
+
+    @property
+    def is_owned(self) -> bool:
+        """Whether the person it was read for owns it (and so manages its members)."""
+        return getattr(self, "viewer_role", OWNER) == OWNER
+
+
+# The role of a conversation's owner, as `viewer_role` names it beside MemberRole's.
+OWNER = "owner"
+
+
+class MemberRole(models.TextChoices):
+    """What a person a conversation is shared with may do in it (its owner may do all)."""
+
+    # Chats with the agent and answers its questions, as the owner does.
+    PARTICIPANT = "participant", _("Participant")
+    # Reads the conversation live; the server refuses everything else.
+    VIEWER = "viewer", _("Viewer")
+
+
+ACTING_ROLES = frozenset({OWNER, MemberRole.PARTICIPANT})
+
+
+class Membership(models.Model):
+    """A person a conversation is shared with by its owner, and in which role."""
+
+    conversation = models.ForeignKey(
+        Conversation,
+        on_delete=models.CASCADE,
+        related_name="memberships",
+        verbose_name=_("conversation"),
+    )
+    user = models.ForeignKey(
+        settings.AUTH_USER_MODEL,
+        on_delete=models.CASCADE,
+        related_name="memberships",
+        verbose_name=_("user"),
+    )
+    role = models.CharField(_("role"), max_length=12, choices=MemberRole.choices)
+    added_at = models.DateTimeField(_("added"), default=timezone.now, editable=False)
+
+    class Meta:
+        verbose_name = _("member")
+        verbose_name_plural = _("members")
+        ordering = ["added_at", "id"]
+        constraints = [
+            models.UniqueConstraint(fields=["conversation", "user"], name="membership_unique"),
+            models.CheckConstraint(condition=Q(role__in=MemberRole.values), name="membership_role"),
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.user} ({self.get_role_display()})"
 
 
 # PostgreSQL's "simple" text-search configuration: words as written, in any language (no
@@ -170,6 +257,16 @@ class Message(models.Model):
         verbose_name=_("conversation"),
     )
     role = models.CharField(_("role"), max_length=12, choices=Role.choices)
+    # The person who wrote a user message (or whose answer it is); none for the agent's,
+    # nor for messages stored before conversations were shared (their owner's).
+    author = models.ForeignKey(
+        settings.AUTH_USER_MODEL,
+        on_delete=models.SET_NULL,
+        null=True,
+        blank=True,
+        related_name="+",
+        verbose_name=_("author"),
+    )
     order = models.PositiveIntegerField(_("order"))
     # A list of blocks, validated by chat.blocks on the way in and read leniently on the way out.
     blocks = models.JSONField(_("blocks"), default=list)

@@ -1,5 +1,6 @@
 """Reads. Every read of a conversation for a person goes through `conversation_for_user`."""
 
+import enum
 from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
@@ -15,8 +16,18 @@ from django.utils.translation import gettext_lazy as _
 from django.utils.translation import gettext_noop
 
 from chat.blocks import ErrorBlock, TextBlock, ToolResultBlock, parse_blocks
-from chat.errors import ConversationNotFound, SearchTooSlow
-from chat.models import SEARCH_CONFIG, AgentState, Conversation, Message, Role
+from chat.errors import OWNER_ONLY, VIEWER_REFUSED, ConversationNotFound, NotAllowed, SearchTooSlow
+from chat.models import (
+    ACTING_ROLES,
+    OWNER,
+    SEARCH_CONFIG,
+    AgentState,
+    Conversation,
+    MemberRole,
+    Membership,
+    Message,
+    Role,
+)
 from chat.paging import transcript_page
 
 # The largest id or change cursor a column of ours holds (a signed 64-bit integer).
@@ -25,17 +36,44 @@ MAX_ID = 2**63 - 1
 QUERY_CANCELED = "57014"
 
 
+class Need(enum.Enum):
+    """What a person wants to do with a conversation, and so the role it takes."""
+
+    READ = "read"  # any member: the owner, a participant or a viewer
+    ACT = "act"  # chat, answer, decide, stop, edit: the owner or a participant
+    MANAGE = "manage"  # rename, pin, delete, share: the owner alone
+
+
+def check_role(role: str | None, need: Need) -> None:
+    """Raise ConversationNotFound for a stranger (`role` None: never 403, which would tell
+    that the conversation exists) and NotAllowed when the role is not enough for `need`."""
+    if role is None:
+        raise ConversationNotFound
+    if need is Need.ACT and role not in ACTING_ROLES:
+        raise NotAllowed(VIEWER_REFUSED)
+    if need is Need.MANAGE and role != OWNER:
+        raise NotAllowed(OWNER_ONLY)
+
+
 def conversations_for_user(*, user) -> QuerySet[Conversation]:
-    """The user's conversations, most recently active first (sub-agents' are shown only
-    inside their parent's; deleted ones, still undoable, nowhere)."""
-    return Conversation.objects.filter(
-        owner=user, parent__isnull=True, deleted_at__isnull=True
-    ).order_by("-updated_at", "-id")
+    """The conversations the user may read (their own and those shared with them), most
+    recently active first (sub-agents' are shown only inside their parent's; deleted ones,
+    still undoable, nowhere), each with the user's `viewer_role`."""
+    return (
+        Conversation.objects.visible_to(user)
+        .with_role_of(user)
+        .filter(parent__isnull=True, deleted_at__isnull=True)
+        .order_by("-updated_at", "-id")
+    )
 
 
 def sidebar_conversations(*, user, limit: int) -> list[Conversation]:
     """The sidebar's conversations: the pinned ones first, then the most recently active."""
-    return list(conversations_for_user(user=user).order_by("-pinned", "-updated_at", "-id")[:limit])
+    return list(
+        conversations_for_user(user=user)
+        .select_related("owner")
+        .order_by("-pinned", "-updated_at", "-id")[:limit]
+    )
 
 
 def newest_conversation(*, user) -> Conversation | None:
@@ -151,11 +189,20 @@ def statement_timed_out(error: OperationalError) -> bool:
 
 
 def waiting_conversation_ids(*, user) -> set[int]:
-    """The user's conversations paused until the user resolves something (a question)."""
+    """The conversations paused until the user (their owner or a participant) resolves
+    something (a question); the live channel then narrows it to what waits for this user."""
+    acting = Q(owner=user) | Q(
+        pk__in=Membership.objects.filter(user=user, role=MemberRole.PARTICIPANT).values(
+            "conversation_id"
+        )
+    )
     return set(
-        conversations_for_user(user=user)
-        .filter(agent_state=AgentState.AWAITING_USER)
-        .values_list("pk", flat=True)
+        Conversation.objects.filter(
+            acting,
+            parent__isnull=True,
+            deleted_at__isnull=True,
+            agent_state=AgentState.AWAITING_USER,
+        ).values_list("pk", flat=True)
     )
 
 
@@ -173,23 +220,87 @@ def accessible_conversation_id(*, user, conversation_id) -> int:
     return conversation_id
 
 
-def conversation_for_user(*, user, conversation_id, lock: bool = False) -> Conversation:
-    """The conversation if `user` may act on it; otherwise ConversationNotFound (never 403).
-    A sub-agent's conversation is never found here: it is read only through its parent
-    (`subagents_of`), and nobody posts to it, stops it or deletes it on its own.
+def conversation_for_user(
+    *, user, conversation_id, lock: bool = False, need: Need | None = None
+) -> Conversation:
+    """The conversation if `user` may do what `need` asks in it (default: READ, and ACT
+    with `lock`, since every write locks); ConversationNotFound for a stranger (never 403),
+    NotAllowed for a member whose role is not enough (chat.selectors.check_role). The
+    conversation carries the user's `viewer_role` and whether it is `shared`. A sub-agent's
+    conversation is never found here: it is read only through its parent (`subagents_of`),
+    and nobody posts to it, stops it or deletes it on its own.
 
     With lock=True the row is locked (SELECT ... FOR UPDATE) for the caller's transaction.
     """
     conversation_id = accessible_conversation_id(user=user, conversation_id=conversation_id)
-    conversations = Conversation.objects.filter(
-        owner=user, parent__isnull=True, deleted_at__isnull=True
+    if need is None:
+        need = Need.ACT if lock else Need.READ
+    conversations = (
+        Conversation.objects.visible_to(user)
+        .with_role_of(user)
+        .filter(parent__isnull=True, deleted_at__isnull=True)
     )
     if lock:
         conversations = conversations.select_for_update(of=("self",))
     try:
-        return conversations.get(pk=conversation_id)
+        conversation = conversations.get(pk=conversation_id)
     except Conversation.DoesNotExist:
         raise ConversationNotFound from None
+    check_role(conversation.viewer_role, need)
+    return conversation
+
+
+def role_of(*, user, conversation_id: int) -> str | None:
+    """The user's role in the conversation (`OWNER` or a MemberRole), None for a stranger;
+    one query."""
+    found = (
+        Conversation.objects.with_role_of(user)
+        .filter(pk=conversation_id, deleted_at__isnull=True, parent__isnull=True)
+        .values_list("viewer_role", flat=True)
+        .first()
+    )
+    return found
+
+
+def conversation_exists(conversation_id: int) -> bool:
+    """Whether the conversation is still there for its people (not deleted): what a socket
+    that lost it tells the page, deleted or no longer shared with this user."""
+    return Conversation.objects.filter(pk=conversation_id, deleted_at__isnull=True).exists()
+
+
+def members_of(conversation: Conversation) -> list[Membership]:
+    """The people the conversation is shared with, first added first (the caller has checked
+    access)."""
+    return list(conversation.memberships.select_related("user"))
+
+
+def people_ids(conversation_id: int) -> list[int]:
+    """The owner and every member of the conversation (whose pages hear of what waits in it),
+    owner first; one query."""
+    found = Conversation.objects.filter(pk=conversation_id).values_list(
+        "owner_id", "memberships__user_id"
+    )
+    ids: list[int] = []
+    for owner_id, member_id in found:
+        for user_id in (owner_id, member_id):
+            if user_id is not None and user_id not in ids:
+                ids.append(user_id)
+    return ids
+
+
+def acting_ids(conversation_id: int) -> list[int]:
+    """The owner and the participants of the conversation (who may answer its questions),
+    owner first; one query."""
+    found = Conversation.objects.filter(pk=conversation_id).values_list(
+        "owner_id", "memberships__user_id", "memberships__role"
+    )
+    ids: list[int] = []
+    for owner_id, member_id, role in found:
+        if owner_id not in ids:
+            ids.insert(0, owner_id)
+        if role == MemberRole.PARTICIPANT and member_id not in ids:
+            ids.append(member_id)
+    return ids
 
 
 def deleted_conversation_for_user(*, user, conversation_id) -> Conversation:
@@ -199,6 +310,7 @@ def deleted_conversation_for_user(*, user, conversation_id) -> Conversation:
     try:
         return (
             Conversation.objects.select_for_update(of=("self",))
+            .with_role_of(user)
             .filter(owner=user, parent__isnull=True, deleted_at__isnull=False)
             .get(pk=conversation_id)
         )
@@ -221,7 +333,9 @@ def messages_changed_since(
     """Messages created or changed after the change cursor `after`, in transcript order; with
     `limit`, at most limit + 1 of them (the most recently changed), so a caller can tell
     there were more."""
-    changed = Message.objects.filter(conversation_id=conversation_id, seq__gt=min(after, MAX_ID))
+    changed = Message.objects.select_related("author").filter(
+        conversation_id=conversation_id, seq__gt=min(after, MAX_ID)
+    )
     if limit is None:
         return list(changed.order_by("order"))
     newest = list(changed.order_by("-seq")[: limit + 1])
@@ -294,7 +408,7 @@ def conversation_page(
     if first is None:
         first = conversation_for_user(user=user, conversation_id=conversation_id)
     found = transcript_page(
-        Message.objects.filter(conversation_id=first.pk),
+        Message.objects.select_related("author").filter(conversation_id=first.pk),
         limit=PAGE_MESSAGES,
         before=None if before is None else min(before, MAX_ID),
     )

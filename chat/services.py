@@ -30,6 +30,7 @@ from chat.errors import (
 )
 from chat.models import Agent, AgentState, Conversation, Message, Role
 from chat.selectors import (
+    Need,
     conversation_for_user,
     conversations_for_user,
     deleted_conversation_for_user,
@@ -92,7 +93,9 @@ def start_conversation(*, owner, text: str) -> Message:
 
 @transaction.atomic
 def rename_conversation(*, user, conversation_id: int, title: str) -> Conversation:
-    conversation = conversation_for_user(user=user, conversation_id=conversation_id, lock=True)
+    conversation = conversation_for_user(
+        user=user, conversation_id=conversation_id, lock=True, need=Need.MANAGE
+    )
     with Transcript(conversation) as transcript:
         conversation.title = _clean_title(title)
         transcript.touch()
@@ -103,7 +106,9 @@ def rename_conversation(*, user, conversation_id: int, title: str) -> Conversati
 def pin_conversation(*, user, conversation_id: int, pinned: bool) -> Conversation:
     """Keep the conversation at the top of the sidebar, or no longer. Not an activity: its
     place among the others stays where it was."""
-    conversation = conversation_for_user(user=user, conversation_id=conversation_id, lock=True)
+    conversation = conversation_for_user(
+        user=user, conversation_id=conversation_id, lock=True, need=Need.MANAGE
+    )
     if conversation.pinned != pinned:
         conversation.pinned = pinned
         conversation.save(update_fields=["pinned"])
@@ -115,7 +120,9 @@ def delete_conversation(*, user, conversation_id: int) -> None:
     """Delete the conversation, undoably for DELETE_UNDO_SECONDS (restore_conversation): it
     leaves every page and listing at once, its running turn stops, and the sweep removes it
     for good afterwards (purge_deleted)."""
-    conversation = conversation_for_user(user=user, conversation_id=conversation_id, lock=True)
+    conversation = conversation_for_user(
+        user=user, conversation_id=conversation_id, lock=True, need=Need.MANAGE
+    )
     next = None
     with Transcript(conversation) as transcript:
         if conversation.is_running:
@@ -149,9 +156,14 @@ def _mark_deleted(transcript: Transcript, deleted_at) -> None:
 
 
 def _tell_pages(user, conversation: Conversation) -> None:
-    if conversation.agent_state == AgentState.AWAITING_USER:  # the user's pages recount
+    """Everyone's pages recount what waits (if it waited), and the members' sidebars follow."""
+    if conversation.agent_state == AgentState.AWAITING_USER:
+        turns.attention_changed(conversation, waiting=False)
+    if not conversation.shared:
+        return
+    for member_id in conversation.memberships.values_list("user_id", flat=True):
         events.send_on_commit(
-            events.attention_group(user.pk), events.attention_changed(user.pk, conversation.pk)
+            events.user_group(member_id), events.access_changed(member_id, conversation.pk)
         )
 
 
@@ -199,7 +211,7 @@ def _append_user_message(*, user, conversation_id: int, text: str) -> Message:
     # The pausing call is the turn's first open one (read before the message joins the turn).
     open_calls = turns.open_tool_calls(conversation) if paused else []
     with Transcript(conversation) as transcript:
-        message = transcript.append(role=Role.USER, blocks=[TextBlock(text=text)])
+        message = transcript.append(role=Role.USER, blocks=[TextBlock(text=text)], author=user)
         next = _resolve_pause_by_message(transcript, open_calls, message, user) if paused else None
         if next is None:
             # No pause (or none that anything still waits on): the message starts a new turn.
@@ -291,7 +303,7 @@ def _replace_message(*, user, conversation_id: int, message_id: int, text: str) 
         conversation.title = _auto_title(text)
     with Transcript(conversation) as transcript:
         transcript.supersede(replaced)
-        message = transcript.append(role=Role.USER, blocks=[TextBlock(text=text)])
+        message = transcript.append(role=Role.USER, blocks=[TextBlock(text=text)], author=user)
         next = turns.begin_turn(transcript)
     dispatch.on_commit(next)
     return message

@@ -111,7 +111,10 @@ class Transcript:
             self._newest_read = True
         return self._newest
 
-    def append(self, *, role: Role, blocks: list[Block], is_draft: bool = False) -> Message:
+    def append(
+        self, *, role: Role, blocks: list[Block], is_draft: bool = False, author=None
+    ) -> Message:
+        """A new message at the transcript's end; `author`: the person who wrote it."""
         newest = self.newest()
         order = 0 if newest is None else newest.order + 1
         seq = self.touch()
@@ -120,6 +123,7 @@ class Transcript:
         message = Message.objects.create(
             conversation=self.conversation,
             role=role,
+            author=author,
             order=order,
             blocks=dump_blocks(blocks),
             search_text=searchable_text(blocks),

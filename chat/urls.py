@@ -18,6 +18,12 @@ urlpatterns = [
     path(
         "c/<int:conversation_id>/restore/", views.conversation_restore, name="conversation_restore"
     ),
+    path("c/<int:conversation_id>/share/", views.share, name="share"),
+    path(
+        "c/<int:conversation_id>/members/<int:member_id>/remove/",
+        views.unshare,
+        name="unshare",
+    ),
     path("c/<int:conversation_id>/retry/", views.retry, name="retry"),
     path("c/<int:conversation_id>/stop/", views.stop, name="stop"),
     path("c/<int:conversation_id>/regenerate/", views.regenerate, name="regenerate"),

@@ -11,12 +11,14 @@ from django.utils.translation import gettext as _
 from django.views.decorators.http import require_GET, require_http_methods, require_POST
 from django_htmx.http import HttpResponseClientRedirect, HttpResponseClientRefresh, reswap, retarget
 
-from chat import services
+from chat import services, sharing
 from chat.errors import ConversationNotFound, ParleyError, RateLimited, ServiceUnavailable
-from chat.models import Conversation
+from chat.models import Conversation, MemberRole
 from chat.selectors import (
+    Need,
     conversation_for_user,
     conversation_page,
+    members_of,
     newest_conversation,
     search_snippets,
     sidebar_conversations,
@@ -62,8 +64,10 @@ def conversation_search(request: HttpRequest) -> HttpResponse:
     """The sidebar's list for its search box (htmx); without JavaScript the box submits to
     the list page instead. A refused search says why in the list's place."""
     query = services.clean_search(request.GET.get("q", ""))
+    current_id = current_conversation_id(request)
+    current = Conversation(pk=current_id) if current_id is not None else None
     try:
-        context = sidebar_context(request, query=query)
+        context = sidebar_context(request, query=query, current=current)
     except ParleyError as error:
         context = {
             "query": query,
@@ -353,6 +357,72 @@ def control_response(
     return redirect("chat:conversation_detail", conversation_id=conversation_id)
 
 
+# --- Sharing: the owner's panel of members ------------------------------------------------
+
+
+@require_POST
+@conversation_view
+def share(request: HttpRequest, conversation_id: int) -> HttpResponse:
+    """Add a member (or change their role): the panel's list again, or its refusal in the
+    panel's alert with what was typed kept."""
+    username = request.POST.get("username", "")
+    role = request.POST.get("role", "")
+    try:
+        sharing.share_conversation(
+            user=request.user, conversation_id=conversation_id, username=username, role=role
+        )
+    except ConversationNotFound:
+        raise
+    except ParleyError as error:
+        return render_members(request, conversation_id, username=username, role=role, error=error)
+    return render_members(request, conversation_id)
+
+
+@require_POST
+@conversation_view
+def unshare(request: HttpRequest, conversation_id: int, member_id: int) -> HttpResponse:
+    try:
+        sharing.remove_member(
+            user=request.user, conversation_id=conversation_id, member_id=member_id
+        )
+    except ConversationNotFound:
+        raise
+    except ParleyError as error:
+        return render_members(request, conversation_id, error=error)
+    return render_members(request, conversation_id)
+
+
+def render_members(
+    request: HttpRequest,
+    conversation_id: int,
+    *,
+    username: str = "",
+    role: str = MemberRole.PARTICIPANT,
+    error: ParleyError | None = None,
+) -> HttpResponse:
+    """The share panel's body; without htmx, the conversation's page (a refusal says why)."""
+    if not request.htmx:
+        if error is not None:
+            return render_conversation(
+                request, conversation_id, share_error=error.message, status=error.status
+            )
+        return redirect("chat:conversation_detail", conversation_id=conversation_id)
+    conversation = conversation_for_user(
+        user=request.user, conversation_id=conversation_id, need=Need.MANAGE
+    )
+    context = {
+        "conversation": conversation,
+        "members": members_of(conversation),
+        "share_username": username,
+        "share_role": role,
+        "share_error": error.message if error is not None else "",
+        "share_refocus": True,  # the box for the next person (or to correct this one)
+    }
+    # A refusal is an alert in the panel, swapped in like the list (htmx-config swaps 4xx).
+    status = error.status if error is not None else 200
+    return render(request, f"{CONVERSATION}#members", context, status=status)
+
+
 def with_retry_after(response: HttpResponse, error: ParleyError) -> HttpResponse:
     if isinstance(error, RateLimited):
         response["Retry-After"] = str(error.retry_after)
@@ -360,10 +430,20 @@ def with_retry_after(response: HttpResponse, error: ParleyError) -> HttpResponse
 
 
 def render_conversation(
-    request: HttpRequest, conversation_id: int, *, text: str = "", error: str = "", status=200
+    request: HttpRequest,
+    conversation_id: int,
+    *,
+    text: str = "",
+    error: str = "",
+    share_error: str = "",
+    status=200,
 ) -> HttpResponse:
     page = conversation_page(user=request.user, conversation_id=conversation_id)
+    conversation = page.conversation
     context = {
+        "members": members_of(conversation) if conversation.shared else [],
+        "share_error": share_error,
+        "share_role": MemberRole.PARTICIPANT,
         "conversation": page.conversation,
         "messages": page.messages,
         "earlier": page.earlier,

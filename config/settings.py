@@ -377,6 +377,9 @@ QUESTION_MAX_PER_TURN = int(os.environ.get("QUESTION_MAX_PER_TURN", "3"))
 # each user may set their own in Settings, 0 there meaning never), and how many seconds before
 # that a reminder goes out (unset: at 80% of the time; 0: no reminder).
 QUESTION_EXPIRE_AFTER = int(os.environ.get("QUESTION_EXPIRE_AFTER") or 0) or None
+# Seconds after which a question assigned to someone other than the conversation's owner, still
+# unanswered, goes back to the owner (who is notified). Unset or 0: never.
+QUESTION_ESCALATE_AFTER = int(os.environ.get("QUESTION_ESCALATE_AFTER") or 0) or None
 QUESTION_REMIND_BEFORE = (
     float(os.environ["QUESTION_REMIND_BEFORE"])
     if os.environ.get("QUESTION_REMIND_BEFORE")

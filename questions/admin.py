@@ -1,5 +1,5 @@
 """Operators see every question here, read only: what was asked, and who resolved it, when,
-how and through which channel (the audit)."""
+how and through which channel, and whom it was assigned to, by whom and when (the audit)."""
 
 from django.contrib import admin
 
@@ -13,13 +13,14 @@ class QuestionAdmin(admin.ModelAdmin):
         "kind",
         "status",
         "conversation",
+        "assigned_to",
         "answered_by",
         "answered_via",
         "created_at",
         "answered_at",
     ]
     list_filter = ["status", "kind", "answered_via", "created_at"]
-    list_select_related = ["conversation", "answered_by"]
+    list_select_related = ["conversation", "answered_by", "assigned_to"]
     search_fields = ["tool_call_id", "conversation__title", "conversation__owner__username"]
     date_hierarchy = "created_at"
     readonly_fields = [field.name for field in Question._meta.fields]

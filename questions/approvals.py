@@ -92,6 +92,8 @@ class _Payload(BaseModel):
     answered_by: str | None = None
     answered_at: datetime | None = None
     answered_via: Via | None = None
+    # Whom it waits for alone (a user name), if someone assigned it; else everyone who acts.
+    assigned_to: str | None = None
 
     @property
     def status(self) -> str:

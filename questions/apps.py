@@ -9,8 +9,9 @@ class QuestionsConfig(AppConfig):
     verbose_name = _("Questions")
 
     def ready(self) -> None:
+        from chat import sharing
         from chat.engine import runner, tools
-        from questions import deadlines, tool_requests
+        from questions import deadlines, services, tool_requests
         from questions.approvals import APPROVAL_TYPE, ELICITATION_TYPE
         from questions.tools import TOOLS
 
@@ -20,3 +21,4 @@ class QuestionsConfig(AppConfig):
         tools.register_action(ELICITATION_TYPE, "questions/elicitation.html")
         tools.resolve_pauses_by_message(tool_requests.deny_by_message)
         runner.every_sweep(deadlines.sweep)
+        sharing.on_access_changed(services.members_changed)

@@ -89,6 +89,8 @@ class QuestionPayload(BaseModel):
     answered_by: str | None = None
     answered_at: datetime | None = None
     answered_via: Via | None = None
+    # Whom it waits for alone (a user name), if someone assigned it; else everyone who acts.
+    assigned_to: str | None = None
 
     @model_validator(mode="before")
     @classmethod

@@ -88,6 +88,16 @@ class AttentionConsumer(SignedInConsumer):
                 pending.cancel()
         await super().disconnect(code)
 
+    async def chat_access_changed(self, event: dict) -> None:
+        """A conversation was shared with the user, or no longer is (chat.sharing): the
+        count, and the sidebar's list."""
+        await self.push(self.render_access_changed)
+
+    def render_access_changed(self) -> str:
+        html = self.render()
+        with translation.override(self.language):
+            return html + render_to_string("questions/live.html#sidebar_refresh")
+
     async def questions_reminder(self, event: dict) -> None:
         """One of the user's questions expires soon: the page notifies as for a new one."""
         await self.push(self.render_reminder, event)

@@ -1,7 +1,8 @@
 """The background side of deadlines: every server and worker process runs `sweep` on each of
-its sweeps (chat.engine.runner), which expires the questions whose deadline passed and sends
-the reminders that are due. Both are found by indexed columns of questions.Question, and each
-is resolved by a service that makes it happen exactly once however many processes sweep."""
+its sweeps (chat.engine.runner), which expires the questions whose deadline passed, sends the
+reminders that are due and escalates the assigned questions left unanswered too long. Each is
+found by indexed columns of questions.Question, and resolved by a service that makes it happen
+exactly once however many processes sweep."""
 
 from django.utils import timezone
 
@@ -25,3 +26,7 @@ def sweep() -> None:
     reminders = pending.filter(reminded_at__isnull=True, remind_at__lte=now).order_by("remind_at")
     for question_id in list(reminders.values_list("pk", flat=True)[:BATCH]):
         services.send_reminder(question_id=question_id)
+    # Assigned questions still waiting past QUESTION_ESCALATE_AFTER go back to the owner.
+    escalations = pending.filter(escalate_at__lte=now).order_by("escalate_at")
+    for question_id in list(escalations.values_list("pk", flat=True)[:BATCH]):
+        services.escalate_question(question_id=question_id)

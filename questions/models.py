@@ -132,6 +132,29 @@ class Question(models.Model):
     answered_via = models.CharField(
         _("answered via"), max_length=16, choices=AnsweredVia.choices, blank=True
     )
+    # Who it waits for: with nobody assigned, the conversation's owner and every participant;
+    # else the assignee alone. Who assigned it last, and when (the audit of reassignments).
+    assigned_to = models.ForeignKey(
+        settings.AUTH_USER_MODEL,
+        on_delete=models.SET_NULL,
+        null=True,
+        blank=True,
+        related_name="assigned_questions",
+        verbose_name=_("assigned to"),
+    )
+    assigned_by = models.ForeignKey(
+        settings.AUTH_USER_MODEL,
+        on_delete=models.SET_NULL,
+        null=True,
+        blank=True,
+        related_name="+",
+        verbose_name=_("assigned by"),
+    )
+    assigned_at = models.DateTimeField(_("assigned at"), null=True, blank=True)
+    # With QUESTION_ESCALATE_AFTER: when an assigned question still pending goes back to the
+    # conversation's owner (null: never), and when it did.
+    escalate_at = models.DateTimeField(_("escalation due"), null=True, blank=True)
+    escalated_at = models.DateTimeField(_("escalated"), null=True, blank=True)
     # When the server resolves it as expired (null: never), and when its reminder is due.
     expires_at = models.DateTimeField(_("expires"), null=True, blank=True)
     remind_at = models.DateTimeField(_("reminder due"), null=True, blank=True)
@@ -172,6 +195,12 @@ class Question(models.Model):
                 fields=["remind_at"],
                 condition=Q(status="pending", reminded_at__isnull=True, remind_at__isnull=False),
                 name="question_reminder_due",
+            ),
+            # The escalation sweep (QUESTION_ESCALATE_AFTER).
+            models.Index(
+                fields=["escalate_at"],
+                condition=Q(status="pending", escalate_at__isnull=False),
+                name="question_escalation_due",
             ),
             # The API's listing of a user's questions by status, newest first.
             models.Index(fields=["status", "-updated_at"], name="question_status_recent"),
@@ -245,6 +274,7 @@ class Question(models.Model):
             "answered_by": self.answered_by.get_username() if self.answered_by_id else None,
             "answered_at": self.answered_at,
             "answered_via": self.answered_via or None,
+            "assigned_to": self.assigned_to.get_username() if self.assigned_to_id else None,
         }
 
     @property
@@ -289,6 +319,7 @@ class Question(models.Model):
             answered_by=self.answered_by.get_username() if self.answered_by_id else None,
             answered_at=self.answered_at,
             answered_via=self.answered_via or None,
+            assigned_to=self.assigned_to.get_username() if self.assigned_to_id else None,
         )
 
     @property

@@ -17,10 +17,22 @@ ANSWERED = "question.answered"
 REJECTED = "question.rejected"
 EXPIRED = "question.expired"
 REMINDER = "question.reminder"
+# Someone assigned the question to a person (or back to everyone), or it was escalated to
+# the conversation's owner: told to those it now waits for.
+ASSIGNED = "question.assigned"
 # An approval before a tool runs (questions.approvals): asked, and decided or expired.
 APPROVAL_REQUESTED = "approval.requested"
 APPROVAL_RESOLVED = "approval.resolved"
-EVENT_TYPES = (ASKED, ANSWERED, REJECTED, EXPIRED, REMINDER, APPROVAL_REQUESTED, APPROVAL_RESOLVED)
+EVENT_TYPES = (
+    ASKED,
+    ANSWERED,
+    REJECTED,
+    EXPIRED,
+    REMINDER,
+    ASSIGNED,
+    APPROVAL_REQUESTED,
+    APPROVAL_RESOLVED,
+)
 
 # The event each resolution makes (a cancelled question tells nobody: nobody answered it,
 # and its conversation had moved on).
@@ -50,8 +62,13 @@ def resolved_event(question: Question) -> str | None:
 class QuestionEvent:
     type: str
     question: Question
+    # The conversation's owner.
     owner_id: int
     at: datetime
+    # The users the question waits for: its assignee if it has one, else the conversation's
+    # owner and participants (questions.selectors.recipient_ids). Listeners that reach
+    # people (webhooks, mail, push) reach these.
+    recipient_ids: tuple[int, ...]
 
 
 Listener = Callable[[QuestionEvent], None]

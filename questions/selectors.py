@@ -1,12 +1,25 @@
 """Reads of questions. Access to a conversation is checked through chat.selectors first."""
 
 from django.conf import settings
-from django.db.models import QuerySet
+from django.db.models import Exists, OuterRef, Q, QuerySet
 from django.urls import reverse
 
 from chat.blocks import TextBlock
-from chat.models import AgentState, Conversation, Message
-from chat.selectors import accessible_conversation_id, conversation_for_user
+from chat.models import (
+    AgentState,
+    Conversation,
+    MemberRole,
+    Membership,
+    Message,
+    role_in_conversation,
+)
+from chat.selectors import (
+    Need,
+    accessible_conversation_id,
+    acting_ids,
+    check_role,
+    conversation_for_user,
+)
 from questions.approvals import APPROVAL_TYPE, ELICITATION_TYPE, ApprovalPayload
 from questions.blocks import Answer
 from questions.errors import QuestionAlreadyResolved
@@ -22,20 +35,31 @@ def question_for_user(
     QuestionAlreadyResolved (no such question: a stale or unknown id, as the losers of a race
     see it)."""
     conversation_id = accessible_conversation_id(user=user, conversation_id=conversation_id)
-    questions = Question.objects.select_related("conversation", "message").filter(
-        conversation_id=conversation_id,
-        conversation__owner=user,
-        conversation__parent__isnull=True,
-        conversation__deleted_at__isnull=True,
-        tool_call_id=tool_call_id,
+    questions = (
+        Question.objects.select_related("conversation", "message")
+        .annotate(
+            viewer_role=role_in_conversation(user, "conversation__"),
+            shared=Exists(Membership.objects.filter(conversation=OuterRef("conversation_id"))),
+        )
+        .filter(
+            conversation_id=conversation_id,
+            conversation__parent__isnull=True,
+            conversation__deleted_at__isnull=True,
+            tool_call_id=tool_call_id,
+        )
     )
     if lock:
         questions = questions.select_for_update(of=("conversation",))
     try:
-        return questions.get()
+        question = questions.get()
     except Question.DoesNotExist:
         conversation_for_user(user=user, conversation_id=conversation_id)  # which error
         raise QuestionAlreadyResolved from None
+    # A stranger: 404; a viewer may read it, and only an owner or participant resolve it.
+    check_role(question.viewer_role, Need.ACT if lock else Need.READ)
+    question.conversation.viewer_role = question.viewer_role
+    question.conversation.shared = question.shared
+    return question
 
 
 def pending_question(conversation: Conversation) -> Question | None:
@@ -74,7 +98,14 @@ def pending_questions(conversation: Conversation) -> list[Question]:
 # An approval's and an elicitation's fields, as the API and the webhooks send them.
 APPROVAL_FIELDS = {"name", "server", "tool", "title", "description", "arguments", "input_schema"}
 ELICITATION_FIELDS = {"server", "tool", "call_id", "message", "mode", "url", "fields"}
-AUDIT_FIELDS = {"question_resolution", "expires_at", "answered_by", "answered_at", "answered_via"}
+AUDIT_FIELDS = {
+    "question_resolution",
+    "expires_at",
+    "answered_by",
+    "answered_at",
+    "answered_via",
+    "assigned_to",
+}
 
 
 def tool_request_data(question: Question) -> dict:
@@ -103,15 +134,34 @@ def tool_request_data(question: Question) -> dict:
     }
 
 
+def waiting_for(user) -> Q:
+    """The questions that wait for `user`: those assigned to them, and the unassigned ones
+    of the conversations they own or take part in (a viewer answers nothing)."""
+    participating = Membership.objects.filter(user=user, role=MemberRole.PARTICIPANT).values(
+        "conversation_id"
+    )
+    return Q(assigned_to=user) | Q(
+        Q(conversation__owner=user) | Q(conversation_id__in=participating),
+        assigned_to__isnull=True,
+    )
+
+
 def questions_for_user(*, user, status: str = QuestionStatus.PENDING) -> QuerySet[Question]:
     """The user's questions with this status in every conversation of theirs, the most
-    recently changed first (pending ones: the most recently asked first)."""
+    recently changed first (pending ones: the most recently asked first). Pending ones are
+    those that wait for the user (`waiting_for`: an assigned question waits for its assignee
+    alone); resolved ones, those of the conversations they own or take part in."""
     questions = Question.objects.filter(
         status=status,
-        conversation__owner=user,
         conversation__parent__isnull=True,
         conversation__deleted_at__isnull=True,
-    ).select_related("conversation", "answered_by")
+    ).select_related("conversation", "answered_by", "assigned_to")
+    if status == QuestionStatus.PENDING:
+        questions = questions.filter(waiting_for(user))
+    else:
+        questions = questions.filter(
+            conversation__in=Conversation.objects.visible_to(user).values("pk")
+        )
     if status == QuestionStatus.PENDING:
         return questions.order_by("-created_at", "-id")
     return questions.order_by("-updated_at", "-id")
@@ -169,6 +219,27 @@ def draft_answers(conversation_id: int, tool_call_id: str) -> list[Answer]:
         except ValueError:
             answers.append(Answer())
     return answers
+
+
+def recipient_ids(question: Question) -> tuple[int, ...]:
+    """The users the question waits for: its assignee if it has one, else the conversation's
+    owner and participants (owner first)."""
+    if question.assigned_to_id is not None:
+        return (question.assigned_to_id,)
+    conversation = question.conversation
+    if getattr(conversation, "shared", True) is False:  # read for a person: no query
+        return (conversation.owner_id,)
+    return tuple(acting_ids(question.conversation_id))
+
+
+def assignees(conversation: Conversation) -> list:
+    """Whom a question of the conversation may be assigned to: its owner and participants,
+    owner first (the caller has checked access)."""
+    participants = [
+        m.user
+        for m in conversation.memberships.filter(role=MemberRole.PARTICIPANT).select_related("user")
+    ]
+    return [conversation.owner, *participants]
 
 
 def question_url(question: Question) -> str:

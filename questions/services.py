@@ -25,8 +25,8 @@ from chat import events
 from chat.blocks import ActionBlock, TextBlock, ToolCallBlock, ToolResultBlock, parse_blocks
 from chat.engine import dispatch, turns
 from chat.errors import ConversationNotFound, NothingToStop
-from chat.models import AgentState, Conversation, Message, Role
-from chat.selectors import conversation_for_user
+from chat.models import AgentState, Conversation, MemberRole, Message, Role
+from chat.selectors import acting_ids, conversation_for_user
 from chat.text import clean_text
 from chat.transcript import Transcript, lock
 from questions import notifications
@@ -41,7 +41,7 @@ from questions.schemas import (
     YES,
     QuestionRequest,
 )
-from questions.selectors import pending_question, question_for_user
+from questions.selectors import pending_question, question_for_user, recipient_ids
 
 # The blocks a Question row writes (its `block`), found by their call id.
 ACTION_TYPES = (ACTION_TYPE, APPROVAL_TYPE, ELICITATION_TYPE)
@@ -348,7 +348,7 @@ def _answer(question: Question, answers: list[Answer], *, by, via: Via) -> Messa
     with Transcript(question.conversation) as transcript:
         # The inserted user message (spec 5.5): kept in the data and the API, shown by the block.
         reply = transcript.append(
-            role=Role.USER, blocks=[TextBlock(text=text, shown_elsewhere=True)]
+            role=Role.USER, blocks=[TextBlock(text=text, shown_elsewhere=True)], author=by
         )
         _resolve(
             transcript,
@@ -423,6 +423,14 @@ def _resolve(
         raise QuestionAlreadyResolved
     for field, value in resolution.items():
         setattr(question, field, value)
+    _write_block(transcript, question)
+    QuestionDraft.objects.filter(question=question).delete()
+    if (event := notifications.resolved_event(question)) is not None:
+        _publish(event, question, at=now)
+
+
+def _write_block(transcript: Transcript, question: Question) -> None:
+    """Write the question's block, as its row now is, into the message that asked it."""
     message = question.message
     blocks = parse_blocks(message.blocks)
     for index, block in enumerate(blocks):
@@ -433,9 +441,6 @@ def _resolve(
         ):
             blocks[index] = question.block
     transcript.update(message, blocks=blocks)
-    QuestionDraft.objects.filter(question=question).delete()
-    if (event := notifications.resolved_event(question)) is not None:
-        _publish(event, question, at=now)
 
 
 def _pending_approvals(conversation: Conversation) -> list[Question]:
@@ -460,9 +465,109 @@ def resume_if_decided(transcript: Transcript) -> None:
 def _publish(event: str, question: Question, *, at: datetime) -> None:
     notifications.publish(
         notifications.QuestionEvent(
-            type=event, question=question, owner_id=question.conversation.owner_id, at=at
+            type=event,
+            question=question,
+            owner_id=question.conversation.owner_id,
+            at=at,
+            recipient_ids=recipient_ids(question),
         )
     )
+
+
+# --- Assigning: whom a pending question waits for ------------------------------------------
+
+NOT_AN_ASSIGNEE = _("Only the conversation’s owner and participants can be assigned a question.")
+
+
+@transaction.atomic
+def assign_question(
+    *, user, conversation_id: int, tool_call_id: str, assignee_id: int | None
+) -> Question:
+    """Assign the pending question to `assignee_id` (the owner or a participant), or with
+    None back to everyone who acts in the conversation. Only the owner and participants may;
+    the audit records who assigned it and when. Raises InvalidAnswer (not an assignee),
+    QuestionAlreadyResolved, NotAllowed, ConversationNotFound."""
+    question = _pending(user=user, conversation_id=conversation_id, tool_call_id=tool_call_id)
+    if assignee_id is not None and assignee_id not in acting_ids(question.conversation_id):
+        raise InvalidAnswer(NOT_AN_ASSIGNEE)
+    _assign(question, assignee_id, by=user)
+    return question
+
+
+def _assign(question: Question, assignee_id: int | None, *, by, escalated: bool = False) -> None:
+    """Record the (re)assignment on the row and in its block, and tell those it waits for
+    now (notifications, webhooks) and everyone's pages (the counts). The conversation's row
+    is locked by the caller."""
+    if question.assigned_to_id == assignee_id and not escalated:
+        return
+    now = timezone.now()
+    conversation = question.conversation
+    escalate = settings.QUESTION_ESCALATE_AFTER
+    fields = {
+        "assigned_to_id": assignee_id,
+        "assigned_by": by,
+        "assigned_at": now,
+        # Escalation brings a question assigned to someone else back to the owner.
+        "escalate_at": (
+            now + timedelta(seconds=escalate)
+            if escalate and assignee_id not in (None, conversation.owner_id)
+            else None
+        ),
+        "escalated_at": now if escalated else question.escalated_at,
+        "updated_at": now,
+    }
+    Question.objects.filter(pk=question.pk).update(**fields)
+    for field, value in fields.items():
+        setattr(question, field, value)
+    with Transcript(conversation) as transcript:
+        _write_block(transcript, question)
+    _publish(notifications.ASSIGNED, question, at=now)
+    turns.attention_changed(conversation, waiting=True)
+
+
+def members_changed(conversation: Conversation, user_id: int, role: str | None) -> None:
+    """Someone was added to the conversation, removed, or given another role (chat.sharing's
+    listener; the caller holds the conversation's lock): each pending question's block is
+    written again, so every page offers the new choice of assignees, and a question assigned
+    to someone who can no longer answer waits for everyone again."""
+    pending = Question.objects.select_related("message", "assigned_to").filter(
+        conversation=conversation, status=QuestionStatus.PENDING
+    )
+    for question in pending:
+        question.conversation = conversation
+        if question.assigned_to_id == user_id and role != MemberRole.PARTICIPANT:
+            _assign(question, None, by=None)
+        else:
+            with Transcript(conversation) as transcript:
+                _write_block(transcript, question)
+
+
+@transaction.atomic
+def escalate_question(*, question_id: int) -> bool:
+    """QUESTION_ESCALATE_AFTER passed while the question, assigned to someone other than the
+    conversation's owner, still waits: it goes to the owner, who is told. Once, across
+    processes (the row is claimed under the conversation's lock). True if this call did."""
+    conversation_id = (
+        Question.objects.filter(pk=question_id).values_list("conversation_id", flat=True).first()
+    )
+    if conversation_id is None:
+        return False
+    try:
+        conversation = lock(conversation_id)
+    except ConversationNotFound:
+        return False
+    question = Question.objects.select_related("message").filter(pk=question_id).first()
+    if (
+        question is None
+        or not question.is_pending
+        or question.escalate_at is None
+        or question.escalate_at > timezone.now()
+        or conversation.deleted_at is not None
+    ):
+        return False
+    question.conversation = conversation
+    _assign(question, conversation.owner_id, by=None, escalated=True)
+    return True
 
 
 # --- Drafts: what the user chose or typed, saved while a question waits ----------------------

@@ -14,6 +14,9 @@ urlpatterns = [
     ),
     path("c/<int:conversation_id>/questions/<str:tool_call_id>/draft/", views.draft, name="draft"),
     path(
+        "c/<int:conversation_id>/questions/<str:tool_call_id>/assign/", views.assign, name="assign"
+    ),
+    path(
         "c/<int:conversation_id>/questions/<str:tool_call_id>/decide/", views.decide, name="decide"
     ),
     path(

@@ -78,6 +78,28 @@ def reject(request: HttpRequest, conversation_id: int, tool_call_id: str) -> Htt
 
 @require_POST
 @conversation_view
+def assign(request: HttpRequest, conversation_id: int, tool_call_id: str) -> HttpResponse:
+    """Assign the question (`assignee`: a user id, or empty for everyone); the block shows it
+    in every tab over the websocket."""
+    try:
+        assignee_id = int(request.POST.get("assignee") or 0) or None
+    except ValueError:
+        assignee_id = -1  # no such person: refused as one who may not be assigned
+    return control_response(
+        request,
+        conversation_id,
+        lambda: services.assign_question(
+            user=request.user,
+            conversation_id=conversation_id,
+            tool_call_id=tool_call_id,
+            assignee_id=assignee_id,
+        ),
+        alert=alert_id(tool_call_id),
+    )
+
+
+@require_POST
+@conversation_view
 def draft(request: HttpRequest, conversation_id: int, tool_call_id: str) -> HttpResponse:
     """Save what the user has chosen or typed so far (posted by the block as they go)."""
     return control_response(

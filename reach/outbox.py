@@ -13,7 +13,6 @@ from chat.engine import runner
 from questions import notifications
 from questions.notifications import QuestionEvent
 from reach.models import PushSubscription
-from reach.recipients import recipient_ids
 from webhooks.models import Delivery, DeliveryChannel
 
 logger = logging.getLogger("parley.reach")
@@ -22,13 +21,26 @@ logger = logging.getLogger("parley.reach")
 WAITING = (notifications.ASKED, notifications.APPROVAL_REQUESTED)
 
 
+def reaches(event: QuestionEvent) -> bool:
+    """Whether the event means a question now waits for someone it did not wait for: asked,
+    or assigned to a person (who did not assign it to themself)."""
+    if event.type in WAITING:
+        return True
+    question = event.question
+    return (
+        event.type == notifications.ASSIGNED
+        and question.assigned_to_id is not None
+        and question.assigned_to_id != question.assigned_by_id
+    )
+
+
 def enqueue(event: QuestionEvent) -> None:
     """Queue an e-mail for each recipient who asked for them (and has an address), and a push
     to each browser of each recipient with no Parley page open (chat.presence). What is sent
     is read when it is sent: a question resolved by then is not sent at all."""
-    if event.type not in WAITING:
+    if not reaches(event):
         return
-    user_ids = recipient_ids(event)
+    user_ids = event.recipient_ids
     body = json.dumps({"question": event.question.pk})
     rows = [
         Delivery(

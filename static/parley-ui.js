@@ -484,6 +484,37 @@
     wasRunning = running;
   }
 
+  // --- The share panel (the owner's "Share" button): opens below the title with the focus in
+  // its Username box; Close or Escape shuts it and gives the focus back to the button.
+  function sharePanel(open, refocus) {
+    var toggle = byId("share-toggle");
+    var panel = byId("share-panel");
+    if (!toggle || !panel) { return; }
+    panel.hidden = !open;
+    toggle.setAttribute("aria-expanded", open ? "true" : "false");
+    if (open) {
+      var box = byId("share-username");
+      if (box) { box.focus(); }
+    } else if (refocus) {
+      toggle.focus();
+    }
+  }
+  document.addEventListener("click", function (event) {
+    var target = event.target;
+    if (!target.closest) { return; }
+    if (target.closest("#share-toggle")) {
+      sharePanel(byId("share-toggle").getAttribute("aria-expanded") !== "true", true);
+    } else if (target.closest(".share-close")) {
+      sharePanel(false, true);
+    }
+  });
+  document.addEventListener("keydown", function (event) {
+    var panel = byId("share-panel");
+    if (event.key === "Escape" && panel && !panel.hidden && panel.contains(document.activeElement)) {
+      sharePanel(false, true);
+    }
+  });
+
   function refresh(root) {
     addCodeHeaders(root || document);
     numberActions();

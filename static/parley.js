@@ -31,6 +31,10 @@
   document.addEventListener("htmx:wsClose", function (event) {
     if (event.detail.event.code === 4404) {
       show("conversation-gone", true);
+    } else if (event.detail.event.code === 4403) {
+      show("conversation-unshared", true);  // its owner no longer shares it with this user
+    } else if (event.detail.event.code === 4409) {
+      window.location.reload();  // another role: the page as it now shows it
     } else if (event.detail.event.code === 4401) {
       window.location.reload();  // signed out: the page sends them to the login form
     } else if (event.detail.event.code === 4429) {

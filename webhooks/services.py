@@ -101,7 +101,8 @@ def enqueue(event: QuestionEvent) -> None:
     transaction; delivered after commit (chat.runner's sweep jobs)."""
     hook_ids = list(
         Webhook.objects.filter(
-            Q(owner_id=event.owner_id) | Q(owner__isnull=True), disabled_at__isnull=True
+            Q(owner_id__in=event.recipient_ids) | Q(owner__isnull=True),
+            disabled_at__isnull=True,
         ).values_list("pk", flat=True)
     )
     if not hook_ids:

@@ -56,7 +56,12 @@ from chat.engine import dispatch
 from chat.engine.dispatch import NOTHING, Next
 from chat.errors import AgentBusy, NoAgentHere
 from chat.models import RUNNING_STATES, AgentState, Conversation, Message, Role
-from chat.selectors import SUBAGENT_STOPPED, assistant_newest_first, last_turn_newest_first
+from chat.selectors import (
+    SUBAGENT_STOPPED,
+    assistant_newest_first,
+    last_turn_newest_first,
+    people_ids,
+)
 from chat.transcript import Transcript, draft_text, lock
 
 # Stored as English msgids and translated when rendered, so each reader sees their language.
@@ -581,14 +586,18 @@ def _free_lease(conversation: Conversation) -> None:
 
 
 def attention_changed(conversation: Conversation, *, waiting: bool | None = None) -> None:
-    """Something began or stopped waiting for the owner (a pause; a running tool's request):
-    their pages recount what waits for them."""
+    """Something began or stopped waiting for the people of the conversation (a pause; a
+    running tool's request): the pages of its owner and members recount what waits for
+    them."""
     if waiting is None:
         waiting = conversation.agent_state == AgentState.AWAITING_USER
-    events.send_on_commit(
-        events.attention_group(conversation.owner_id),
-        events.attention_changed(conversation.owner_id, conversation.pk, waiting=waiting),
-    )
+    # A conversation read for a person knows whether it is shared (no query when it is not).
+    shared = getattr(conversation, "shared", True)
+    for user_id in people_ids(conversation.pk) if shared else [conversation.owner_id]:
+        events.send_on_commit(
+            events.attention_group(user_id),
+            events.attention_changed(user_id, conversation.pk, waiting=waiting),
+        )
 
 
 def _stop_subagents(conversation: Conversation) -> Next:

@@ -43,8 +43,10 @@ from chat.models import AgentState, Conversation
 from chat.selectors import (
     PAGE_MESSAGES,
     changed_subagents,
+    conversation_exists,
     conversation_for_user,
     conversation_page,
+    role_of,
     transcript_changes,
 )
 from chat.transcript import draft_text
@@ -55,6 +57,10 @@ logger = logging.getLogger("parley.events")
 CLOSE_NOT_FOUND = 4404
 CLOSE_SIGNED_OUT = 4401
 CLOSE_TOO_MANY_SOCKETS = 4429
+# The conversation's owner removed this user from it (the page says so), or changed their
+# role (the page loads again, as the new role shows it).
+CLOSE_NO_ACCESS = 4403
+CLOSE_ROLE_CHANGED = 4409
 # While a turn runs, check again this long after each push, in case its last event was
 # dropped (channel layers drop messages to a full queue).
 RECHECK_SECONDS = 1.5
@@ -258,6 +264,7 @@ class ConversationConsumer(SignedInConsumer):
             await self.close()  # before accept: the handshake is refused (HTTP 403)
             return
         self.created_at = conversation.created_at  # which conversation this id is (renders)
+        self.role = conversation.viewer_role
         if await self.join(conversation_group(self.conversation_id), user_group(self.user.pk)):
             await self.accept()
 
@@ -279,6 +286,20 @@ class ConversationConsumer(SignedInConsumer):
 
     def wants_fragment(self, event: dict) -> bool:
         return event["conversation_id"] == self.conversation_id
+
+    async def chat_access_changed(self, event: dict) -> None:
+        """The user's access to a conversation changed (chat.sharing): this socket closes if
+        it was this one's and the user lost it, or their role changed."""
+        if event["conversation_id"] != self.conversation_id:
+            return
+        role = await database_sync_to_async(role_of)(
+            user=self.user, conversation_id=self.conversation_id
+        )
+        if role == self.role:
+            return
+        async with self.pushing:
+            self.signed_out = True  # nothing more is pushed to it
+            await self.close(code=CLOSE_NO_ACCESS if role is None else CLOSE_ROLE_CHANGED)
 
     async def chat_changed(self, event: dict) -> None:
         if self.sent_seq is None or event["seq"] <= self.sent_seq:
@@ -342,7 +363,8 @@ class ConversationConsumer(SignedInConsumer):
                     self.sent_seq, upto
                 )
             except ConversationNotFound:
-                await self.close(code=CLOSE_NOT_FOUND)
+                there = await database_sync_to_async(conversation_exists)(self.conversation_id)
+                await self.close(code=CLOSE_NO_ACCESS if there else CLOSE_NOT_FOUND)
                 return
             except SignedOut:
                 self.signed_out = True

@@ -11,7 +11,7 @@ from questions.approvals import ApprovalPayload, ElicitationPayload
 from questions.blocks import Answer, QuestionPayload, payload_of
 from questions.models import AnsweredVia
 from questions.schemas import Question
-from questions.selectors import draft_answers
+from questions.selectors import assignees, draft_answers
 
 register = template.Library()
 
@@ -37,6 +37,16 @@ def question_draft_json(conversation, payload: QuestionPayload) -> str:
     to restore; the page has checked access to `conversation`."""
     answers = draft_answers(conversation.pk, payload.tool_call_id)
     return json.dumps([a.model_dump() for a in answers], ensure_ascii=False) if answers else ""
+
+
+@register.simple_tag
+def question_assignees(conversation) -> list:
+    """Whom a pending question of a shared conversation may be assigned to (its owner and
+    participants); none for a conversation nobody else is in. The page has checked access."""
+    shared = getattr(conversation, "shared", None)
+    if shared is None:  # read without its role (the inbox)
+        shared = conversation.memberships.exists()
+    return assignees(conversation) if shared else []
 
 
 @dataclass(frozen=True)

@@ -28,7 +28,14 @@ from tests.api.tool_requests import (
 # Also run on PostgreSQL (make test): decisions lock the conversation and update the row.
 pytestmark = [pytest.mark.django_db, pytest.mark.postgres]
 
-AUDIT = {"questionResolution", "expiresAt", "answeredBy", "answeredAt", "answeredVia"}
+AUDIT = {
+    "questionResolution",
+    "expiresAt",
+    "answeredBy",
+    "answeredAt",
+    "answeredVia",
+    "assignedTo",
+}
 NOTE_FORM = {"name": "groceries", "text": "Milk", "pinned": True, "priority": 5, "colour": "green"}
 
 
@@ -94,6 +101,7 @@ def test_a_pending_approval_in_the_conversation_and_the_listing(api, approval):
         "answeredBy": None,
         "answeredAt": None,
         "answeredVia": None,
+        "assignedTo": None,
     }
     assert body["pendingQuestions"] == [pending]
     assert api.get("/questions").json() == [pending]

@@ -32,7 +32,10 @@ OPEN_CONVERSATION = 9
 LOAD_EARLIER = 5
 API_CONVERSATION = 4
 API_PAGE_OF_MESSAGES = 4
-ADMIN_TRANSCRIPT = {"the conversation's page": 6, "a page of earlier messages": 5}
+SHARE = 14
+ASSIGN_QUESTION = 14
+OPEN_SHARED_CONVERSATION = 10
+ADMIN_TRANSCRIPT = {"the conversation's page": 7, "a page of earlier messages": 5}
 
 
 @pytest.fixture
@@ -100,6 +103,65 @@ def test_answering_a_question(browser, asked, turns_run_in, django_assert_max_nu
     assert response.status_code == 204
     asked.refresh_from_db()
     assert asked.status == "answered"
+
+
+@pytest.fixture
+def teammates(django_user_model) -> list:
+    return [django_user_model.objects.create_user(username=f"mate{index}") for index in range(3)]
+
+
+def test_sharing_a_conversation(browser, conversation, teammates, django_assert_max_num_queries):
+    for mate in teammates[:2]:
+        browser.post(
+            reverse("chat:share", args=[conversation.pk]),
+            {"username": mate.username, "role": "viewer"},
+            HTTP_HX_REQUEST="true",
+        )
+    url = reverse("chat:share", args=[conversation.pk])
+    with django_assert_max_num_queries(SHARE):
+        response = browser.post(
+            url, {"username": "mate2", "role": "participant"}, HTTP_HX_REQUEST="true"
+        )
+    assert response.status_code == 200
+    assert "mate2" in response.content.decode()
+
+
+def test_assigning_a_question(browser, asked, teammates, committed, django_assert_max_num_queries):
+    from chat import sharing
+
+    with committed():
+        for mate in teammates:
+            sharing.share_conversation(
+                user=asked.conversation.owner,
+                conversation_id=asked.conversation_id,
+                username=mate.username,
+                role="participant",
+            )
+    url = reverse("questions:assign", args=[asked.conversation_id, asked.tool_call_id])
+    with django_assert_max_num_queries(ASSIGN_QUESTION):
+        response = browser.post(url, {"assignee": teammates[1].pk}, HTTP_HX_REQUEST="true")
+    assert response.status_code == 204
+    asked.refresh_from_db()
+    assert asked.assigned_to == teammates[1]
+
+
+def test_opening_a_shared_conversation_costs_what_its_members_do_not_multiply(
+    client, conversation, user, teammates, committed, django_assert_max_num_queries
+):
+    from chat import sharing
+
+    with committed():
+        for mate in teammates:
+            sharing.share_conversation(
+                user=user, conversation_id=conversation.pk, username=mate.username, role="viewer"
+            )
+    many_messages(conversation, 20)
+    client.force_login(teammates[0])
+    url = reverse("chat:conversation_detail", args=[conversation.pk])
+    client.get(url)
+    with django_assert_max_num_queries(OPEN_SHARED_CONVERSATION):
+        response = client.get(url)
+    assert response.status_code == 200
 
 
 def many_messages(conversation, length: int) -> None:

@@ -419,3 +419,50 @@ def test_two_confirmations_at_once_answer_once(mailed_user, conversation, ask, s
     ]
     assert Message.objects.filter(conversation=conversation, role=Role.USER).count() == 2
     assert Question.objects.get().answered_via == "email"
+
+
+def test_a_question_assigned_to_a_participant_is_mailed_to_them_alone(
+    mailed_user, conversation, ask, sweep, django_user_model
+):
+    from chat import sharing
+
+    grace = django_user_model.objects.create_user(
+        username="grace", password="pw-grace-123", email="grace@example.org"
+    )
+    Preferences.objects.create(user=grace, email_questions=True)
+    sharing.share_conversation(
+        user=mailed_user, conversation_id=conversation.pk, username="grace", role="participant"
+    )
+    ask(mailed_user, conversation)
+    sweep()
+    # Asked: it waits for the owner and the participant, and both asked for mail.
+    assert sorted(address for m in mail.outbox for address in m.to) == [
+        "ada@example.org",
+        "grace@example.org",
+    ]
+    mail.outbox.clear()
+    question = Question.objects.get()
+
+    def assign(assignee):
+        questions.assign_question(
+            user=mailed_user,
+            conversation_id=conversation.pk,
+            tool_call_id=question.tool_call_id,
+            assignee_id=assignee.pk,
+        )
+        sweep()
+
+    assign(mailed_user)  # taken by the owner for themself: nobody is mailed again
+    assert mail.outbox == []
+    assign(grace)
+    [message] = mail.outbox
+    assert message.to == ["grace@example.org"]
+    _margherita, pepperoni, _funghi = option_links(message)
+    assert confirm(Client(), pepperoni).status_code == 200
+    question.refresh_from_db()
+    assert (question.status, question.answers, question.answered_by, question.answered_via) == (
+        QuestionStatus.ANSWERED,
+        [{"labels": ["Pepperoni"], "custom": ""}],
+        grace,
+        "email",
+    )
