@@ -24,16 +24,19 @@ class Preferences(models.Model):
         default=False,
         help_text=_("Notify me when a question is asked while Parley's tab is in the background."),
     )
+    # Defaults in the database too: rows written by code that predates a column (a process
+    # of the previous release during an upgrade) still insert.
     email_questions = models.BooleanField(
         _("Email me questions"),
         default=False,
+        db_default=False,
         help_text=_(
             "Each question the agent asks you is e-mailed to you; a choice can be answered "
             "from the e-mail."
         ),
     )
     # The language mail is written in: the one last chosen in Settings (pages read the cookie).
-    language = models.CharField(_("language"), max_length=10, blank=True)
+    language = models.CharField(_("language"), max_length=10, blank=True, db_default="")
     # Seconds; empty: the server's QUESTION_EXPIRE_AFTER applies.
     question_expire_after = models.PositiveIntegerField(
         _("questions expire after (seconds)"),

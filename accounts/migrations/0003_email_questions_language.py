@@ -13,11 +13,11 @@ class Migration(migrations.Migration):
         migrations.AddField(
             model_name='preferences',
             name='email_questions',
-            field=models.BooleanField(default=False, help_text='Each question the agent asks you is e-mailed to you; a choice can be answered from the e-mail.', verbose_name='Email me questions'),
+            field=models.BooleanField(db_default=False, default=False, help_text='Each question the agent asks you is e-mailed to you; a choice can be answered from the e-mail.', verbose_name='Email me questions'),
         ),
         migrations.AddField(
             model_name='preferences',
             name='language',
-            field=models.CharField(blank=True, max_length=10, verbose_name='language'),
+            field=models.CharField(blank=True, db_default='', max_length=10, verbose_name='language'),
         ),
     ]
