@@ -131,7 +131,8 @@ def test_a_participant_sees_it_appear_answers_and_assignment_moves_the_count(tab
     expect(own_page.locator(".message-assistant").last).to_contain_text("ordering: Funghi")
     counted(own_page, 0)
     counted(bob_page, 0)
-    # Bob's messages carry his name on everyone's page.
+    # Bob's messages carry his name on everyone's page (sent once the reply has ended).
+    expect(bob_page.get_by_role("button", name="Send")).to_be_enabled(timeout=15_000)
     send(bob_page, "Thanks, team")
     expect(
         own_page.get_by_role("list", name="Transcript")
