@@ -36,7 +36,7 @@ class Preferences(models.Model):
         ),
     )
     # The language mail is written in: the one last chosen in Settings (pages read the cookie).
-    language = models.CharField(_("language"), max_length=10, blank=True, db_default="")
+    language = models.CharField(_("language"), max_length=10, blank=True, default="", db_default="")
     # Seconds; empty: the server's QUESTION_EXPIRE_AFTER applies.
     question_expire_after = models.PositiveIntegerField(
         _("questions expire after (seconds)"),

@@ -18,6 +18,6 @@ class Migration(migrations.Migration):
         migrations.AddField(
             model_name='preferences',
             name='language',
-            field=models.CharField(blank=True, db_default='', max_length=10, verbose_name='language'),
+            field=models.CharField(blank=True, db_default='', default='', max_length=10, verbose_name='language'),
         ),
     ]
