@@ -41,6 +41,8 @@ def user_messages(page):
 def send(page, text):
     """Send a message; from a blank composer, the page then moves to the new conversation."""
     blank = page.url.endswith("/conversations/new/")
+    # As a person does: Send is offered again once the agent's reply has ended.
+    expect(page.get_by_role("button", name="Send")).to_be_enabled(timeout=15_000)
     page.get_by_role("textbox", name="Message").fill(text)
     page.get_by_role("textbox", name="Message").press("Enter")
     if blank:
