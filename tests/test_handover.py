@@ -158,25 +158,26 @@ def test_a_stopped_web_process_hands_its_turn_to_another_at_once(tmp_path):
             )
         web[0].set_up_database()
         try:
-            web[0].start()
-            # The turn is swept up by the only process running.
+            # Both run before the turn starts, so it cannot end before the other is up.
+            for server in web:
+                server.start()
             conversation_id = int(web[0].manage("shell", "-v", "0", "-c", START).strip())
             pid, token = wait_for(lambda: holder(web[0], conversation_id), 30, "a runner")
-            assert pid == web[0].process.pid
-            web[1].start()
+            running, other = web if pid == web[0].process.pid else web[::-1]
+            assert pid == running.process.pid
             stopped_at = time.monotonic()
-            web[0].process.send_signal(signal.SIGTERM)
+            running.process.send_signal(signal.SIGTERM)
 
             def taken_over():
-                now = holder(web[1], conversation_id)
-                return now is not None and now[0] == web[1].process.pid and now[1] > token
+                now = holder(other, conversation_id)
+                return now is not None and now[0] == other.process.pid and now[1] > token
 
             wait_for(taken_over, 15, "the other web process to take the turn")
             assert time.monotonic() - stopped_at < 3
-            web[0].process.wait(timeout=10)
-            assert web[0].process.returncode == 0
-            web[0].process = None
-            assert_completed_once(web[1], conversation_id)
+            running.process.wait(timeout=10)
+            assert running.process.returncode == 0
+            running.process = None
+            assert_completed_once(other, conversation_id)
         finally:
             for server in web:
                 server.stop(kill=True)
