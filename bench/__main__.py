@@ -1,7 +1,7 @@
 """`make bench` (or `.venv/bin/python -m bench [section ...]`): Parley's performance figures.
 
-Sections: browser, server_side, streaming, load, flood, isolation, idle, transcript (all by
-default). Writes docs/bench/results.json, docs/bench/results.md (the README's table) and
+Sections: browser, server_side, approval, streaming, load, flood, isolation, idle, transcript
+(all by default). Writes docs/bench/results.json, docs/bench/results.md (the README's table) and
 docs/bench/bench.png. A run of some sections keeps the other sections' figures and the full
 run's totals; its machine speed goes into its own sections' figures.
 The model is bench/model.py: a local OpenAI-compatible server that answers at once (streaming
@@ -23,6 +23,7 @@ OUT = ROOT / "docs" / "bench"
 SECTIONS = (
     "browser",
     "server_side",
+    "approval",
     "streaming",
     "load",
     "flood",
@@ -61,12 +62,23 @@ def machine_speed() -> float:
 def main(argv: list[str]) -> None:
     sys.path.insert(0, str(ROOT))
     os.environ.setdefault("SECRET_KEY", "parley-bench-only")
-    from bench import browser, flood, idle, isolation, load, server_side, streaming, transcript
+    from bench import (
+        approval,
+        browser,
+        flood,
+        idle,
+        isolation,
+        load,
+        server_side,
+        streaming,
+        transcript,
+    )
     from bench.model import Model
 
     modules = {
         "browser": browser,
         "server_side": server_side,
+        "approval": approval,
         "streaming": streaming,
         "load": load,
         "flood": flood,
@@ -138,6 +150,13 @@ def figures(r: dict) -> str:
                 f"in-memory layer | **{s['in_memory']['first_turn_ms']} ms**; later turns "
                 f"{s['in_memory']['later_turns_ms']} ms | – |"
             )
+    if s := r.get("approval"):
+        rows.append(
+            "| an MCP tool call, message → the reply after its result: run at once / with an "
+            "approval (message → approval shown, plus Allow → the reply), medians | "
+            f"{s['plain_ms']} ms / {s['asked_ms']} + {s['resumed_ms']} = {s['approval_ms']} ms: "
+            f"the approval costs **{s['cost_ms']} ms** | – |"
+        )
     if s := r.get("streaming"):
         for reply in s["replies"]:
             wire = (

@@ -5,7 +5,10 @@ request's last message:
 - the user's message `stream <N>`: a reply of N characters, streamed word by word at `pace`
   words per second (0: as fast as the socket takes them);
 - any other user message: one line of text and a `question` tool call with two options;
-- a tool result (the user answered): the follow-up text `FOLLOW_UP`, then the turn ends.
+- the user's message `call <tool> <JSON arguments>`: one line of text and that tool call;
+- any other user message: one line of text and a `question` tool call with two options;
+- a tool result (the user answered, or the tool ran): the follow-up text `FOLLOW_UP`, then
+  the turn ends.
 """
 
 import functools
@@ -20,6 +23,7 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
 FOLLOW_UP = "Onward:"
 ASK_TEXT = "One question first."
+CALL_TEXT = "One tool first."
 OPTIONS = ("Alpha", "Beta")
 _ids = itertools.count(1)
 
@@ -99,6 +103,9 @@ class _Handler(BaseHTTPRequestHandler):
             text = f"{FOLLOW_UP} {last['content'].strip()}."
         elif m := re.fullmatch(r"stream (\d+)", (last.get("content") or "").strip()):
             text, pace = reply_text(int(m[1])), self.model.pace
+        elif m := re.fullmatch(r"call (\S+) (\{.*\})", (last.get("content") or "").strip()):
+            text = CALL_TEXT
+            call = {"id": f"call{next(_ids)}", "name": m[1], "args": m[2]}
         else:
             text = ASK_TEXT
             arguments = {"question": "Which one?", "options": [{"label": o} for o in OPTIONS]}
