@@ -20,11 +20,19 @@ from api.events import Credential, EventStreamResponse, event_stream
 from api.selectors import message_page, superseded_tool_calls
 from api.tokens import token_record, token_still_valid
 from api.waiting import wait_until_settled
-from chat import services
+from chat import services, sharing
 from chat.errors import ConversationNotFound, ParleyError, RateLimited
 from chat.limits import StreamSlot
 from chat.live.sessions import session_still_valid
-from chat.selectors import MAX_ID, conversation_for_user, conversations_for_user, subagents_of
+from chat.models import MemberRole
+from chat.selectors import (
+    MAX_ID,
+    Need,
+    conversation_for_user,
+    conversations_for_user,
+    members_of,
+    subagents_of,
+)
 from questions import services as questions
 from questions import tool_requests
 from questions.approvals import FormField, storable
@@ -123,6 +131,16 @@ class Message(Schema):
 
 class ConversationIn(Schema):
     title: str = Field("", max_length=200)
+
+
+class MemberOut(Schema):
+    username: str
+    role: str = Field(description="owner, participant (chats and answers) or viewer (reads).")
+    addedAt: str
+
+
+class MemberIn(Schema):
+    role: MemberRole = Field(description="participant (chats and answers) or viewer (reads).")
 
 
 class ConversationOut(Schema):
@@ -547,6 +565,73 @@ async def events(
     response["Cache-Control"] = "no-store"
     response["X-Accel-Buffering"] = "no"
     return response
+
+
+# --- Members: whom a conversation is shared with ---------------------------------------------
+
+MEMBER_ERRORS = {**ERRORS, 400: Message, 403: Message}
+
+
+@api.get(
+    "/conversations/{conversation_id}/members",
+    response={200: list[MemberOut], **ERRORS},
+    by_alias=True,
+)
+def list_members(request, conversation_id: int):
+    """The conversation's owner, then the people it is shared with, first added first. Anyone
+    who may read the conversation may read this."""
+    conversation = conversation_for_user(user=request.user, conversation_id=conversation_id)
+    return _members(conversation)
+
+
+@api.put(
+    "/conversations/{conversation_id}/members/{username}",
+    response={200: list[MemberOut], **MEMBER_ERRORS},
+    by_alias=True,
+)
+def put_member(request, conversation_id: int, username: str, body: MemberIn):
+    """Share the conversation with `username` in `role`, or change their role: what the Share
+    panel's Add does. Only the owner may. The members as they are now."""
+    sharing.share_conversation(
+        user=request.user, conversation_id=conversation_id, username=username, role=body.role
+    )
+    return _members(_managed(request, conversation_id))
+
+
+@api.delete(
+    "/conversations/{conversation_id}/members/{username}",
+    response={200: list[MemberOut], **MEMBER_ERRORS},
+    by_alias=True,
+)
+def delete_member(request, conversation_id: int, username: str):
+    """Stop sharing the conversation with `username`: their open pages and streams of it
+    close. Only the owner may. The members as they are now."""
+    conversation = _managed(request, conversation_id)
+    member = next((m for m in members_of(conversation) if m.user.get_username() == username), None)
+    if member is None:
+        raise sharing.SharingRefused(sharing.NO_SUCH_MEMBER)
+    sharing.remove_member(
+        user=request.user, conversation_id=conversation_id, member_id=member.user_id
+    )
+    return _members(conversation)
+
+
+def _managed(request, conversation_id: int):
+    return conversation_for_user(
+        user=request.user, conversation_id=conversation_id, need=Need.MANAGE
+    )
+
+
+def _members(conversation) -> list[dict]:
+    owner = {
+        "username": conversation.owner.get_username(),
+        "role": "owner",
+        "addedAt": conversation.created_at.isoformat(),
+    }
+    return [owner] + [
+        {"username": m.user.get_username(), "role": m.role, "addedAt": m.added_at.isoformat()}
+        for m in members_of(conversation)
+    ]
 
 
 # At most this many questions in a listing: the most recent.

@@ -56,6 +56,8 @@ def share_conversation(*, user, conversation_id: int, username: str, role: str) 
         raise SharingRefused(NO_USERNAME)
     if role not in MemberRole.values:
         raise SharingRefused(NO_SUCH_ROLE)
+    if "\x00" in username:  # no user's name holds one, and PostgreSQL text cannot
+        raise SharingRefused(NO_SUCH_USER % {"name": username.replace("\x00", "\ufffd")})
     member = (
         get_user_model()
         .objects.filter(is_active=True, **{get_user_model().USERNAME_FIELD: username})

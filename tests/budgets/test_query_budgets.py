@@ -35,6 +35,7 @@ API_PAGE_OF_MESSAGES = 4
 SHARE = 14
 ASSIGN_QUESTION = 14
 OPEN_SHARED_CONVERSATION = 10
+API_MEMBERS = 4
 ADMIN_TRANSCRIPT = {"the conversation's page": 7, "a page of earlier messages": 5}
 
 
@@ -232,6 +233,22 @@ def test_a_page_of_messages_does_not_cost_more_with_the_length(
         response = client.get(url, place, headers=bearer)
     assert response.status_code == 200
     assert len(response.json()["messages"]) == min(len(long) - 1 if place else len(long), 100)
+
+
+def test_the_api_lists_members_at_one_cost_whatever_their_number(
+    client, bearer, conversation, user, teammates, committed, django_assert_max_num_queries
+):
+    from chat import sharing
+
+    with committed():
+        for mate in teammates:
+            sharing.share_conversation(
+                user=user, conversation_id=conversation.pk, username=mate.username, role="viewer"
+            )
+    with django_assert_max_num_queries(API_MEMBERS):
+        response = client.get(f"/api/v1/conversations/{conversation.pk}/members", headers=bearer)
+    assert response.status_code == 200
+    assert [m["username"] for m in response.json()] == ["ada", "mate0", "mate1", "mate2"]
 
 
 @pytest.fixture

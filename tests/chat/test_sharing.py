@@ -170,6 +170,18 @@ def test_a_refused_share_says_why_in_the_panel_and_keeps_the_username(conversati
     assert 'value="nobody"' in response.text
 
 
+def test_a_username_with_a_nul_from_the_page_is_no_user(conversation, user):
+    # On PostgreSQL, a NUL in a query's text is an error of the database's own.
+    response = logged_in(user).post(
+        reverse("chat:share", args=[conversation.pk]),
+        {"username": "bo\x00b", "role": "viewer"},
+        HTTP_HX_REQUEST="true",
+    )
+    assert response.status_code == 400
+    assert "There is no user called “bo\ufffdb”." in response.text
+    assert not conversation.memberships.exists()
+
+
 def test_a_viewer_sending_from_the_page_gets_an_alert(shared, vera):
     client = logged_in(vera)
     response = client.post(
