@@ -24,7 +24,7 @@ from chat import services, sharing
 from chat.errors import ConversationNotFound, ParleyError, RateLimited
 from chat.limits import StreamSlot
 from chat.live.sessions import session_still_valid
-from chat.models import MemberRole
+from chat.models import OWNER, MemberRole
 from chat.selectors import (
     MAX_ID,
     Need,
@@ -625,7 +625,7 @@ def _managed(request, conversation_id: int):
 def _members(conversation) -> list[dict]:
     owner = {
         "username": conversation.owner.get_username(),
-        "role": "owner",
+        "role": OWNER,
         "addedAt": conversation.created_at.isoformat(),
     }
     return [owner] + [
