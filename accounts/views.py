@@ -25,7 +25,6 @@ SIGNED_OUT_EVERYWHERE = gettext_lazy(
 @require_http_methods(["GET", "POST"])
 def preferences(request: HttpRequest) -> HttpResponse:
     form = PreferencesForm(request.POST or None, instance=preferences_for(request.user))
-    context = {"form": form, "vapid_public_key": settings.VAPID_PUBLIC_KEY}
     if request.method == "POST":
         if form.is_valid():
             form.save()
@@ -36,8 +35,19 @@ def preferences(request: HttpRequest) -> HttpResponse:
             response = redirect("accounts:preferences")
             remember_language(response, language)
             return response
-        return render(request, "accounts/preferences.html", context, status=400)
-    return render(request, "accounts/preferences.html", context)
+        return render_preferences(request, form=form, status=400)
+    return render_preferences(request, form=form)
+
+
+def render_preferences(
+    request: HttpRequest, *, form: PreferencesForm | None = None, status: int = 200, **context
+) -> HttpResponse:
+    """The settings page; `context` adds what another app's section shows (the e-mail
+    address typed and its refusal)."""
+    if form is None:
+        form = PreferencesForm(instance=preferences_for(request.user))
+    context = {"form": form, "vapid_public_key": settings.VAPID_PUBLIC_KEY, **context}
+    return render(request, "accounts/preferences.html", context, status=status)
 
 
 def remember_language(response: HttpResponse, language: str) -> None:

@@ -1,19 +1,23 @@
 """An e-mail's answer links (no login: the signed link is the credential), the service
-worker, and this browser's push subscription (Settings)."""
+worker, this browser's push subscription and the user's e-mail address (Settings)."""
 
 import json
 
 from django.conf import settings
+from django.contrib import messages
 from django.contrib.auth.decorators import login_not_required
 from django.http import HttpRequest, HttpResponse, JsonResponse
-from django.shortcuts import render
+from django.shortcuts import redirect, render
 from django.utils import translation
+from django.utils.translation import gettext as _
 from django.views.decorators.cache import never_cache
 from django.views.decorators.http import require_http_methods, require_POST
 
 from accounts.selectors import preferences_for
+from accounts.views import render_preferences
+from chat.errors import RateLimited
 from questions.selectors import context_line, question_url
-from reach import links, push
+from reach import addresses, links, push
 from reach.errors import BadLink, BadSubscription, LinkUsed, QuestionClosed, UnknownLink
 
 ANSWER_PAGE = "reach/answer.html"
@@ -78,3 +82,46 @@ def unsubscribe(request: HttpRequest) -> HttpResponse:
         endpoint = ""
     push.unsubscribe(user=request.user, endpoint=endpoint)
     return HttpResponse(status=204)
+
+
+@require_POST
+def change_address(request: HttpRequest) -> HttpResponse:
+    """Mail a link that confirms the address typed (Settings, "E-mail address"); the address
+    changes only when that link is opened and confirmed."""
+    typed = request.POST.get("email", "")
+    try:
+        address = addresses.request_change(
+            user=request.user, address=typed, confirm_url=addresses.confirm_url_for(request)
+        )
+    except (addresses.AddressRefused, RateLimited) as refused:
+        response = render_preferences(
+            request, status=refused.status, address=typed, address_error=refused.message
+        )
+        if isinstance(refused, RateLimited):
+            response["Retry-After"] = str(refused.retry_after)
+        return response
+    messages.success(
+        request,
+        _("We sent a link to %(address)s. Open it to make it your e-mail address.")
+        % {"address": address},
+    )
+    return redirect("accounts:preferences")
+
+
+@never_cache
+@require_http_methods(["GET", "POST"])
+def confirm_address(request: HttpRequest, token: str) -> HttpResponse:
+    """The mailed link: a GET shows the address with "Confirm address" (mail scanners open
+    links); a POST sets it, once."""
+    try:
+        if request.method == "POST":
+            address = addresses.confirm_change(user=request.user, token=token)
+            messages.success(
+                request, _("Your e-mail address is now %(address)s.") % {"address": address}
+            )
+            return redirect("accounts:preferences")
+        change = addresses.read_link(user=request.user, token=token)
+    except (addresses.LinkRefused, addresses.LinkGone) as refused:
+        context = {"status": refused.status, "message": refused.message}
+        return render(request, "error.html", context, status=refused.status)
+    return render(request, "reach/confirm_address.html", {"address": change.address})

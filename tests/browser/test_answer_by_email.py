@@ -137,3 +137,47 @@ def test_an_emailed_option_is_confirmed_without_logging_in(mail_server, open_pag
     assert mail_server.query(
         "SELECT count(*) FROM questions_question WHERE status = 'answered'"
     ) == [(1,)]
+
+
+def test_a_user_sets_their_own_address_by_a_link_mailed_to_it(mail_server, open_page):
+    page = open_page(mail_server, bypass_csp=True)  # axe is injected for the scan only
+    log_in(page)
+    page.goto("/settings/")
+    section = page.get_by_role("region", name="E-mail address")
+    box = section.get_by_role("textbox", name="New e-mail address")
+    expect(section).to_contain_text("Now demo@example.org.")
+
+    # A refusal is said by the box, and what was typed stays.
+    box.fill("demo at example")
+    box.press("Enter")
+    alert = page.get_by_role("alert")
+    expect(alert).to_have_text("Enter an e-mail address, such as ada@example.org.")
+    expect(box).to_have_value("demo at example")
+    expect(box).to_have_attribute("aria-invalid", "true")
+    assert axe_violations(page) == []
+
+    box.fill("demo2@example.org")
+    section.get_by_role("button", name="Send confirmation link").click()
+    expect(page.get_by_role("status").first).to_contain_text(
+        "We sent a link to demo2@example.org. Open it to make it your e-mail address."
+    )
+    expect(section).to_contain_text("Now demo@example.org.")  # not before it is confirmed
+
+    message = read_mail(mail_server.mailbox)
+    assert message["To"] == "demo2@example.org"
+    text = message.get_body(preferencelist=("plain",)).get_content()
+    [link] = re.findall(re.escape(mail_server.url) + r"/settings/email/confirm/[^/\s]+/", text)
+    page.goto(link)
+    expect(page.get_by_role("heading", name="Confirm your e-mail address")).to_be_visible()
+    expect(page.get_by_role("main")).to_contain_text("demo2@example.org")
+    assert axe_violations(page) == []
+    page.get_by_role("button", name="Confirm address").click()
+    expect(page.get_by_role("status").first).to_contain_text(
+        "Your e-mail address is now demo2@example.org."
+    )
+    expect(page.get_by_role("region", name="E-mail address")).to_contain_text(
+        "Now demo2@example.org."
+    )
+    # The same link again says it was used.
+    page.goto(link)
+    expect(page.get_by_role("heading", name=re.compile("already been used"))).to_be_visible()
