@@ -71,7 +71,7 @@ class Change:
 
 def request_change(*, user, address: str, confirm_url) -> str:
     """Mail a confirmation link for `address` to `address` itself; `confirm_url(token)` makes
-        the link absolute. Returns the address as it will be stored. Raises AddressRefused, or
+    the link absolute. Returns the address as it will be stored. Raises AddressRefused, or
     RateLimited past MAILS_PER_HOUR."""
     address = address.strip()
     try:
