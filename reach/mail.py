@@ -3,8 +3,6 @@ a plain-text and an HTML part, in the recipient's language, with the question, t
 words before it, the link to the conversation and, for a one-question choice, a link per
 option (reach.links). Sent through Django's mail settings, from the outbox (reach.outbox)."""
 
-import json
-
 from django.conf import settings
 from django.core.mail import EmailMultiAlternatives
 from django.template.loader import render_to_string
@@ -14,7 +12,7 @@ from django.utils.translation import gettext as _
 from accounts.selectors import preferences_for
 from questions.models import Question
 from questions.selectors import context_line, question_url
-from reach import links
+from reach import links, outbox
 from webhooks.channels import Send, Skip
 from webhooks.models import Delivery
 
@@ -30,20 +28,9 @@ def prepare(delivery: Delivery) -> Send:
     """The e-mail of a queued delivery, ready to send; Skip if its question no longer waits,
     or its recipient turned e-mail off or has no address any more."""
     recipient = delivery.recipient
-    question = (
-        Question.objects.select_related("conversation", "message")
-        .filter(pk=json.loads(delivery.body)["question"])
-        .first()
-    )
+    question = outbox.waiting_question(delivery)
     preferences = preferences_for(recipient)
-    if (
-        question is None
-        or not question.is_pending
-        or question.conversation.deleted_at is not None
-        or not recipient.is_active
-        or not recipient.email
-        or not preferences.email_questions
-    ):
+    if not (recipient.is_active and recipient.email and preferences.email_questions):
         raise Skip
     message = compose(question=question, recipient=recipient, language=preferences.language)
 

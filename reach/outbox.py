@@ -11,8 +11,10 @@ from django.contrib.auth import get_user_model
 from chat import presence
 from chat.engine import runner
 from questions import notifications
+from questions.models import Question
 from questions.notifications import QuestionEvent
 from reach.models import PushSubscription
+from webhooks.channels import Skip
 from webhooks.models import Delivery, DeliveryChannel
 
 logger = logging.getLogger("parley.reach")
@@ -79,3 +81,16 @@ def enqueue(event: QuestionEvent) -> None:
     if rows:
         Delivery.objects.bulk_create(rows)
         runner.run_jobs_soon_on_commit()
+
+
+def waiting_question(delivery: Delivery) -> Question:
+    """The question an e-mail or a push of the outbox is about, read when it is sent, with
+    its conversation and message; Skip if it no longer waits (resolved first, deleted)."""
+    question = (
+        Question.objects.select_related("conversation", "message")
+        .filter(pk=json.loads(delivery.body)["question"])
+        .first()
+    )
+    if question is None or not question.is_pending or question.conversation.deleted_at is not None:
+        raise Skip
+    return question

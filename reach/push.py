@@ -18,6 +18,7 @@ from pywebpush import WebPushException, webpush
 from accounts.selectors import preferences_for
 from questions.models import Question
 from questions.selectors import context_line, question_url
+from reach import outbox
 from reach.errors import BadSubscription
 from reach.models import PushSubscription
 from webhooks.addresses import UnsafeUrl, check_url
@@ -123,17 +124,8 @@ def prepare(delivery: Delivery) -> Send:
     subscription = PushSubscription.objects.filter(
         pk=int(delivery.target), user_id=delivery.recipient_id
     ).first()
-    question = (
-        Question.objects.select_related("conversation", "message")
-        .filter(pk=json.loads(delivery.body)["question"])
-        .first()
-    )
-    if (
-        subscription is None
-        or question is None
-        or not question.is_pending
-        or question.conversation.deleted_at is not None
-    ):
+    question = outbox.waiting_question(delivery)
+    if subscription is None:
         raise Skip
     if not settings.VAPID_PRIVATE_KEY:
         raise PushFailed(None, "VAPID_PRIVATE_KEY is not set")
