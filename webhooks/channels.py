@@ -5,6 +5,8 @@ retries and records their deliveries exactly as it does a webhook's."""
 from collections.abc import Callable
 from dataclasses import dataclass
 
+from django.conf import settings
+
 from webhooks.models import Delivery
 
 
@@ -30,6 +32,10 @@ class Channel:
     # Seconds one attempt may take (None: WEBHOOK_TIMEOUT). A sender still running past it is
     # retried later, so it may deliver twice: give a slow protocol (SMTP) its own bound.
     timeout: Callable[[], float] | None = None
+
+    def seconds(self) -> float:
+        """How long one attempt may take."""
+        return self.timeout() if self.timeout is not None else settings.WEBHOOK_TIMEOUT
 
 
 _channels: dict[str, Channel] = {}

@@ -106,8 +106,7 @@ def deliver_due() -> int:
 
 def max_attempt_seconds() -> float:
     """The longest one attempt of any channel may take: a claim outlasts it."""
-    timeouts = [c.timeout() for c in channels.registered() if c.timeout is not None]
-    return max([settings.WEBHOOK_TIMEOUT, *timeouts])
+    return max([settings.WEBHOOK_TIMEOUT, *(c.seconds() for c in channels.registered())])
 
 
 def headers_for(delivery: Delivery, secret: str) -> dict[str, str]:
@@ -138,18 +137,19 @@ def prepare(delivery: Delivery) -> channels.Send | tuple[int | None, str]:
 
 
 async def attempt_all(
-    deliveries: list[Delivery], prepared: dict[int, channels.Send | tuple] | None = None
+    deliveries: list[Delivery], prepared: dict[int, channels.Send | tuple[int | None, str]]
 ) -> list[tuple[int | None, str]]:
-    """Attempt each delivery, WEBHOOK_CONCURRENCY at a time: (its status code, its error)."""
+    """Attempt each delivery, WEBHOOK_CONCURRENCY at a time: (its status code, its error).
+    `prepared`: each channel delivery's prepare(), by its pk."""
     slots = asyncio.Semaphore(settings.WEBHOOK_CONCURRENCY)
 
     async def attempt(delivery: Delivery) -> tuple[int | None, str]:
         if delivery.channel != DeliveryChannel.WEBHOOK:
-            send = (prepared or {}).get(delivery.pk) or prepare(delivery)
+            send = prepared[delivery.pk]
             if isinstance(send, tuple):
                 return send
-            sender = channels.channel(delivery.channel)
-            seconds = sender.timeout() if sender and sender.timeout else settings.WEBHOOK_TIMEOUT
+            # prepare() found the channel registered, or its outcome is the tuple above.
+            seconds = channels.channel(delivery.channel).seconds()
             async with slots:
                 return await attempt_channel(send, seconds=seconds)
         async with slots:
