@@ -69,9 +69,9 @@ class Change:
     was: str
 
 
-def request_change(*, user, address: str, confirm_url) -> str:
-    """Mail a confirmation link for `address` to `address` itself; `confirm_url(token)` makes
-    the link absolute. Returns the address as it will be stored. Raises AddressRefused, or
+def request_change(*, user, address: str) -> str:
+    """Mail a confirmation link for `address` to `address` itself, under PUBLIC_URL like every
+    link Parley mails. Returns the address as it will be stored. Raises AddressRefused, or
     RateLimited past MAILS_PER_HOUR."""
     address = address.strip()
     try:
@@ -88,7 +88,7 @@ def request_change(*, user, address: str, confirm_url) -> str:
     context = {
         "user": user,
         "address": address,
-        "url": confirm_url(token),
+        "url": settings.PUBLIC_URL + reverse("reach:confirm_address", args=[token]),
         "hours": EMAIL_CONFIRM_SECONDS // 3600,
         "language": translation.get_language(),
     }
@@ -137,15 +137,3 @@ def confirm_change(*, user, token: str) -> str:
         raise LinkGone(USED_LINK)
     user.email = change.address
     return change.address
-
-
-def confirm_url_for(request):
-    """Links under PUBLIC_URL when it is set, else under the address this page was opened at."""
-
-    def url(token: str) -> str:
-        path = reverse("reach:confirm_address", args=[token])
-        if settings.PUBLIC_URL_CONFIGURED:
-            return settings.PUBLIC_URL + path
-        return request.build_absolute_uri(path)
-
-    return url

@@ -90,9 +90,7 @@ def change_address(request: HttpRequest) -> HttpResponse:
     changes only when that link is opened and confirmed."""
     typed = request.POST.get("email", "")
     try:
-        address = addresses.request_change(
-            user=request.user, address=typed, confirm_url=addresses.confirm_url_for(request)
-        )
+        address = addresses.request_change(user=request.user, address=typed)
     except (addresses.AddressRefused, RateLimited) as refused:
         response = render_preferences(
             request, status=refused.status, address=typed, address_error=refused.message

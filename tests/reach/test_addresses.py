@@ -174,7 +174,6 @@ def test_asking_again_and_again_is_limited(user):
 
 
 def test_the_link_is_under_public_url_when_it_is_set(user, settings):
-    settings.PUBLIC_URL_CONFIGURED = True
     settings.PUBLIC_URL = "https://parley.example.org"
     ask_for(signed_in(user), "ada@example.org")
     assert "https://parley.example.org/settings/email/confirm/" in mail.outbox[0].body
