@@ -592,10 +592,10 @@ def list_members(request, conversation_id: int):
 def put_member(request, conversation_id: int, username: str, body: MemberIn):
     """Share the conversation with `username` in `role`, or change their role: what the Share
     panel's Add does. Only the owner may. The members as they are now."""
-    sharing.share_conversation(
+    membership = sharing.share_conversation(
         user=request.user, conversation_id=conversation_id, username=username, role=body.role
     )
-    return _members(_managed(request, conversation_id))
+    return _members(membership.conversation)
 
 
 @api.delete(
@@ -606,7 +606,9 @@ def put_member(request, conversation_id: int, username: str, body: MemberIn):
 def delete_member(request, conversation_id: int, username: str):
     """Stop sharing the conversation with `username`: their open pages and streams of it
     close. Only the owner may. The members as they are now."""
-    conversation = _managed(request, conversation_id)
+    conversation = conversation_for_user(
+        user=request.user, conversation_id=conversation_id, need=Need.MANAGE
+    )
     member = next((m for m in members_of(conversation) if m.user.get_username() == username), None)
     if member is None:
         raise sharing.SharingRefused(sharing.NO_SUCH_MEMBER)
@@ -614,12 +616,6 @@ def delete_member(request, conversation_id: int, username: str):
         user=request.user, conversation_id=conversation_id, member_id=member.user_id
     )
     return _members(conversation)
-
-
-def _managed(request, conversation_id: int):
-    return conversation_for_user(
-        user=request.user, conversation_id=conversation_id, need=Need.MANAGE
-    )
 
 
 def _members(conversation) -> list[dict]:
