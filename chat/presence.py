@@ -24,10 +24,6 @@ async def mark_present(user_id: int) -> None:
     await cache.aset(_key(user_id), 1, timeout=PRESENCE_SECONDS)
 
 
-def has_open_page(user_id: int) -> bool:
-    return cache.get(_key(user_id)) is not None
-
-
 def open_pages_of(user_ids: list[int]) -> set[int]:
     """Which of these users count as present (one round trip)."""
     found = cache.get_many([_key(user_id) for user_id in user_ids])

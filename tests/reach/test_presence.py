@@ -22,6 +22,6 @@ async def test_an_open_page_marks_its_user_present_and_the_mark_lapses(user, oth
     assert presence.open_pages_of([user.pk, other_user.pk]) == {user.pk}
     await communicator.disconnect()
     # The mark outlives the socket (another process may hold another page) until it lapses.
-    assert presence.has_open_page(user.pk)
+    assert user.pk in presence.open_pages_of([user.pk])
     cache.delete(f"parley:presence:{user.pk}")  # as PRESENCE_SECONDS later
-    assert not presence.has_open_page(user.pk)
+    assert user.pk not in presence.open_pages_of([user.pk])

@@ -115,7 +115,7 @@ def test_a_push_service_that_fails_is_retried(
 
 def test_no_push_while_one_of_the_users_pages_is_open(user, conversation, subscribed, ask):
     cache.set(f"parley:presence:{user.pk}", 1, timeout=presence.PRESENCE_SECONDS)
-    assert presence.has_open_page(user.pk)
+    assert user.pk in presence.open_pages_of([user.pk])
     ask(user, conversation)
     assert not Delivery.objects.exists()
 
