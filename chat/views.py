@@ -121,14 +121,9 @@ def conversation_create(request: HttpRequest) -> HttpResponse:
     try:
         message = services.start_conversation(owner=request.user, text=text)
     except ParleyError as error:
-        if request.htmx:
-            context = {"conversation": Conversation(owner=request.user), "text": text}
-            context["error"] = error.message
-            response = render(request, f"{CONVERSATION}#composer", context, status=error.status)
-        else:
-            response = render_new_conversation(
-                request, text=text, error=error.message, status=error.status
-            )
+        response = render_new_conversation(
+            request, text=text, error=error.message, status=error.status
+        )
         return with_retry_after(response, error)
     url = reverse("chat:conversation_detail", args=[message.conversation_id])
     return HttpResponseClientRedirect(url) if request.htmx else redirect(url)
@@ -137,15 +132,16 @@ def conversation_create(request: HttpRequest) -> HttpResponse:
 def render_new_conversation(
     request: HttpRequest, *, text: str = "", error: str = "", status: int = 200
 ) -> HttpResponse:
+    """The blank composer's page; to htmx sending a first message that was refused, its
+    composer alone."""
     context = {
         "conversation": Conversation(owner=request.user),  # not saved: none exists yet
-        "messages": [],
-        "earlier": None,
-        "cursor": 0,
         "text": text,
         "error": error,
-        **sidebar_context(request),
     }
+    if request.htmx and request.method == "POST":
+        return render(request, f"{CONVERSATION}#composer", context, status=status)
+    context.update(messages=[], earlier=None, cursor=0, **sidebar_context(request))
     return render(request, CONVERSATION, context, status=status)
 
 

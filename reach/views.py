@@ -34,10 +34,7 @@ def answer(request: HttpRequest, token: str) -> HttpResponse:
             opened = links.answer_by_link(token=token)
         else:
             opened = links.open_link(token)
-    except (BadLink, UnknownLink) as refused:
-        return render(request, ANSWER_PAGE, {"refused": refused.message}, status=refused.status)
-    except (LinkUsed, QuestionClosed) as refused:
-        # Which question is known (the signature verified): link to it, for whoever may see it.
+    except (BadLink, UnknownLink, LinkUsed, QuestionClosed) as refused:
         return render(request, ANSWER_PAGE, {"refused": refused.message}, status=refused.status)
     question = opened.question
     language = preferences_for(opened.link.recipient).language
