@@ -253,7 +253,9 @@ def test_a_stopping_process_gives_back_a_turn_claimed_for_it_at_once(
         process.stopping = True  # after the transaction claimed the turn, before it started
         await sync_to_async(post)()
         await asyncio.sleep(0)
-        await asyncio.wait(asyncio.all_tasks() - {asyncio.current_task()})
+        others = asyncio.all_tasks() - {asyncio.current_task()}
+        if others:  # the loop may run none but this one
+            await asyncio.wait(others)
         return process.tasks
 
     assert async_to_sync(post_while_stopping)() == {}

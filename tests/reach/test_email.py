@@ -8,6 +8,7 @@ from html import unescape
 
 import pytest
 from django.core import mail, signing
+from django.core.mail.backends import locmem
 from django.test import Client
 from django.utils import timezone
 
@@ -338,14 +339,14 @@ def test_a_mail_server_that_fails_is_retried_with_backoff_and_the_turn_goes_on(
     settings.WEBHOOK_RETRY_SECONDS = 10
 
     down = [True]
-    send_messages = mail.backends.locmem.EmailBackend.send_messages
+    send_messages = locmem.EmailBackend.send_messages
 
     def refuse(self, messages):
         if down[0]:
             raise smtplib.SMTPServerDisconnected("Connection unexpectedly closed")
         return send_messages(self, messages)
 
-    monkeypatch.setattr(mail.backends.locmem.EmailBackend, "send_messages", refuse)
+    monkeypatch.setattr(locmem.EmailBackend, "send_messages", refuse)
     ask(mailed_user, conversation)
     conversation.refresh_from_db()
     assert conversation.agent_state == "awaiting_user"  # the turn asked, whatever mail does
