@@ -391,6 +391,9 @@ MCP_CONFIG = os.environ.get("MCP_CONFIG", "")
 # Parley as an MCP server (mcp_server/): a call that waits for the user's answer sends the
 # client a progress notification this often, in seconds (the contract: at least every 15 s).
 MCP_PROGRESS_SECONDS = float(os.environ.get("MCP_PROGRESS_SECONDS", "10"))
+# An MCP session with no request in flight for this many seconds ends (a call that waits for
+# the user keeps its session open however long the wait).
+MCP_SESSION_IDLE_SECONDS = float(os.environ.get("MCP_SESSION_IDLE_SECONDS", "600"))
 # Parley's own address as people reach it, for links sent elsewhere (webhooks); the Settings
 # page's "Connect an agent" uses it when it is set, else the address the page was opened at.
 PUBLIC_URL_CONFIGURED = bool(os.environ.get("PUBLIC_URL"))

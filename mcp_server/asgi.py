@@ -24,6 +24,7 @@ from starlette.responses import JSONResponse
 
 from mcp_server.auth import ApiTokens
 from mcp_server.server import make_server
+from mcp_server.sessions import SESSION_HEADER, SessionScope
 from mcp_server.streams import RecentEvents
 
 PATH = "/mcp"
@@ -53,13 +54,18 @@ class McpEndpoint:
         loop = asyncio.get_running_loop()
         if self._loop is not loop:  # the first request on this loop (tests run several loops)
             self._loop = loop
+            events = RecentEvents()
             manager = StreamableHTTPSessionManager(
                 app=make_server(),
-                event_store=RecentEvents(),
+                event_store=events,
                 max_request_body_size=settings.DATA_UPLOAD_MAX_MEMORY_SIZE,
+                session_idle_timeout=settings.MCP_SESSION_IDLE_SECONDS,
+            )
+            sessions = SessionScope(
+                manager.handle_request, events, idle_timeout=settings.MCP_SESSION_IDLE_SECONDS
             )
             self._app = AuthenticationMiddleware(
-                AuthContextMiddleware(RequireAuthMiddleware(manager.handle_request, [])),
+                AuthContextMiddleware(RequireAuthMiddleware(sessions, [])),
                 backend=BearerAuthBackend(ApiTokens()),
             )
             self._running = loop.create_future()
@@ -85,7 +91,6 @@ async def _run(manager: StreamableHTTPSessionManager, running: asyncio.Future) -
 # clients see it, starts with that process's address ("127.0.0.1:8001/…"), so that a proxy in
 # front of several processes sends each session's requests to its own (deploy/nginx maps the
 # prefix to the process); this process takes its own prefix off again before the SDK reads it.
-SESSION_HEADER = b"mcp-session-id"
 
 
 def _process_name(scope) -> bytes:

@@ -12,7 +12,7 @@ from chat.errors import NoAgentHere, TooManyMessages
 from chat.models import Agent, AgentState, Message
 from mcp_server import results, services
 from mcp_server.services import Client
-from mcp_server.streams import RecentEvents
+from mcp_server.streams import RecentEvents, SessionEvents, serving
 from questions import services as questions
 from questions.blocks import Answer
 from questions.models import QuestionStatus
@@ -160,15 +160,49 @@ def test_asking_tells_the_live_count_and_the_webhooks(user, settings, committed,
 
 async def test_recent_events_replay_a_streams_events_after_the_last_one_seen():
     store = RecentEvents(max_events=4)
-    first = await store.store_event("7", None)
-    mine = [await store.store_event("7", {"n": n}) for n in range(2)]
-    await store.store_event("8", {"n": "other"})
+    session = SessionEvents("parley-user-1")
+    with serving(session):
+        first = await store.store_event("7", None)
+        mine = [await store.store_event("7", {"n": n}) for n in range(2)]
+        await store.store_event("8", {"n": "other"})
     replayed = []
 
     async def send(event):
         replayed.append((event.event_id, event.message))
 
-    assert await store.replay_events_after(first, send) == "7"
+    with serving(session):
+        assert await store.replay_events_after(first, send) == "7"
     assert replayed == [(mine[0], {"n": 0}), (mine[1], {"n": 1})]
-    await store.store_event("8", {"n": "more"})  # the oldest (the priming event) is dropped
-    assert await store.replay_events_after(first, send) is None
+    with serving(session):
+        await store.store_event("8", {"n": "more"})  # the oldest (the priming event) is dropped
+        assert await store.replay_events_after(first, send) is None
+
+
+async def test_recent_events_are_replayed_only_to_the_session_that_stored_them():
+    """Two sessions, the same stream id (each client's first call is request 2)."""
+    store = RecentEvents()
+    alice, bob = SessionEvents("parley-user-1"), SessionEvents("parley-user-2")
+    with serving(bob):
+        bobs = await store.store_event("2", None)
+    with serving(alice):
+        alices = await store.store_event("2", None)
+        await store.store_event("2", {"answer": "Alice's"})
+    with serving(bob):
+        await store.store_event("2", {"answer": "Bob's"})
+    replayed = []
+
+    async def send(event):
+        replayed.append(event.message)
+
+    with serving(bob):
+        assert await store.replay_events_after(bobs, send) == "2"
+        assert await store.replay_events_after(alices, send) is None
+    assert await store.replay_events_after(bobs, send) is None  # a request of no session
+    with serving(SessionEvents("parley-user-2")):  # Bob, but another session of his
+        assert await store.replay_events_after(bobs, send) is None
+    assert replayed == [{"answer": "Bob's"}]
+    with serving(SessionEvents("")):
+        await store.store_event("2", {"answer": "nobody's"})
+    store.forget(bob)
+    with serving(bob):
+        assert await store.replay_events_after(bobs, send) is None
