@@ -140,6 +140,15 @@ class TooManyMessages(RateLimited):
         )
 
 
+class TooManyToolCalls(RateLimited):
+    def __init__(self, retry_after: int) -> None:
+        super().__init__(
+            retry_after,
+            _("You made too many MCP tool calls in a minute. Try again in %(seconds)s seconds.")
+            % {"seconds": max(1, int(retry_after))},
+        )
+
+
 class TooManyConversations(RateLimited):
     def __init__(self, retry_after: int) -> None:
         super().__init__(

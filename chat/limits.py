@@ -22,6 +22,7 @@ from chat.errors import (
     TooManySearches,
     TooManyStreams,
     TooManySubagents,
+    TooManyToolCalls,
 )
 from chat.models import RUNNING_STATES, Conversation
 
@@ -70,6 +71,14 @@ def check_message_rate(*, user) -> None:
     wait = count_in_window("messages", user.pk, settings.PARLEY_MESSAGES_PER_MINUTE)
     if wait is not None:
         raise TooManyMessages(wait)
+
+
+def check_tool_call_rate(*, user_id: int) -> None:
+    """Raise TooManyToolCalls past PARLEY_MCP_CALLS_PER_MINUTE: every call to Parley's MCP
+    server counts, whatever it asks (an unknown tool, a bad call, a call made again)."""
+    wait = count_in_window("mcp-calls", user_id, settings.PARLEY_MCP_CALLS_PER_MINUTE)
+    if wait is not None:
+        raise TooManyToolCalls(wait)
 
 
 def check_conversation_rate(*, user) -> None:

@@ -394,6 +394,11 @@ MCP_PROGRESS_SECONDS = float(os.environ.get("MCP_PROGRESS_SECONDS", "10"))
 # An MCP session with no request in flight for this many seconds ends (a call that waits for
 # the user keeps its session open however long the wait).
 MCP_SESSION_IDLE_SECONDS = float(os.environ.get("MCP_SESSION_IDLE_SECONDS", "600"))
+# The MCP sessions one user may hold open in one web process; past it, opening another is
+# refused (429) until one is closed or ends idle.
+MCP_SESSIONS_PER_USER = int(os.environ.get("MCP_SESSIONS_PER_USER", "20"))
+# Every MCP tool call a user makes, whatever it asks, counts against this (429 past it).
+PARLEY_MCP_CALLS_PER_MINUTE = int(os.environ.get("PARLEY_MCP_CALLS_PER_MINUTE", "60"))
 # Parley's own address as people reach it, for links sent elsewhere (webhooks); the Settings
 # page's "Connect an agent" uses it when it is set, else the address the page was opened at.
 PUBLIC_URL_CONFIGURED = bool(os.environ.get("PUBLIC_URL"))

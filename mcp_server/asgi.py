@@ -62,7 +62,10 @@ class McpEndpoint:
                 session_idle_timeout=settings.MCP_SESSION_IDLE_SECONDS,
             )
             sessions = SessionScope(
-                manager.handle_request, events, idle_timeout=settings.MCP_SESSION_IDLE_SECONDS
+                manager.handle_request,
+                events,
+                idle_timeout=settings.MCP_SESSION_IDLE_SECONDS,
+                per_user=settings.MCP_SESSIONS_PER_USER,
             )
             self._app = AuthenticationMiddleware(
                 AuthContextMiddleware(RequireAuthMiddleware(sessions, [])),

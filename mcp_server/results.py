@@ -6,6 +6,7 @@ import json
 
 from mcp_types import CallToolResult, TextContent
 
+from chat.text import clean_text
 from questions.models import Question, QuestionStatus
 from questions.services import answer_values
 
@@ -15,6 +16,9 @@ CANCELLED = "The question was cancelled before the user answered it."
 DELETED = "The question no longer exists: the user deleted its conversation."
 INVALID = "Invalid {tool} call, not shown to the user: {error}. Fix it and ask again."
 UNKNOWN_TOOL = "Unknown tool {name!r}. Available tools: ask_user_question, confirm_action."
+# The most of an unknown tool's name said back.
+ECHOED_NAME_CHARS = 64
+FAILED = "Parley could not take this call. Try again later."
 # A restart or a revoked token ends the wait, not the question: calling again with the same
 # arguments returns its answer (mcp_server.services.ask).
 INTERRUPTED = (
@@ -50,6 +54,14 @@ def outcome(question: Question | None, url: str = "") -> CallToolResult:
         QuestionStatus.EXPIRED: EXPIRED,
     }.get(question.status, CANCELLED)
     return error(text, meta={META_KEY: audit(question, url)})
+
+
+def unknown_tool(name: str) -> CallToolResult:
+    """The error for a tool Parley does not have, naming it cut short and cleaned."""
+    shown = clean_text(name)
+    if len(shown) > ECHOED_NAME_CHARS:
+        shown = shown[: ECHOED_NAME_CHARS - 1] + "…"
+    return error(UNKNOWN_TOOL.format(name=shown))
 
 
 def error(text: str, *, meta: dict | None = None) -> CallToolResult:

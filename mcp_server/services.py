@@ -15,6 +15,7 @@ from dataclasses import dataclass
 
 from django.db import transaction
 from django.utils import timezone
+from django.utils.translation import gettext as _
 
 from chat import limits
 from chat import services as chat_services
@@ -22,14 +23,20 @@ from chat.engine import turns
 from chat.errors import ConversationNotFound
 from chat.models import Agent, AgentState
 from chat.selectors import conversation_for_user
+from chat.text import clean_text
 from chat.transcript import Transcript
 from mcp_server.models import AgentCall
 from questions import services as questions
 from questions.models import Question
 from questions.schemas import QuestionRequest, normalise
 
-# The longest client name kept (a conversation's title holds it too).
+# The longest client name, version and session id kept (a conversation's title holds the
+# name too).
 CLIENT_NAME_CHARS = AgentCall._meta.get_field("client_name").max_length
+CLIENT_VERSION_CHARS = AgentCall._meta.get_field("client_version").max_length
+SESSION_ID_CHARS = AgentCall._meta.get_field("session_id").max_length
+# A client that does not name itself.
+UNNAMED_CLIENT = "MCP client"
 
 
 @dataclass(frozen=True)
@@ -51,6 +58,12 @@ def ask(*, user, client: Client, tool: str, arguments: object) -> AgentCall:
     TooManyConversations (chat.limits: each new question counts as a message sent).
     """
     request = normalise(tool, arguments)
+    _check_storable(arguments)
+    client = Client(
+        name=clean_text(client.name)[:CLIENT_NAME_CHARS] or UNNAMED_CLIENT,
+        version=clean_text(client.version)[:CLIENT_VERSION_CHARS],
+        session_id=clean_text(client.session_id)[:SESSION_ID_CHARS],
+    )
     fingerprint = _fingerprint(tool, arguments)
     earlier = undelivered_call(user=user, client=client, fingerprint=fingerprint)
     if earlier is not None:
@@ -122,6 +135,21 @@ def mark_delivered(*, call_id: int) -> None:
     AgentCall.objects.filter(pk=call_id, delivered_at__isnull=True).update(
         delivered_at=timezone.now()
     )
+
+
+def _check_storable(value: object) -> None:
+    """Raise ValueError if the arguments hold a character no database stores (NUL, or half of
+    a surrogate pair): the call is kept as it was made, so it is refused, not changed."""
+    if isinstance(value, str):
+        if "\x00" in value or any("\ud800" <= char <= "\udfff" for char in value):
+            raise ValueError(_("the arguments contain a NUL or an unpaired surrogate character"))
+    elif isinstance(value, dict):
+        for key, item in value.items():
+            _check_storable(key)
+            _check_storable(item)
+    elif isinstance(value, list):
+        for item in value:
+            _check_storable(item)
 
 
 def _fingerprint(tool: str, arguments: object) -> str:

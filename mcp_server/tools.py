@@ -2,8 +2,11 @@
 validation of Parley's own agent's question tools (questions.schemas), and what a call does:
 ask the token's user, wait for the outcome, and return it."""
 
+import logging
+
 from channels.db import database_sync_to_async
 from django.contrib.auth import get_user_model
+from django.db import DatabaseError
 from mcp.server.auth.middleware.bearer_auth import AuthenticatedUser
 from mcp.server.context import ServerRequestContext
 from mcp.shared.exceptions import MCPError
@@ -18,6 +21,7 @@ from mcp_types import (
 )
 
 from api.tokens import token_still_valid
+from chat import limits
 from chat.errors import RateLimited
 from chat.limits import StreamSlot
 from mcp_server import results, services
@@ -33,11 +37,10 @@ from questions.selectors import question_url
 from questions.tools import INPUTS
 
 db = database_sync_to_async
+logger = logging.getLogger("parley.mcp")
 
 # What the client's progress notifications say while a call waits.
 WAITING = "Waiting for the user's answer in Parley."
-# A client that does not name itself.
-UNNAMED_CLIENT = "MCP client"
 
 WAITS = (
     "The call waits until the user answers in Parley (in the browser, the API or the terminal "
@@ -127,21 +130,45 @@ def client_of(ctx: ServerRequestContext) -> services.Client:
     params = ctx.session.client_params
     info = params.client_info if params is not None else None
     headers = getattr(ctx.request, "headers", None) or {}
-    name = (info.name if info is not None else "").strip() or UNNAMED_CLIENT
     return services.Client(
-        name=name[: services.CLIENT_NAME_CHARS],
-        version=(info.version if info is not None else "")[:100],
-        session_id=headers.get("mcp-session-id", "")[:128],
+        name=info.name if info is not None else "",
+        version=info.version if info is not None else "",
+        session_id=headers.get("mcp-session-id", ""),
     )
 
 
 async def call_tool(ctx: ServerRequestContext, params: CallToolRequestParams) -> CallToolResult:
     """Ask the token's user, wait for the outcome and return it. A bad call is an error
-    result saying what was wrong, as Parley's own agent reads it, so the model can fix it."""
-    name = params.name
-    if name not in TOOL_NAMES:
-        return results.error(results.UNKNOWN_TOOL.format(name=name))
+    result saying what was wrong, as Parley's own agent reads it, so the model can fix it.
+
+    Every call counts against the user's PARLEY_MCP_CALLS_PER_MINUTE first, and a waiting
+    call takes one of their PARLEY_MAX_STREAMS before anything is asked: a refused call asks
+    nothing."""
     identity = caller(ctx)
+    user_id = int(identity.access_token.subject)
+    try:
+        await db(limits.check_tool_call_rate)(user_id=user_id)
+        if params.name not in TOOL_NAMES:
+            return results.unknown_tool(params.name)
+        slot = StreamSlot(user_id)  # a waiting call is an open stream, as the API's are
+    except RateLimited as limited:
+        return results.error(str(limited.message))
+    try:
+        return await _ask_and_wait(ctx, identity, params, slot)
+    except DatabaseError:
+        logger.exception("MCP call %s of user %s failed", params.name, user_id)
+        return results.error(results.FAILED)
+    finally:
+        slot.release()
+
+
+async def _ask_and_wait(
+    ctx: ServerRequestContext,
+    identity: AuthenticatedUser,
+    params: CallToolRequestParams,
+    slot: StreamSlot,
+) -> CallToolResult:
+    name = params.name
     user_id = int(identity.access_token.subject)
     token_id = int(identity.access_token.claims[TOKEN_ID_CLAIM])
     user = await db(get_user_model().objects.get)(pk=user_id)
@@ -154,10 +181,6 @@ async def call_tool(ctx: ServerRequestContext, params: CallToolRequestParams) ->
     except RateLimited as limited:
         return results.error(str(limited.message))
     question = await db(lambda: call.question)()
-    try:
-        slot = StreamSlot(user_id)  # a waiting call is an open stream, as the API's are
-    except RateLimited as limited:
-        return results.error(str(limited.message))
 
     async def progress(seconds: float) -> None:
         slot.touch()
@@ -173,8 +196,6 @@ async def call_tool(ctx: ServerRequestContext, params: CallToolRequestParams) ->
         )
     except StoppedWaiting as stopped:
         return results.error(results.INTERRUPTED.format(reason=STOPPED[stopped.reason]))
-    finally:
-        slot.release()
     result = results.outcome(outcome, question_url(question))
     await db(services.mark_delivered)(call_id=call.pk)
     return result

@@ -9,9 +9,38 @@ import pytest
 from mcp.shared.message import ClientMessageMetadata
 from mcp_types import CallToolRequest, CallToolRequestParams, CallToolResult
 
+from tests.live_server import LiveServer
 from tests.mcp.conftest import Progress, add_account, api, mcp_client, pending, session_id
 
 pytestmark = pytest.mark.live
+
+SESSIONS_PER_USER = 3
+IDLE_SECONDS = 3
+CALLS_PER_MINUTE = 12
+STREAMS = 2
+
+
+@pytest.fixture(scope="module")
+def mcp_live(tmp_path_factory):
+    """A server with small limits: sessions per user, their idle timeout, calls per minute
+    and waiting calls (open streams) per user."""
+    server = LiveServer(
+        tmp_path_factory.mktemp("mcp-isolation"),
+        MCP_PROGRESS_SECONDS="0.2",
+        MCP_SESSIONS_PER_USER=str(SESSIONS_PER_USER),
+        MCP_SESSION_IDLE_SECONDS=str(IDLE_SECONDS),
+        PARLEY_MCP_CALLS_PER_MINUTE=str(CALLS_PER_MINUTE),
+        PARLEY_MAX_STREAMS=str(STREAMS),
+    )
+    server.set_up_database()
+    server.start()
+    yield server
+    server.stop()
+
+
+@pytest.fixture
+def account(mcp_live, request):
+    return add_account(mcp_live, f"ada-{request.node.name[-40:]}-{secrets.token_hex(3)}")
 
 
 def question(text: str, *labels: str) -> dict:
@@ -108,3 +137,100 @@ async def test_a_resumed_stream_replays_its_own_sessions_events_and_no_one_elses
         assert (await asyncio.wait_for(bobs.task, 10)).structured_content == {
             "answers": {"Which pizza?": "Funghi"}
         }
+
+
+INITIALIZE = {
+    "jsonrpc": "2.0",
+    "id": 0,
+    "method": "initialize",
+    "params": {
+        "protocolVersion": "2025-11-25",
+        "capabilities": {},
+        "clientInfo": {"name": "raw", "version": "1"},
+    },
+}
+JSON_AND_SSE = {"Accept": "application/json, text/event-stream"}
+
+
+async def open_session(client: httpx.AsyncClient, token: str) -> httpx.Response:
+    return await client.post(
+        "/mcp/", json=INITIALIZE, headers={"Authorization": f"Bearer {token}", **JSON_AND_SSE}
+    )
+
+
+async def test_one_user_holds_a_few_sessions_and_everyone_else_still_opens_theirs(
+    mcp_live, account
+):
+    """Past MCP_SESSIONS_PER_USER a user's next session is refused with 429 and a reason,
+    while another user opens theirs; closing one, or letting it idle out, frees its place."""
+    mallory = add_account(mcp_live, f"mallory-{secrets.token_hex(4)}")
+    async with httpx.AsyncClient(base_url=mcp_live.url, timeout=10) as client:
+        held = [await open_session(client, mallory.token) for _ in range(SESSIONS_PER_USER)]
+        assert [r.status_code for r in held] == [200] * SESSIONS_PER_USER
+        refused = await open_session(client, mallory.token)
+        assert refused.status_code == 429
+        assert "Too many open MCP sessions: a user may have 3" in refused.json()["error"]["message"]
+        assert refused.headers["retry-after"] == str(IDLE_SECONDS)
+        assert (await open_session(client, account.token)).status_code == 200
+
+        closed = await client.delete(
+            "/mcp/",
+            headers={
+                "Authorization": f"Bearer {mallory.token}",
+                "mcp-session-id": held[0].headers["mcp-session-id"],
+                "mcp-protocol-version": "2025-11-25",
+            },
+        )
+        assert closed.status_code == 200
+        assert (await open_session(client, mallory.token)).status_code == 200
+        assert (await open_session(client, mallory.token)).status_code == 429
+
+        # Idle past MCP_SESSION_IDLE_SECONDS, her sessions end and she may open more.
+        deadline = asyncio.get_running_loop().time() + IDLE_SECONDS + 5
+        while (reopened := await open_session(client, mallory.token)).status_code == 429:
+            assert asyncio.get_running_loop().time() < deadline, "idle sessions never ended"
+            await asyncio.sleep(0.25)  # polling the server for the idle timeout to pass
+        assert reopened.status_code == 200
+
+
+async def test_every_call_counts_and_an_unknown_tools_name_is_not_echoed_whole(mcp_live, account):
+    """A call to a tool that does not exist says so, naming it cut short, and counts against
+    PARLEY_MCP_CALLS_PER_MINUTE like every call; past it, even a good call is refused."""
+    long_name = "x" * 200_000
+    async with (
+        mcp_client(mcp_live.url, account.token) as session,
+        api(mcp_live.url, account) as user,
+    ):
+        # The limit counts in minutes of the clock: calls that straddle one may get twice it.
+        made = 0
+        while made <= 2 * CALLS_PER_MINUTE:
+            made += 1
+            result = await session.call_tool(long_name, {})
+            [text] = result.content
+            assert result.is_error and len(text.text) < 200
+            if not text.text.startswith("Unknown tool 'xxx"):
+                break
+        assert CALLS_PER_MINUTE < made <= 2 * CALLS_PER_MINUTE + 1
+        assert "too many MCP tool calls in a minute" in text.text
+        refused = await session.call_tool("ask_user_question", question("Lunch?", "Yes", "No"))
+        assert refused.is_error
+        assert "too many MCP tool calls in a minute" in refused.content[0].text
+        assert await pending(user) == []
+
+
+async def test_a_call_past_the_stream_cap_is_refused_before_it_asks(mcp_live, account):
+    """A user may have PARLEY_MAX_STREAMS calls waiting; one more is refused and asks nothing."""
+    async with (
+        mcp_client(mcp_live.url, account.token) as session,
+        api(mcp_live.url, account) as user,
+    ):
+        waiting = [Call(session, question(f"Question {n}?", "Yes", "No")) for n in range(STREAMS)]
+        for call in waiting:
+            await call.progress.next()
+        refused = await session.call_tool("ask_user_question", question("One more?", "Yes", "No"))
+        assert refused.is_error and "streams" in refused.content[0].text
+        asked = [q["questions"][0]["question"] for q in await pending(user)]
+        assert sorted(asked) == ["Question 0?", "Question 1?"]
+        for n, call in enumerate(waiting):
+            await answer(user, f"Question {n}?", "Yes")
+            await asyncio.wait_for(call.task, 10)

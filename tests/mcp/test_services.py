@@ -20,14 +20,12 @@ from questions.selectors import pending_questions_for_user
 from webhooks.models import Delivery
 from webhooks.services import create_webhook
 
-pytestmark = pytest.mark.django_db
+# Also run on PostgreSQL (make test): what it refuses to store (NUL) must never reach it.
+pytestmark = [pytest.mark.django_db, pytest.mark.postgres]
 
 AGENT = Client(name="Claude Code", version="2.1", session_id="s1")
-PIZZA = {
-    "questions": [
-        {"question": "Which pizza?", "options": [{"label": "Funghi"}, {"label": "Pepperoni"}]}
-    ]
-}
+PIZZA_OPTIONS = [{"label": "Funghi"}, {"label": "Pepperoni"}]
+PIZZA = {"questions": [{"question": "Which pizza?", "options": PIZZA_OPTIONS}]}
 
 
 def ask(user, client=AGENT, arguments=PIZZA, tool="ask_user_question"):
@@ -206,3 +204,51 @@ async def test_recent_events_are_replayed_only_to_the_session_that_stored_them()
     store.forget(bob)
     with serving(bob):
         assert await store.replay_events_after(bobs, send) is None
+
+
+def event(size: int) -> dict:
+    """A message whose JSON is `size` bytes."""
+    return {"t": "x" * (size - len('{"t":""}'))}
+
+
+async def test_recent_events_are_bounded_in_bytes_per_session_per_user_and_in_all():
+    store = RecentEvents(max_session_bytes=1000, max_user_bytes=1500, max_bytes=2500)
+    mallory, mallorys_other, alice = (
+        SessionEvents("parley-user-6"),
+        SessionEvents("parley-user-6"),
+        SessionEvents("parley-user-1"),
+    )
+    with serving(alice):
+        await store.store_event("2", event(800))
+    with serving(mallory):
+        for _ in range(10):  # 4,000 bytes into one session: its newest two are kept
+            await store.store_event("2", event(400))
+    assert (mallory.bytes, len(mallory.events)) == (800, 2)
+    with serving(mallorys_other):
+        for _ in range(10):  # and into another of hers: her sessions share 1,500
+            await store.store_event("2", event(400))
+    assert mallory.bytes + mallorys_other.bytes <= 1500
+    assert alice.bytes == 800  # untouched by Mallory's
+    assert store.bytes == 800 + mallory.bytes + mallorys_other.bytes <= 2500
+    with serving(mallorys_other):  # larger than a session may keep: sent, never kept
+        huge = await store.store_event("2", event(200_000))
+    assert mallorys_other.events[huge][1] is None
+    assert store.bytes <= 2500
+    store.forget(mallory)
+    store.forget(mallorys_other)
+    assert store.bytes == 800
+
+
+def test_a_nul_in_the_client_info_is_cleaned_and_in_the_arguments_refused(user, dispatched):
+    """PostgreSQL stores no NUL: the client's name is cleaned, and arguments (kept as they
+    were sent) with one are refused with a plain error, never the database's."""
+    call = ask(user, client=Client(name="Evil\x00 agent", version="1\x00.0", session_id="s\x00"))
+    assert (call.client_name, call.client_version, call.session_id) == ("Evil agent", "1.0", "s")
+    assert ask(user, client=Client(name="\x00 ")).client_name == "MCP client"
+    with_nul = {"questions": [{"question": "Which\x00 pizza?", "options": PIZZA_OPTIONS}]}
+    with pytest.raises(ValueError, match="NUL") as refused:
+        ask(user, arguments=with_nul)
+    assert "PostgreSQL" not in str(refused.value)
+    surrogate = {"questions": [{"question": "Which pizza?\ud800", "options": PIZZA_OPTIONS}]}
+    with pytest.raises(ValueError):
+        ask(user, arguments=surrogate)
