@@ -15,15 +15,17 @@ from django.conf import settings  # noqa: E402
 
 from chat.engine.runner import RunnerLifecycle, RunWorker  # noqa: E402
 from chat.routing import websocket_urlpatterns  # noqa: E402
+from config.middleware import AsgiSecurity  # noqa: E402
 from config.origins import ExactOriginValidator  # noqa: E402
-from mcp_server.asgi import McpEndpoint, mount  # noqa: E402
+from mcp_server.asgi import McpEndpoint, host_allowed, mount  # noqa: E402
 from questions.routing import websocket_urlpatterns as question_websockets  # noqa: E402
 
 application = RunnerLifecycle(
     ProtocolTypeRouter(
         {
             # /mcp/: Parley as an MCP server (mcp_server.asgi); everything else: Django.
-            "http": mount(McpEndpoint(), django_asgi_app),
+            # Django's middleware does not run for /mcp/: AsgiSecurity does its part there.
+            "http": mount(AsgiSecurity(McpEndpoint(), host_allowed=host_allowed), django_asgi_app),
             "websocket": ExactOriginValidator(
                 AuthMiddlewareStack(URLRouter(websocket_urlpatterns + question_websockets))
             ),

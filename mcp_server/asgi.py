@@ -40,7 +40,7 @@ class McpEndpoint:
     async def __call__(self, scope, receive, send) -> None:
         if scope["type"] != "http":
             return
-        if not _host_allowed(scope):
+        if not host_allowed(scope):
             response = JSONResponse(
                 {"error": "invalid_request", "error_description": "Bad host"}, 400
             )
@@ -124,7 +124,7 @@ def _naming(send, process: bytes):
     return named
 
 
-def _host_allowed(scope) -> bool:
+def host_allowed(scope) -> bool:
     """Django's ALLOWED_HOSTS check (HttpRequest.get_host), which the requests to /mcp/ do
     not pass through Django for."""
     host = next((v.decode("latin-1") for k, v in scope["headers"] if k == b"host"), "")
