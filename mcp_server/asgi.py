@@ -13,6 +13,9 @@ questions stay answerable (mcp_server.services.ask).
 
 import asyncio
 import contextvars
+import functools
+import hashlib
+import hmac
 
 from django.conf import settings
 from django.http.request import split_domain_port, validate_host
@@ -91,14 +94,23 @@ async def _run(manager: StreamableHTTPSessionManager, running: asyncio.Future) -
 
 
 # An MCP session lives in the process that opened it (the SDK keeps it in memory). Its id, as
-# clients see it, starts with that process's address ("127.0.0.1:8001/…"), so that a proxy in
-# front of several processes sends each session's requests to its own (deploy/nginx maps the
-# prefix to the process); this process takes its own prefix off again before the SDK reads it.
+# clients see it, starts with that process's route ("<route>/…"), so that a proxy in front of
+# several processes sends each session's requests to its own (deploy/nginx maps each route to
+# its process); this process takes its own route off again before the SDK reads it.
+
+
+@functools.cache
+def route(address: str) -> str:
+    """The route of the process serving at `address` ("host:port"): opaque (a keyed hash,
+    which shows nothing of the deployment), stable across restarts, and the same that
+    `manage.py mcp_route` prints for nginx's configuration."""
+    key = settings.SECRET_KEY.encode()
+    return hmac.new(key, f"parley-mcp-route:{address}".encode(), hashlib.sha256).hexdigest()[:16]
 
 
 def _process_name(scope) -> bytes:
     host, port = scope.get("server") or ("", "")
-    return f"{host}:{port}/".encode()
+    return f"{route(f'{host}:{port}')}/".encode()
 
 
 def _session_of_this_process(scope, process: bytes):

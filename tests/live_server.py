@@ -25,6 +25,7 @@ import psycopg
 
 ROOT = Path(__file__).resolve().parent.parent
 SERVE = [sys.executable, "-m", "config.serve"]
+LIVE_SECRET_KEY = "parley-live-test"
 
 
 def free_port() -> int:
@@ -43,7 +44,7 @@ class LiveServer:
             **os.environ,
             "DATABASE_URL": self.database_url,
             "DEBUG": "false",
-            "SECRET_KEY": "parley-live-test",
+            "SECRET_KEY": LIVE_SECRET_KEY,
             "ALLOWED_HOSTS": "127.0.0.1,localhost",
             "SCRIPTED_AGENT_DELAY": "0.03",
             # One user (demo) drives many tests against one server, faster than a person:
@@ -164,7 +165,7 @@ def migrated_template(kind: str, admin_url: str = "") -> str:
             connection.execute(f'CREATE DATABASE "{location}"')
         atexit.register(_drop_database, admin_url, location)
         url = admin_url.rsplit("/", 1)[0] + f"/{location}"
-    env = {**os.environ, "DATABASE_URL": url, "SECRET_KEY": "parley-live-test"}
+    env = {**os.environ, "DATABASE_URL": url, "SECRET_KEY": LIVE_SECRET_KEY}
     for args in (["migrate", "--no-input", "-v", "0"], ["ensure_demo_user"]):
         subprocess.run(
             [sys.executable, "manage.py", *args], cwd=ROOT, env=env, check=True, timeout=120
@@ -267,6 +268,20 @@ http {{
 """
 
 
+def mcp_routes(addresses: list[str]) -> list[str]:
+    """The MCP session routes of the live servers at `addresses`, as the operators' docs get
+    them: `manage.py mcp_route` with the servers' settings."""
+    printed = subprocess.run(
+        [sys.executable, "manage.py", "mcp_route", *addresses],
+        cwd=ROOT,
+        env={**os.environ, "SECRET_KEY": LIVE_SECRET_KEY},
+        capture_output=True,
+        text=True,
+        check=True,
+    )
+    return printed.stdout.split()
+
+
 class Nginx:
     """Debian's nginx in the foreground on a loopback port, with deploy/'s configuration for
     Parley rendered as docs/operators/deploying.md says (envsubst: only the PARLEY_
@@ -283,6 +298,7 @@ class Nginx:
             "PARLEY_SERVER_NAME": "127.0.0.1",
             "PARLEY_WEB_1": web[0],
             "PARLEY_WEB_2": web[1],
+            **dict(zip(("PARLEY_MCP_ROUTE_1", "PARLEY_MCP_ROUTE_2"), mcp_routes(web), strict=True)),
             "PARLEY_STATIC_ROOT": str(static_root),
         }
         (self.dir / "parley.conf").write_text(string.Template(template).safe_substitute(values))

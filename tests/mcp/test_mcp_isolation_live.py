@@ -9,7 +9,7 @@ import pytest
 from mcp.shared.message import ClientMessageMetadata
 from mcp_types import CallToolRequest, CallToolRequestParams, CallToolResult
 
-from tests.live_server import LiveServer
+from tests.live_server import LiveServer, mcp_routes
 from tests.mcp.conftest import Progress, add_account, api, mcp_client, pending, session_id
 
 pytestmark = pytest.mark.live
@@ -234,3 +234,12 @@ async def test_a_call_past_the_stream_cap_is_refused_before_it_asks(mcp_live, ac
         for n, call in enumerate(waiting):
             await answer(user, f"Question {n}?", "Yes")
             await asyncio.wait_for(call.task, 10)
+
+
+async def test_a_session_id_shows_nothing_of_the_process_that_holds_it(mcp_live, account):
+    """It starts with the process's opaque route (for nginx), not its address."""
+    async with httpx.AsyncClient(base_url=mcp_live.url, timeout=10) as client:
+        opened = await open_session(client, account.token)
+    route, _slash, rest = opened.headers["mcp-session-id"].partition("/")
+    assert route == mcp_routes([f"127.0.0.1:{mcp_live.port}"])[0]
+    assert rest and "127.0.0.1" not in opened.headers["mcp-session-id"]
