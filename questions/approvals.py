@@ -17,7 +17,6 @@ import math
 from datetime import datetime
 from typing import Any, Literal
 
-import jsonschema
 from django.utils.translation import gettext_lazy as _
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 from pydantic.alias_generators import to_camel
@@ -25,6 +24,7 @@ from pydantic.alias_generators import to_camel
 from chat.blocks import ActionBlock
 from chat.text import drop_invisible
 from questions.blocks import ASKED, STATUS, Resolution, Via
+from questions.tool_input import UncheckablePattern, schema_error
 
 APPROVAL_TYPE = "tool_approval"
 ELICITATION_TYPE = "elicitation"
@@ -43,6 +43,10 @@ MAX_FIELDS = 20
 BAD_JSON = _("The arguments are not valid JSON: %(error)s")
 NOT_AN_OBJECT = _("The arguments must be a JSON object.")
 SCHEMA_MISMATCH = _("The arguments do not fit the tool's input schema: %(error)s")
+PATTERN_UNCHECKABLE = _(
+    "Parley cannot check edited arguments against this tool's input schema: its pattern "
+    "%(pattern)s could take too long to match. Allow the call as the agent made it, or deny it."
+)
 ARGUMENTS_TOO_LONG = _("The arguments are too long.")
 FEEDBACK_TOO_LONG = _("The feedback is too long.")
 FIELD_REQUIRED = _("%(field)s is required.")
@@ -190,11 +194,12 @@ def parse_arguments(text: str, schema: dict) -> dict:
 
 
 def check_arguments(value: dict, schema: dict) -> None:
+    """Raises InvalidInput when `value` does not fit `schema` or cannot be checked against it
+    in bounded time (questions.tool_input); a broken schema checks nothing."""
     try:
-        validator = jsonschema.validators.validator_for(schema, jsonschema.Draft202012Validator)
-        error = jsonschema.exceptions.best_match(validator(schema).iter_errors(value))
-    except jsonschema.exceptions.SchemaError:
-        return  # the server's schema is broken: the server itself will judge the call
+        error = schema_error(value, schema)
+    except UncheckablePattern as refused:
+        raise InvalidInput(PATTERN_UNCHECKABLE % {"pattern": _clip(refused.pattern, 200)}) from None
     if error is not None:
         where = "/".join(str(p) for p in error.absolute_path)
         raise InvalidInput(
