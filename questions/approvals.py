@@ -24,7 +24,13 @@ from pydantic.alias_generators import to_camel
 from chat.blocks import ActionBlock
 from chat.text import drop_invisible
 from questions.blocks import ASKED, STATUS, Resolution, Via
-from questions.tool_input import UncheckablePattern, schema_error
+from questions.errors import NestedTooDeeply
+from questions.tool_input import (
+    UncheckablePattern,
+    nesting_depth,
+    schema_error,
+    text_nesting_depth,
+)
 
 APPROVAL_TYPE = "tool_approval"
 ELICITATION_TYPE = "elicitation"
@@ -37,6 +43,8 @@ ACCEPT, DECLINE, CANCEL = "accept", "decline", "cancel"
 # How much of a tool's or server's text a block keeps: enough to decide on, never a page.
 MAX_SHOWN_CHARS = 4_000
 MAX_ARGUMENTS_CHARS = 20_000
+# Levels of arrays and objects in edited arguments, the arguments object itself included.
+MAX_ARGUMENTS_DEPTH = 32
 MAX_FEEDBACK_CHARS = 2_000
 MAX_FIELDS = 20
 
@@ -48,6 +56,9 @@ PATTERN_UNCHECKABLE = _(
     "%(pattern)s could take too long to match. Allow the call as the agent made it, or deny it."
 )
 ARGUMENTS_TOO_LONG = _("The arguments are too long.")
+ARGUMENTS_TOO_DEEP = _(
+    "The arguments nest arrays and objects too deeply: at most %(limit)s levels."
+)
 FEEDBACK_TOO_LONG = _("The feedback is too long.")
 FIELD_REQUIRED = _("%(field)s is required.")
 FIELD_NOT_NUMBER = _("%(field)s must be a number.")
@@ -179,15 +190,25 @@ def approval_block(payload: ApprovalPayload) -> ActionBlock:
 
 def parse_arguments(text: str, schema: dict) -> dict:
     """Edited arguments, as typed: a JSON object valid against the tool's input schema.
-    Raises InvalidInput saying what is wrong."""
+    Raises InvalidInput saying what is wrong, NestedTooDeeply past MAX_ARGUMENTS_DEPTH."""
     if len(text) > MAX_ARGUMENTS_CHARS:
         raise InvalidInput(ARGUMENTS_TOO_LONG)
+    if text_nesting_depth(text) > MAX_ARGUMENTS_DEPTH:
+        raise NestedTooDeeply(ARGUMENTS_TOO_DEEP % {"limit": MAX_ARGUMENTS_DEPTH})
     try:
         value = json.loads(text)
     except ValueError as error:
         raise InvalidInput(BAD_JSON % {"error": error}) from None
     if not isinstance(value, dict):
         raise InvalidInput(NOT_AN_OBJECT)
+    return edited_arguments(value, schema)
+
+
+def edited_arguments(value: dict, schema: dict) -> dict:
+    """Edited arguments given as an object, as Parley keeps them (storable), checked as
+    parse_arguments checks them."""
+    if nesting_depth(value, limit=MAX_ARGUMENTS_DEPTH) > MAX_ARGUMENTS_DEPTH:
+        raise NestedTooDeeply(ARGUMENTS_TOO_DEEP % {"limit": MAX_ARGUMENTS_DEPTH})
     value = storable(value)
     check_arguments(value, schema)
     return value

@@ -7,8 +7,11 @@
   A pattern RE2 cannot compile (backreferences, lookaround) is never run: UncheckablePattern.
 - `uniqueItems` by hashing, in linear time (jsonschema compares objects pairwise).
 - `$ref`s resolve within the schema and the JSON Schema drafts only: nothing is fetched.
+- Nesting depth counted without recursion, for JSON text before it is parsed and for values,
+  so that neither the parser nor anything after it runs out of stack.
 """
 
+import re
 from collections.abc import Iterator
 from functools import lru_cache
 from typing import Any
@@ -94,7 +97,7 @@ def _unique_items(validator, unique, instance, schema) -> Iterator[ValidationErr
 
 def _identity(value: Any) -> Any:
     """A hashable key equal for JSON values JSON Schema holds equal (1 and 1.0; not true and 1;
-    objects whatever their keys' order). Callers bound the value's depth."""
+    objects whatever their keys' order). Callers bound the value's depth (nesting_depth)."""
     if isinstance(value, bool):
         return ("boolean", value)
     if isinstance(value, int | float):
@@ -163,3 +166,42 @@ def _found(schema: Any, keyword: str) -> list[Any]:
         elif isinstance(item, list):
             stack.extend(item)
     return found
+
+
+def nesting_depth(value: Any, *, limit: int) -> int:
+    """How deeply arrays and objects nest in `value` (a scalar: 0), counted up to `limit` + 1."""
+    deepest, stack = 0, [(value, 1)]
+    while stack and deepest <= limit:
+        item, depth = stack.pop()
+        if isinstance(item, dict | list):
+            deepest = max(deepest, depth)
+            stack.extend(
+                (child, depth + 1) for child in (item.values() if isinstance(item, dict) else item)
+            )
+    return deepest
+
+
+# What decides the nesting of JSON text: brackets, quotes, and escapes (a backslash and the
+# character after it, which never opens or closes anything).
+_STRUCTURE = re.compile(r'\\.|["\[\]{}]', re.DOTALL)
+
+
+def text_nesting_depth(text: str | bytes) -> int:
+    """How deeply arrays and objects nest in JSON text, read without parsing it (brackets in
+    strings do not count): text too deep for the parser's stack can be refused first."""
+    if isinstance(text, bytes):
+        text = text.decode("utf-8", errors="replace")
+    depth = deepest = 0
+    in_string = False
+    for token in _STRUCTURE.finditer(text):
+        char = token.group()
+        if char == '"':
+            in_string = not in_string
+        elif in_string or len(char) == 2:
+            continue
+        elif char in "[{":
+            depth += 1
+            deepest = max(deepest, depth)
+        else:
+            depth -= 1
+    return deepest

@@ -34,11 +34,10 @@ from questions.approvals import (
     ApprovalRequest,
     ElicitationRequest,
     InvalidInput,
-    check_arguments,
+    edited_arguments,
     form_fields,
     form_values,
     parse_arguments,
-    storable,
 )
 from questions.blocks import AUTO_RESOLVE, BROWSER, Via
 from questions.errors import InvalidAnswer, QuestionAlreadyResolved
@@ -137,8 +136,8 @@ def decide(
     """Decide a pending approval: allow (with `arguments` edited, as JSON text or an object,
     checked against the tool's input schema), always (allow, and never ask this user about
     this tool again), or deny (with optional `feedback` for the model). The step goes on once
-    its last approval is decided. Raises InvalidAnswer, QuestionAlreadyResolved,
-    ConversationNotFound."""
+    its last approval is decided. Raises InvalidAnswer, NestedTooDeeply,
+    QuestionAlreadyResolved, ConversationNotFound."""
     question = _pending_approval(
         user=user, conversation_id=conversation_id, tool_call_id=tool_call_id
     )
@@ -149,8 +148,7 @@ def decide(
             if isinstance(arguments, str) and arguments.strip():
                 stored["arguments"] = parse_arguments(arguments, request.input_schema)
             elif isinstance(arguments, dict):
-                stored["arguments"] = storable(arguments)
-                check_arguments(stored["arguments"], request.input_schema)
+                stored["arguments"] = edited_arguments(arguments, request.input_schema)
             if stored.get("arguments") == request.arguments:
                 del stored["arguments"]  # unchanged: not an edit
         elif decision == DENY:

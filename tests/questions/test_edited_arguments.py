@@ -14,7 +14,12 @@ from django.utils.html import escape
 
 from chat.blocks import ToolCallBlock
 from questions import tool_requests
-from questions.approvals import PATTERN_UNCHECKABLE, ApprovalRequest
+from questions.approvals import (
+    ARGUMENTS_TOO_DEEP,
+    MAX_ARGUMENTS_DEPTH,
+    PATTERN_UNCHECKABLE,
+    ApprovalRequest,
+)
 from questions.errors import InvalidAnswer
 from questions.models import Question, QuestionStatus
 from tests.api.tool_requests import tool_calls
@@ -149,3 +154,31 @@ def test_a_schemas_remote_ref_is_never_fetched(user, conversation, dispatched, m
     decide_edit(user, conversation, {"name": "anything"})
     assert fetched == []
     assert tool_requests.decision_for(conversation.pk, "e1").arguments == {"name": "anything"}
+
+
+def nested(levels: int) -> str:
+    """An object whose `name` nests arrays so that the whole is `levels` deep."""
+    return '{"name": ' + "[" * (levels - 1) + "]" * (levels - 1) + "}"
+
+
+@pytest.mark.django_db
+@pytest.mark.parametrize(
+    "edited", ["[" * 9000, nested(MAX_ARGUMENTS_DEPTH + 1)], ids=["9000 unclosed", "33 levels"]
+)
+def test_deeply_nested_edited_arguments_are_a_400_saying_why(
+    client, user, conversation, dispatched, edited
+):
+    ask_approval(conversation, {"type": "object"})
+    client.force_login(user)
+    response = client.post(
+        f"/c/{conversation.pk}/questions/e1/decide/",
+        {"decision": "allow", "arguments": edited},
+        headers=HX,
+    )
+    assert response.status_code == 400
+    assert response.headers["HX-Retarget"] == "#question-e1-alert"
+    assert response.content.decode() == ARGUMENTS_TOO_DEEP % {"limit": MAX_ARGUMENTS_DEPTH}
+    assert Question.objects.get(tool_call_id="e1").status == QuestionStatus.PENDING
+    # As deep as allowed is allowed.
+    decide_edit(user, conversation, json.loads(nested(MAX_ARGUMENTS_DEPTH)))
+    assert tool_requests.decision_for(conversation.pk, "e1").decision == "allow"
