@@ -35,6 +35,7 @@ from mcp_client.models import ToolRun
 from questions import tool_requests
 from questions.approvals import DENY as DENIED_DECISION
 from questions.approvals import MAX_SHOWN_CHARS, ApprovalRequest, ElicitationRequest
+from questions.links import safe_link
 from questions.models import QuestionStatus, ToolPermission
 
 logger = logging.getLogger("parley.mcp_client")
@@ -242,9 +243,12 @@ async def elicit(call: Call, server: str, params: Any) -> types.ElicitResult:
     """A running tool asks the person: show the request in the call's conversation, wait for
     the answer (or its deadline, or the call's end), and send it back."""
     mode = getattr(params, "mode", "form") or "form"
-    url = getattr(params, "url", "") or ""
-    if mode == "url" and not re.match(r"^https?://", url):
-        return types.ElicitResult(action="decline")
+    url = ""
+    if mode == "url":
+        link = safe_link(str(getattr(params, "url", "") or ""))
+        if link is None:  # not http(s), credentials, hidden characters: never shown
+            return types.ElicitResult(action="decline")
+        url = link.href
     request = ElicitationRequest(
         server=server,
         call_id=call.call.id,
@@ -252,7 +256,7 @@ async def elicit(call: Call, server: str, params: Any) -> types.ElicitResult:
         message=drop_invisible(str(params.message or ""))[:MAX_SHOWN_CHARS],
         mode="url" if mode == "url" else "form",
         requested_schema=getattr(params, "requested_schema", None) or {},
-        url=url[:2000],
+        url=url,
     )
     conversation_id = call.lease.conversation_id
     key = f"elicit_{uuid.uuid4().hex[:24]}"

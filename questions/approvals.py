@@ -25,6 +25,7 @@ from chat.blocks import ActionBlock
 from chat.text import drop_invisible
 from questions.blocks import ASKED, STATUS, Resolution, Via
 from questions.errors import NestedTooDeeply
+from questions.links import Link, safe_link
 from questions.tool_input import (
     UncheckablePattern,
     nesting_depth,
@@ -430,10 +431,9 @@ class ElicitationPayload(_Payload):
     content: dict[str, Any] | None = None
 
     @property
-    def url_host(self) -> str:
-        from urllib.parse import urlsplit
-
-        return urlsplit(self.url).hostname or ""
+    def link(self) -> Link | None:
+        """The link to show and open (questions.links); None: none may be shown."""
+        return safe_link(self.url) if self.mode == "url" else None
 
 
 def elicitation_block(payload: ElicitationPayload) -> ActionBlock:
