@@ -386,8 +386,9 @@ class Cancel(Schema):
 
 class Decide(Schema):
     decision: Literal["allow", "always", "deny"] = Field(
-        description="allow: run the call once; always: run it, and never ask you again about "
-        "this tool; deny: do not run it."
+        description="allow: run the call once; always: run it, and never ask again about this "
+        "tool in the turns you start (not in someone else's turn in a shared conversation); "
+        "deny: do not run it."
     )
     arguments: dict[str, Any] | None = Field(
         None,

@@ -102,11 +102,15 @@ def test_approvals_of_one_step_are_asked_together_and_the_step_goes_on_when_all_
     assert (row.answered_by, row.answered_via) == (user, "browser")
 
 
-def test_always_allow_is_the_users_own_and_revocable(user, other_user, conversation, asked):
+def test_always_allow_is_the_users_own_and_revocable(user, conversation, asked):
     decide(user, conversation, asked[0], "always")
-    assert tool_requests.always_allowed(user.pk, "mcp__notes__write_note")
-    assert not tool_requests.always_allowed(other_user.pk, "mcp__notes__write_note")
+    # The user started this turn: their "Always allow" counts in it (tests/mcp/test_always_allow).
+    assert tool_requests.always_allowed(conversation.pk, "mcp__notes__write_note")
+    assert list(ToolPermission.objects.values_list("user", "tool")) == [
+        (user.pk, "mcp__notes__write_note")
+    ]
     assert tool_requests.revoke_permission(user=user, tool="mcp__notes__write_note")
+    assert not tool_requests.always_allowed(conversation.pk, "mcp__notes__write_note")
     assert not ToolPermission.objects.exists()
     assert not tool_requests.revoke_permission(user=user, tool="mcp__notes__write_note")
 
