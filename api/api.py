@@ -11,8 +11,10 @@ from django.core.exceptions import RequestDataTooBig
 from django.db import transaction
 from django.http import HttpRequest
 from django.utils.translation import gettext as _
+from django.utils.translation import gettext_lazy
 from ninja import Field, Header, NinjaAPI, Query, Schema, Status
 from ninja.errors import AuthenticationError, HttpError, ValidationError
+from ninja.parser import Parser
 from ninja.security import HttpBearer, SessionAuth
 
 from api import results
@@ -37,9 +39,11 @@ from questions import services as questions
 from questions import tool_requests
 from questions.approvals import FormField, storable
 from questions.blocks import API, TERMINAL, Via
+from questions.errors import NestedTooDeeply
 from questions.models import QuestionKind, QuestionStatus
 from questions.schemas import Question
 from questions.selectors import pending_questions, questions_for_user
+from questions.tool_input import text_nesting_depth
 
 MAX_WAIT = 120.0
 # A change cursor as a client sends it back: ASCII digits only (str.isdigit also accepts "²"),
@@ -49,6 +53,13 @@ CURSOR = re.compile(r"[0-9]{1,18}")
 # conversation (GET /conversations/{id}) comes with the newest page of the default size.
 PAGE_SIZE = 100
 MAX_PAGE_SIZE = 500
+# Levels of arrays and objects in a request body: far more than any endpoint reads (edited
+# arguments stop at questions.approvals.MAX_ARGUMENTS_DEPTH), and far less than the stack that
+# parsing and checking a body need.
+MAX_BODY_DEPTH = 64
+BODY_TOO_DEEP = gettext_lazy(
+    "The request body nests arrays and objects too deeply: at most %(limit)s levels."
+)
 
 
 class BearerToken(HttpBearer):
@@ -76,12 +87,23 @@ class Session(SessionAuth):
             ) from None
 
 
+class BoundedJson(Parser):
+    """JSON bodies, refused before they are parsed when they nest deeper than MAX_BODY_DEPTH
+    (Python's parser recurses, and raises RecursionError a few hundred levels down)."""
+
+    def parse_body(self, request: HttpRequest):
+        if text_nesting_depth(request.body) > MAX_BODY_DEPTH:
+            raise NestedTooDeeply(BODY_TOO_DEEP % {"limit": MAX_BODY_DEPTH})
+        return super().parse_body(request)
+
+
 api = NinjaAPI(
     title="Parley API",
     version="1",
     description="Conversations with an agent that can pause and ask structured questions.",
     auth=[BearerToken(), Session()],
     urls_namespace="api",
+    parser=BoundedJson(),
 )
 
 
@@ -119,6 +141,9 @@ def too_big(request, error):
 
 @api.exception_handler(HttpError)
 def http_error(request, error: HttpError):
+    # django-ninja answers a body its parser refused with its own 400, caused by the refusal.
+    if isinstance(error.__cause__, ParleyError):
+        return parley_error(request, error.__cause__)
     return api.create_response(request, {"message": str(error)}, status=error.status_code)
 
 
@@ -361,8 +386,9 @@ class Cancel(Schema):
 
 class Decide(Schema):
     decision: Literal["allow", "always", "deny"] = Field(
-        description="allow: run the call once; always: run it, and never ask you again about "
-        "this tool; deny: do not run it."
+        description="allow: run the call once; always: run it, and never ask again about this "
+        "tool in the turns you start (not in someone else's turn in a shared conversation); "
+        "deny: do not run it."
     )
     arguments: dict[str, Any] | None = Field(
         None,

@@ -86,6 +86,18 @@ class Conversation(models.Model):
     lease_owner = models.CharField(_("lease owner"), max_length=100, blank=True)
     lease_expires_at = models.DateTimeField(_("lease expires"), null=True, blank=True)
     lease_token = models.PositiveBigIntegerField(_("lease token"), default=0)
+    # The person whose message, edit, Retry or Regenerate started the current turn: whose
+    # "Always allow" of a tool lets its calls run without asking (none: nobody's). A
+    # sub-agent's turn, and a turn started before this was recorded, have none.
+    turn_started_by = models.ForeignKey(
+        settings.AUTH_USER_MODEL,
+        on_delete=models.SET_NULL,
+        null=True,
+        blank=True,
+        related_name="+",
+        editable=False,
+        verbose_name=_("turn started by"),
+    )
     # Model requests made in the current turn, bounded by AGENT_MAX_STEPS.
     turn_steps = models.PositiveIntegerField(_("steps this turn"), default=0)
     # Times the current turn paused for the user (chat.pausing); each pausing tool sets its

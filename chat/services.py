@@ -215,7 +215,7 @@ def _append_user_message(*, user, conversation_id: int, text: str) -> Message:
         next = _resolve_pause_by_message(transcript, open_calls, message, user) if paused else None
         if next is None:
             # No pause (or none that anything still waits on): the message starts a new turn.
-            next = turns.begin_turn(transcript)
+            next = turns.begin_turn(transcript, by=user)
     dispatch.on_commit(next)
     return message
 
@@ -246,7 +246,7 @@ def _retry_turn(*, user, conversation_id: int) -> None:
         raise NothingToRetry
     limits.check_turn_slot(user=user, conversation=conversation)
     with Transcript(conversation) as transcript:
-        next = turns.begin_turn(transcript, retrying=True)
+        next = turns.begin_turn(transcript, by=user, retrying=True)
     dispatch.on_commit(next)
 
 
@@ -270,7 +270,7 @@ def _regenerate_reply(*, user, conversation_id: int) -> None:
     limits.check_turn_slot(user=user, conversation=conversation)
     with Transcript(conversation) as transcript:
         transcript.supersede(turn.after)
-        next = turns.begin_turn(transcript)
+        next = turns.begin_turn(transcript, by=user)
     dispatch.on_commit(next)
 
 
@@ -304,7 +304,7 @@ def _replace_message(*, user, conversation_id: int, message_id: int, text: str) 
     with Transcript(conversation) as transcript:
         transcript.supersede(replaced)
         message = transcript.append(role=Role.USER, blocks=[TextBlock(text=text)], author=user)
-        next = turns.begin_turn(transcript)
+        next = turns.begin_turn(transcript, by=user)
     dispatch.on_commit(next)
     return message
 

@@ -4,7 +4,8 @@ any call that is not known to be harmless.
 
 Policy, per call: the operator's setting for the tool or its server (MCP_CONFIG `approval`),
 else a read-only tool (`readOnlyHint`) runs at once and every other tool asks; a user's
-"Always allow" turns their "ask" into "allow". "deny" tools are not offered. Sub-agents are
+"Always allow" turns their "ask" into "allow" in the turns they start (their message, edit,
+Retry or Regenerate), never in someone else's. "deny" tools are not offered. Sub-agents are
 offered only the tools that never ask.
 
 Exactly once: a ToolRun row is committed before the call goes out, and the result is stored
@@ -27,7 +28,6 @@ from chat import events
 from chat.blocks import ToolCallBlock, ToolResultBlock
 from chat.engine import tools, turns
 from chat.engine.tools import MAX_RESULT_CHARS, PAUSED, Outcome, Tool, ToolContext, ToolSpec
-from chat.models import Conversation
 from chat.text import drop_invisible
 from mcp_client.config import ALLOW, ASK, DENY, ServerConfig
 from mcp_client.connections import Call, Connections, ServerConnection
@@ -35,7 +35,8 @@ from mcp_client.models import ToolRun
 from questions import tool_requests
 from questions.approvals import DENY as DENIED_DECISION
 from questions.approvals import MAX_SHOWN_CHARS, ApprovalRequest, ElicitationRequest
-from questions.models import QuestionStatus, ToolPermission
+from questions.links import safe_link
+from questions.models import QuestionStatus
 
 logger = logging.getLogger("parley.mcp_client")
 
@@ -121,7 +122,9 @@ class McpTool(Tool):
         decided = await db(tool_requests.decision_for)(conversation_id, call.id)
         arguments, edited = call.arguments, False
         if decided is None:
-            if self.policy == ASK and not await db(_always_allowed)(conversation_id, self.name):
+            if self.policy == ASK and not await db(tool_requests.always_allowed)(
+                conversation_id, self.name
+            ):
                 if context.is_subagent:
                     return ToolResultBlock.error(call.id, SUBAGENT)
                 asks = await db(_approvals_to_ask)(context.lease, call)
@@ -193,11 +196,6 @@ def result_text(result: types.CallToolResult) -> str:
     return text
 
 
-def _always_allowed(conversation_id: int, name: str) -> bool:
-    """Whether the conversation's owner always allows the tool `name` (one query)."""
-    return ToolPermission.objects.filter(tool=name, user__conversations=conversation_id).exists()
-
-
 def _approvals_to_ask(
     lease: turns.Lease, call: ToolCallBlock
 ) -> list[tuple[ToolCallBlock, ApprovalRequest]]:
@@ -205,18 +203,13 @@ def _approvals_to_ask(
     asked together, decided one by one."""
     calls = turns.pending_tool_calls(lease)
     start = next((i for i, c in enumerate(calls) if c.id == call.id), 0)
-    owner_id = (
-        Conversation.objects.filter(pk=lease.conversation_id)
-        .values_list("owner_id", flat=True)
-        .first()
-    )
     asks = []
     for later in calls[start:]:
         tool = tools.offered(later.name)
         if not isinstance(tool, McpTool) or tool.policy != ASK:
             continue
         if later.id != call.id and (
-            tool_requests.always_allowed(owner_id, tool.name)
+            tool_requests.always_allowed(lease.conversation_id, tool.name)
             or tool_requests.decision_for(lease.conversation_id, later.id) is not None
         ):
             continue
@@ -242,9 +235,12 @@ async def elicit(call: Call, server: str, params: Any) -> types.ElicitResult:
     """A running tool asks the person: show the request in the call's conversation, wait for
     the answer (or its deadline, or the call's end), and send it back."""
     mode = getattr(params, "mode", "form") or "form"
-    url = getattr(params, "url", "") or ""
-    if mode == "url" and not re.match(r"^https?://", url):
-        return types.ElicitResult(action="decline")
+    url = ""
+    if mode == "url":
+        link = safe_link(str(getattr(params, "url", "") or ""))
+        if link is None:  # not http(s), credentials, hidden characters: never shown
+            return types.ElicitResult(action="decline")
+        url = link.href
     request = ElicitationRequest(
         server=server,
         call_id=call.call.id,
@@ -252,7 +248,7 @@ async def elicit(call: Call, server: str, params: Any) -> types.ElicitResult:
         message=drop_invisible(str(params.message or ""))[:MAX_SHOWN_CHARS],
         mode="url" if mode == "url" else "form",
         requested_schema=getattr(params, "requested_schema", None) or {},
-        url=url[:2000],
+        url=url,
     )
     conversation_id = call.lease.conversation_id
     key = f"elicit_{uuid.uuid4().hex[:24]}"

@@ -17,7 +17,6 @@ import math
 from datetime import datetime
 from typing import Any, Literal
 
-import jsonschema
 from django.utils.translation import gettext_lazy as _
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 from pydantic.alias_generators import to_camel
@@ -25,6 +24,14 @@ from pydantic.alias_generators import to_camel
 from chat.blocks import ActionBlock
 from chat.text import drop_invisible
 from questions.blocks import ASKED, STATUS, Resolution, Via
+from questions.errors import NestedTooDeeply
+from questions.links import Link, safe_link
+from questions.tool_input import (
+    UncheckablePattern,
+    nesting_depth,
+    schema_error,
+    text_nesting_depth,
+)
 
 APPROVAL_TYPE = "tool_approval"
 ELICITATION_TYPE = "elicitation"
@@ -37,13 +44,22 @@ ACCEPT, DECLINE, CANCEL = "accept", "decline", "cancel"
 # How much of a tool's or server's text a block keeps: enough to decide on, never a page.
 MAX_SHOWN_CHARS = 4_000
 MAX_ARGUMENTS_CHARS = 20_000
+# Levels of arrays and objects in edited arguments, the arguments object itself included.
+MAX_ARGUMENTS_DEPTH = 32
 MAX_FEEDBACK_CHARS = 2_000
 MAX_FIELDS = 20
 
 BAD_JSON = _("The arguments are not valid JSON: %(error)s")
 NOT_AN_OBJECT = _("The arguments must be a JSON object.")
 SCHEMA_MISMATCH = _("The arguments do not fit the tool's input schema: %(error)s")
+PATTERN_UNCHECKABLE = _(
+    "Parley cannot check edited arguments against this tool's input schema: its pattern "
+    "%(pattern)s could take too long to match. Allow the call as the agent made it, or deny it."
+)
 ARGUMENTS_TOO_LONG = _("The arguments are too long.")
+ARGUMENTS_TOO_DEEP = _(
+    "The arguments nest arrays and objects too deeply: at most %(limit)s levels."
+)
 FEEDBACK_TOO_LONG = _("The feedback is too long.")
 FIELD_REQUIRED = _("%(field)s is required.")
 FIELD_NOT_NUMBER = _("%(field)s must be a number.")
@@ -175,26 +191,37 @@ def approval_block(payload: ApprovalPayload) -> ActionBlock:
 
 def parse_arguments(text: str, schema: dict) -> dict:
     """Edited arguments, as typed: a JSON object valid against the tool's input schema.
-    Raises InvalidInput saying what is wrong."""
+    Raises InvalidInput saying what is wrong, NestedTooDeeply past MAX_ARGUMENTS_DEPTH."""
     if len(text) > MAX_ARGUMENTS_CHARS:
         raise InvalidInput(ARGUMENTS_TOO_LONG)
+    if text_nesting_depth(text) > MAX_ARGUMENTS_DEPTH:
+        raise NestedTooDeeply(ARGUMENTS_TOO_DEEP % {"limit": MAX_ARGUMENTS_DEPTH})
     try:
         value = json.loads(text)
     except ValueError as error:
         raise InvalidInput(BAD_JSON % {"error": error}) from None
     if not isinstance(value, dict):
         raise InvalidInput(NOT_AN_OBJECT)
+    return edited_arguments(value, schema)
+
+
+def edited_arguments(value: dict, schema: dict) -> dict:
+    """Edited arguments given as an object, as Parley keeps them (storable), checked as
+    parse_arguments checks them."""
+    if nesting_depth(value, limit=MAX_ARGUMENTS_DEPTH) > MAX_ARGUMENTS_DEPTH:
+        raise NestedTooDeeply(ARGUMENTS_TOO_DEEP % {"limit": MAX_ARGUMENTS_DEPTH})
     value = storable(value)
     check_arguments(value, schema)
     return value
 
 
 def check_arguments(value: dict, schema: dict) -> None:
+    """Raises InvalidInput when `value` does not fit `schema` or cannot be checked against it
+    in bounded time (questions.tool_input); a broken schema checks nothing."""
     try:
-        validator = jsonschema.validators.validator_for(schema, jsonschema.Draft202012Validator)
-        error = jsonschema.exceptions.best_match(validator(schema).iter_errors(value))
-    except jsonschema.exceptions.SchemaError:
-        return  # the server's schema is broken: the server itself will judge the call
+        error = schema_error(value, schema)
+    except UncheckablePattern as refused:
+        raise InvalidInput(PATTERN_UNCHECKABLE % {"pattern": _clip(refused.pattern, 200)}) from None
     if error is not None:
         where = "/".join(str(p) for p in error.absolute_path)
         raise InvalidInput(
@@ -404,10 +431,9 @@ class ElicitationPayload(_Payload):
     content: dict[str, Any] | None = None
 
     @property
-    def url_host(self) -> str:
-        from urllib.parse import urlsplit
-
-        return urlsplit(self.url).hostname or ""
+    def link(self) -> Link | None:
+        """The link to show and open (questions.links); None: none may be shown."""
+        return safe_link(self.url) if self.mode == "url" else None
 
 
 def elicitation_block(payload: ElicitationPayload) -> ActionBlock:

@@ -18,3 +18,9 @@ class InvalidAnswer(ParleyError):
 class DraftTooLong(ParleyError):
     status = 413
     default_message = _("This draft is too long to be saved. Shorten it, or send it as it is.")
+
+
+class NestedTooDeeply(ParleyError):
+    """JSON a person sent nests arrays and objects deeper than Parley reads."""
+
+    status = 400

@@ -14,11 +14,12 @@ from dataclasses import dataclass
 from typing import Any
 
 from django.db import transaction
+from django.db.models import Subquery
 from django.utils.translation import gettext_noop
 
 from chat.blocks import TextBlock, ToolCallBlock
 from chat.engine import dispatch, turns
-from chat.models import AgentState
+from chat.models import AgentState, Conversation
 from chat.text import clean_text
 from chat.transcript import Transcript
 from questions import notifications
@@ -34,11 +35,10 @@ from questions.approvals import (
     ApprovalRequest,
     ElicitationRequest,
     InvalidInput,
-    check_arguments,
+    edited_arguments,
     form_fields,
     form_values,
     parse_arguments,
-    storable,
 )
 from questions.blocks import AUTO_RESOLVE, BROWSER, Via
 from questions.errors import InvalidAnswer, QuestionAlreadyResolved
@@ -119,8 +119,12 @@ def decision_for(conversation_id: int, call_id: str) -> Decided | None:
     )
 
 
-def always_allowed(user_id: int, tool: str) -> bool:
-    return ToolPermission.objects.filter(user_id=user_id, tool=tool).exists()
+def always_allowed(conversation_id: int, tool: str) -> bool:
+    """Whether the person who started the conversation's running turn always allows `tool`
+    (one query). Nobody's "Always allow" counts in a turn someone else started: in a shared
+    conversation, a participant's request asks as ever, whatever the owner chose."""
+    started_by = Conversation.objects.filter(pk=conversation_id).values("turn_started_by")
+    return ToolPermission.objects.filter(tool=tool, user=Subquery(started_by[:1])).exists()
 
 
 @transaction.atomic
@@ -135,10 +139,10 @@ def decide(
     via: Via = BROWSER,
 ) -> Question:
     """Decide a pending approval: allow (with `arguments` edited, as JSON text or an object,
-    checked against the tool's input schema), always (allow, and never ask this user about
-    this tool again), or deny (with optional `feedback` for the model). The step goes on once
-    its last approval is decided. Raises InvalidAnswer, QuestionAlreadyResolved,
-    ConversationNotFound."""
+    checked against the tool's input schema), always (allow, and never ask again about this
+    tool in the turns this user starts: always_allowed), or deny (with optional `feedback`
+    for the model). The step goes on once its last approval is decided. Raises InvalidAnswer,
+    NestedTooDeeply, QuestionAlreadyResolved, ConversationNotFound."""
     question = _pending_approval(
         user=user, conversation_id=conversation_id, tool_call_id=tool_call_id
     )
@@ -149,8 +153,7 @@ def decide(
             if isinstance(arguments, str) and arguments.strip():
                 stored["arguments"] = parse_arguments(arguments, request.input_schema)
             elif isinstance(arguments, dict):
-                stored["arguments"] = storable(arguments)
-                check_arguments(stored["arguments"], request.input_schema)
+                stored["arguments"] = edited_arguments(arguments, request.input_schema)
             if stored.get("arguments") == request.arguments:
                 del stored["arguments"]  # unchanged: not an edit
         elif decision == DENY:

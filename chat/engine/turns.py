@@ -149,16 +149,17 @@ def queued_lease_expiry() -> datetime | None:
 # --- Transitions started by people (the caller holds the row lock) --------------------------
 
 
-def begin_turn(transcript: Transcript, *, retrying: bool = False) -> Next:
-    """idle/error -> llm_requesting (also from a pause nothing waits on any more: the model
-    reads its open call as having no result). A retry takes the failed attempt's place: its
-    error card goes, and a new one comes only if it fails again. Raises NoAgentHere in a
-    conversation of an agent outside Parley, where no model runs."""
+def begin_turn(transcript: Transcript, *, by, retrying: bool = False) -> Next:
+    """idle/error -> llm_requesting, a turn started `by` a person (also from a pause nothing
+    waits on any more: the model reads its open call as having no result). A retry takes the
+    failed attempt's place: its error card goes, and a new one comes only if it fails again.
+    Raises NoAgentHere in a conversation of an agent outside Parley, where no model runs."""
     conversation = transcript.conversation
     if conversation.is_external:
         raise NoAgentHere
     _retire_retry(transcript, superseded=retrying)
     was_waiting = conversation.agent_state == AgentState.AWAITING_USER
+    conversation.turn_started_by = by
     conversation.turn_steps = 0
     conversation.turn_pauses = 0
     next = _set_running(transcript, AgentState.LLM_REQUESTING)

@@ -9,11 +9,18 @@ import time
 import pytest
 from asgiref.sync import async_to_sync
 
+from api.api import BODY_TOO_DEEP, MAX_BODY_DEPTH
 from api.tokens import create_token
 from api.waiting import wait_until_settled
 from chat import services
 from chat.models import AgentState, Conversation
-from questions.approvals import FIELD_NOT_A_CHOICE, FIELD_REQUIRED, FIELD_TOO_LARGE
+from questions.approvals import (
+    ARGUMENTS_TOO_DEEP,
+    FIELD_NOT_A_CHOICE,
+    FIELD_REQUIRED,
+    FIELD_TOO_LARGE,
+    MAX_ARGUMENTS_DEPTH,
+)
 from questions.errors import QuestionAlreadyResolved
 from questions.models import Question, QuestionStatus, ToolPermission
 from tests.api.tool_requests import (
@@ -250,6 +257,28 @@ def test_edited_arguments_that_do_not_fit_the_schema_are_422(api, approval, argu
     # Fixed, it is allowed.
     fixed = decide(api, approval, decision="allow", arguments={**SHOPPING, "text": "Tea"})
     assert fixed.status_code == 200
+
+
+def nested_text(levels: int) -> str:
+    """`text` as arrays nested `levels` deep."""
+    return '{"name": "n", "text": ' + "[" * levels + "]" * levels + "}"
+
+
+@pytest.mark.parametrize(
+    ("arguments", "refusal"),
+    [
+        ("[" * 9000, BODY_TOO_DEEP % {"limit": MAX_BODY_DEPTH}),
+        (nested_text(990), BODY_TOO_DEEP % {"limit": MAX_BODY_DEPTH}),
+        (nested_text(MAX_ARGUMENTS_DEPTH), ARGUMENTS_TOO_DEEP % {"limit": MAX_ARGUMENTS_DEPTH}),
+    ],
+    ids=["9000 unclosed", "990 levels", "33 levels"],
+)
+def test_deeply_nested_arguments_are_a_400_saying_why(api, approval, arguments, refusal):
+    body = '{"decision": "allow", "arguments": ' + arguments + "}"
+    response = api.post(f"/conversations/{approval.pk}/approvals/w1", body)
+    assert response.status_code == 400
+    assert response.json() == {"message": refusal}
+    assert row("w1").is_pending and state(approval) == "awaiting_user"
 
 
 @pytest.mark.parametrize(

@@ -102,11 +102,15 @@ def test_approvals_of_one_step_are_asked_together_and_the_step_goes_on_when_all_
     assert (row.answered_by, row.answered_via) == (user, "browser")
 
 
-def test_always_allow_is_the_users_own_and_revocable(user, other_user, conversation, asked):
+def test_always_allow_is_the_users_own_and_revocable(user, conversation, asked):
     decide(user, conversation, asked[0], "always")
-    assert tool_requests.always_allowed(user.pk, "mcp__notes__write_note")
-    assert not tool_requests.always_allowed(other_user.pk, "mcp__notes__write_note")
+    # The user started this turn: their "Always allow" counts in it (tests/mcp/test_always_allow).
+    assert tool_requests.always_allowed(conversation.pk, "mcp__notes__write_note")
+    assert list(ToolPermission.objects.values_list("user", "tool")) == [
+        (user.pk, "mcp__notes__write_note")
+    ]
     assert tool_requests.revoke_permission(user=user, tool="mcp__notes__write_note")
+    assert not tool_requests.always_allowed(conversation.pk, "mcp__notes__write_note")
     assert not ToolPermission.objects.exists()
     assert not tool_requests.revoke_permission(user=user, tool="mcp__notes__write_note")
 
@@ -316,21 +320,23 @@ def test_the_tools_page_lists_the_users_always_allowed_tools_and_revokes_them(
     assert not ToolPermission.objects.filter(user=user).exists()
 
 
+def ask_to_open(running, url: str) -> None:
+    """A running call asks the person to open `url`, stored as sent (elicit_url)."""
+    lease, [call] = running("mcp__bank__connect")
+    request = ElicitationRequest(
+        server="bank", call_id=call.id, message="Sign in to your bank", mode="url", url=url
+    )
+    tool_requests.ask_elicitation(lease, call, request, key="elicit_url")
+
+
 def test_a_link_to_open_is_shown_with_its_host_and_opens_only_on_the_persons_click(
     browser, user, conversation, running
 ):
-    lease, [call] = running("mcp__bank__connect")
-    request = ElicitationRequest(
-        server="bank",
-        call_id=call.id,
-        message="Sign in to your bank",
-        mode="url",
-        url="https://login.example.org/authorize?state=<x>",
-    )
-    tool_requests.ask_elicitation(lease, call, request, key="elicit_url")
+    ask_to_open(running, "https://login.example.org/authorize?state=<x>")
     html = browser.get(f"/c/{conversation.pk}/").content.decode()
     assert "It asks you to open a page on <strong>login.example.org</strong>" in html
-    assert 'data-open-url="https://login.example.org/authorize?state=&lt;x&gt;"' in html
+    # As the browser serializes it: the query's < and > percent-encoded.
+    assert 'data-open-url="https://login.example.org/authorize?state=%3Cx%3E"' in html
     assert "<x>" not in html
     tool_requests.answer_elicitation(
         user=user, conversation_id=conversation.pk, tool_call_id="elicit_url", action="accept"
@@ -338,19 +344,61 @@ def test_a_link_to_open_is_shown_with_its_host_and_opens_only_on_the_persons_cli
     assert tool_requests.elicitation_outcome(conversation.pk, "elicit_url") == ("accept", None)
 
 
-async def test_a_link_that_is_not_http_is_declined_without_asking():
+@pytest.mark.parametrize(
+    ("sent", "host", "opened"),
+    [
+        # A backslash ends the host for a browser; Python's urllib read bank.example.
+        (
+            "https://evil.example\\@bank.example/",
+            "evil.example",
+            "https://evil.example/@bank.example/",
+        ),
+        # A Cyrillic a (U+0430): shown as the browser resolves it, not passing for paypal.com.
+        ("https://p\u0430ypal.com/login", "xn--pypal-4ve.com", "https://xn--pypal-4ve.com/login"),
+        ("HTTPS://Bank.Example:8443/a/../b", "bank.example:8443", "https://bank.example:8443/b"),
+    ],
+    ids=["backslash", "look-alike", "port"],
+)
+def test_the_host_shown_is_the_host_the_link_opens(
+    browser, conversation, running, sent, host, opened
+):
+    ask_to_open(running, sent)
+    html = browser.get(f"/c/{conversation.pk}/").content.decode()
+    assert f"It asks you to open a page on <strong>{host}</strong>:" in html
+    assert f'<code class="elicitation-url">{opened}</code>' in html
+    assert f'data-open-url="{opened}"' in html
+
+
+MISLEADING = [
+    "javascript:alert(1)",
+    "https://bank.example@evil.example/",
+    "https://user:secret@bank.example/",
+    "https://evil.example/\u202elmth.knab",
+    "https://bank.example\u200b.evil.example/",
+    "https://bank.example/\u2066x",
+]
+
+
+@pytest.mark.parametrize("url", MISLEADING)
+async def test_a_link_that_could_mislead_is_declined_without_asking(url):
     import mcp_types as types
 
     from chat.engine.turns import Lease
     from mcp_client.connections import Call
     from mcp_client.tools import elicit
 
-    params = types.ElicitRequestURLParams(
-        message="Open this", url="javascript:alert(1)", elicitation_id="e1"
-    )
+    params = types.ElicitRequestURLParams(message="Open this", url=url, elicitation_id="e1")
     call = Call(lease=Lease(conversation_id=1, token=1), call=None, tool="x")
     result = await elicit(call, "evil", params)
     assert result.action == "decline"
+
+
+def test_a_stored_link_that_could_mislead_is_not_offered(browser, conversation, running):
+    ask_to_open(running, "https://bank.example@evil.example/")
+    html = browser.get(f"/c/{conversation.pk}/").content.decode()
+    assert "It sent a link that Parley does not open" in html
+    assert "evil.example" not in html
+    assert "data-open-url" not in html
 
 
 def test_the_admin_shows_each_approval_with_its_decision_and_audit(
