@@ -59,7 +59,8 @@ USE_X_FORWARDED_HOST = env_bool("USE_X_FORWARDED_HOST")
 
 INSTALLED_APPS = [
     "daphne",
-    "django.contrib.admin",
+    # django.contrib.admin, its login throttled as /login/ is (config.admin).
+    "config.apps.ParleyAdminConfig",
     "django.contrib.auth",
     "django.contrib.contenttypes",
     "django.contrib.sessions",
