@@ -1,5 +1,6 @@
 #!/usr/bin/env python
 import os
+import secrets
 import sys
 
 
@@ -16,8 +17,8 @@ if __name__ == "__main__":
     os.environ.setdefault("DJANGO_SETTINGS_MODULE", "config.settings")
     if only_asks_for_help(sys.argv) and not os.environ.get("SECRET_KEY"):
         # The settings refuse to load without SECRET_KEY (config/settings.py); printing a
-        # command's help signs nothing, so a placeholder lets it load in this process only.
-        os.environ["SECRET_KEY"] = "parley-help-only-signs-nothing"  # noqa: S105
+        # command's help signs nothing, so a random key lets it load in this process only.
+        os.environ["SECRET_KEY"] = secrets.token_urlsafe(50)
     from django.core.management import execute_from_command_line
 
     execute_from_command_line(sys.argv)

@@ -61,7 +61,6 @@ def machine_speed() -> float:
 
 def main(argv: list[str]) -> None:
     sys.path.insert(0, str(ROOT))
-    os.environ.setdefault("SECRET_KEY", "parley-bench-only")
     from bench import (
         approval,
         browser,

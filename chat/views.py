@@ -12,7 +12,13 @@ from django.views.decorators.http import require_GET, require_http_methods, requ
 from django_htmx.http import HttpResponseClientRedirect, HttpResponseClientRefresh, reswap, retarget
 
 from chat import services, sharing
-from chat.errors import ConversationNotFound, ParleyError, RateLimited, ServiceUnavailable
+from chat.errors import (
+    ConversationNotFound,
+    NotAllowed,
+    ParleyError,
+    RateLimited,
+    ServiceUnavailable,
+)
 from chat.models import Conversation, MemberRole
 from chat.selectors import (
     Need,
@@ -27,6 +33,9 @@ from chat.selectors import (
 )
 
 CONVERSATION = "chat/conversation.html"
+# The alert every conversation page has (its composer's): where a refusal of an action that
+# has no alert of its own is said.
+PAGE_ALERT = "composer-error"
 CONVERSATION_LIST = "chat/conversation_list.html"
 SIDEBAR = "chat/sidebar.html"
 # The sidebar lists this many conversations (the list page has them all).
@@ -34,7 +43,9 @@ SIDEBAR_SIZE = 50
 
 
 def conversation_view(view):
-    """Map ConversationNotFound (absent, or not the user's) to a 404."""
+    """Map ConversationNotFound (absent, or not the user's) to a 404, and NotAllowed (a
+    member whose role does not allow the action, such as the owner's own) to its 403 in the
+    page's alert. The view takes the conversation as `conversation_id`."""
 
     @wraps(view)
     def wrapper(request, *args, **kwargs):
@@ -42,6 +53,8 @@ def conversation_view(view):
             return view(request, *args, **kwargs)
         except ConversationNotFound:
             raise Http404(_("That conversation does not exist.")) from None
+        except NotAllowed as error:
+            return refusal(request, kwargs["conversation_id"], error, alert=PAGE_ALERT)
 
     return wrapper
 
@@ -341,16 +354,25 @@ def control_response(
     except ConversationNotFound:
         raise
     except ParleyError as error:
-        if request.htmx:
-            response = HttpResponse(escape(error.message), status=error.status)
-            return with_retry_after(reswap(retarget(response, f"#{alert}"), "innerHTML"), error)
-        response = render_conversation(
-            request, conversation_id, error=error.message, status=error.status
-        )
-        return with_retry_after(response, error)
+        return refusal(request, conversation_id, error, alert=alert)
     if request.htmx:
         return HttpResponse(status=204)
     return redirect("chat:conversation_detail", conversation_id=conversation_id)
+
+
+def refusal(
+    request: HttpRequest, conversation_id: int, error: ParleyError, *, alert: str
+) -> HttpResponse:
+    """A refused action, said where the user acted: to htmx, its message alone, retargeted
+    into the element `alert` of the page (static/parley.js); without htmx, the
+    conversation's page with the message in its alert."""
+    if request.htmx:
+        response = HttpResponse(escape(error.message), status=error.status)
+        return with_retry_after(reswap(retarget(response, f"#{alert}"), "innerHTML"), error)
+    response = render_conversation(
+        request, conversation_id, error=error.message, status=error.status
+    )
+    return with_retry_after(response, error)
 
 
 # --- Sharing: the owner's panel of members ------------------------------------------------
@@ -367,7 +389,7 @@ def share(request: HttpRequest, conversation_id: int) -> HttpResponse:
         sharing.share_conversation(
             user=request.user, conversation_id=conversation_id, username=username, role=role
         )
-    except ConversationNotFound:
+    except (ConversationNotFound, NotAllowed):
         raise
     except ParleyError as error:
         return render_members(request, conversation_id, username=username, role=role, error=error)
@@ -381,7 +403,7 @@ def unshare(request: HttpRequest, conversation_id: int, member_id: int) -> HttpR
         sharing.remove_member(
             user=request.user, conversation_id=conversation_id, member_id=member_id
         )
-    except ConversationNotFound:
+    except (ConversationNotFound, NotAllowed):
         raise
     except ParleyError as error:
         return render_members(request, conversation_id, error=error)

@@ -11,7 +11,7 @@ from django.utils.csp import CSP
 from django.utils.translation import gettext_lazy as _
 from redis.connection import parse_url
 
-from config import database
+from config import database, secret_key
 
 BASE_DIR = Path(__file__).resolve().parent.parent
 
@@ -37,6 +37,8 @@ if not SECRET_KEY:
     if not DEBUG:
         raise ImproperlyConfigured("Set SECRET_KEY (or DEBUG=true for a development server).")
     SECRET_KEY = "parley-insecure-development-key-do-not-deploy"  # noqa: S105
+elif not DEBUG and (weak := secret_key.weakness(SECRET_KEY)):
+    raise ImproperlyConfigured(weak)
 
 ALLOWED_HOSTS = env_list(
     "ALLOWED_HOSTS", ["127.0.0.1", "localhost", "[::1]", os.environ.get("HOST", "127.0.0.1")]
@@ -59,7 +61,8 @@ USE_X_FORWARDED_HOST = env_bool("USE_X_FORWARDED_HOST")
 
 INSTALLED_APPS = [
     "daphne",
-    "django.contrib.admin",
+    # django.contrib.admin, its login throttled as /login/ is (config.admin).
+    "config.apps.ParleyAdminConfig",
     "django.contrib.auth",
     "django.contrib.contenttypes",
     "django.contrib.sessions",

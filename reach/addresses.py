@@ -7,6 +7,7 @@ session and sets the address only while the old one is still in place, so a link
 and an older link stops working when another was confirmed. Nothing is stored until then.
 """
 
+import unicodedata
 from dataclasses import dataclass
 
 from django.conf import settings
@@ -73,13 +74,9 @@ def request_change(*, user, address: str) -> str:
     """Mail a confirmation link for `address` to `address` itself, under PUBLIC_URL like every
     link Parley mails. Returns the address as it will be stored. Raises AddressRefused, or
     RateLimited past MAILS_PER_HOUR."""
-    address = address.strip()
-    try:
-        if len(address) > MAX_LENGTH:
-            raise ValidationError(NOT_AN_ADDRESS)
-        validate_email(address)
-    except ValidationError:
-        raise AddressRefused(NOT_AN_ADDRESS) from None
+    address = address.strip(" \t")
+    if not mailable(address):
+        raise AddressRefused(NOT_AN_ADDRESS)
     if address.casefold() == (user.email or "").casefold():
         raise AddressRefused(SAME_ADDRESS)
     if (wait := count_in_window("address-mails", user.pk, MAILS_PER_HOUR, HOUR)) is not None:
@@ -105,6 +102,28 @@ def request_change(*, user, address: str) -> str:
     except OSError:  # smtplib.SMTPException is one: refused, unreachable, timed out
         raise AddressRefused(NOT_SENT) from None
     return address
+
+
+def mailable(address: str) -> bool:
+    """Whether `address` is one address a mail can be sent to as typed: at most MAX_LENGTH
+    characters, valid for Django's validator, free of invisible and line-breaking characters
+    (controls such as NUL, CR, LF and U+0085, format characters, U+2028 and U+2029, which
+    could hide part of it or break the mail's headers), its domain encodable as IDNA as the
+    mail's headers carry it."""
+    if len(address) > MAX_LENGTH or any(_hidden(char) for char in address):
+        return False
+    try:
+        validate_email(address)
+        address.rpartition("@")[2].encode("idna")
+    except (ValidationError, UnicodeError):
+        return False
+    return True
+
+
+def _hidden(char: str) -> bool:
+    # Control, format, private-use, surrogate, unassigned (C*) and separator (Z*) characters;
+    # the ordinary space is refused by the validator.
+    return char != " " and unicodedata.category(char)[0] in "CZ"
 
 
 def read_link(*, user, token: str) -> Change:

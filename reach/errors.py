@@ -30,6 +30,14 @@ class QuestionClosed(ParleyError):
     default_message = _("This question no longer waits for an answer.")
 
 
+class LinkRevoked(ParleyError):
+    """The link's recipient may no longer answer in its conversation: removed from it, or
+    now a viewer."""
+
+    status = 410
+    default_message = _("This question is no longer available to you.")
+
+
 ANSWERED_ALREADY = _("This question was already answered.")
 EXPIRED_ALREADY = _("This question expired before it was answered.")
 

@@ -17,7 +17,9 @@ from django.db import transaction
 from django.urls import reverse
 from django.utils import timezone
 
-from chat.errors import ConversationNotFound
+from chat.errors import ConversationNotFound, NotAllowed
+from chat.models import ACTING_ROLES
+from chat.selectors import role_of
 from questions import services as questions
 from questions.blocks import EMAIL, Answer
 from questions.errors import QuestionAlreadyResolved
@@ -27,6 +29,7 @@ from reach.errors import (
     ANSWERED_ALREADY,
     EXPIRED_ALREADY,
     BadLink,
+    LinkRevoked,
     LinkUsed,
     QuestionClosed,
     UnknownLink,
@@ -99,7 +102,8 @@ class OpenedLink:
 
 def open_link(token: str) -> OpenedLink:
     """The link of `token`, its question and the answer it gives, if it may still answer.
-    Raises BadLink (the signature does not verify), UnknownLink, LinkUsed, QuestionClosed."""
+    Raises BadLink (the signature does not verify), UnknownLink, LinkRevoked (its recipient
+    may no longer answer in the conversation), LinkUsed, QuestionClosed."""
     try:
         data = signing.loads(token, salt=SALT)
         link_id, nonce = int(data["l"]), str(data["n"])
@@ -118,6 +122,9 @@ def open_link(token: str) -> OpenedLink:
     options = choice_options(question)
     if link.option >= len(options):
         raise UnknownLink
+    # Before anything of the question is shown: its recipient may still answer there.
+    if role_of(user=link.recipient, conversation_id=question.conversation_id) not in ACTING_ROLES:
+        raise LinkRevoked
     if link.used_at is not None:
         raise LinkUsed
     check_waiting(question)
@@ -161,4 +168,6 @@ def answer_by_link(*, token: str) -> OpenedLink:
         raise QuestionClosed from None
     except ConversationNotFound:
         raise UnknownLink from None
+    except NotAllowed:  # made a viewer since open_link read the role
+        raise LinkRevoked from None
     return opened

@@ -18,7 +18,14 @@ from accounts.views import render_preferences
 from chat.errors import RateLimited
 from questions.selectors import context_line, question_url
 from reach import addresses, links, push
-from reach.errors import BadLink, BadSubscription, LinkUsed, QuestionClosed, UnknownLink
+from reach.errors import (
+    BadLink,
+    BadSubscription,
+    LinkRevoked,
+    LinkUsed,
+    QuestionClosed,
+    UnknownLink,
+)
 
 ANSWER_PAGE = "reach/answer.html"
 
@@ -34,7 +41,7 @@ def answer(request: HttpRequest, token: str) -> HttpResponse:
             opened = links.answer_by_link(token=token)
         else:
             opened = links.open_link(token)
-    except (BadLink, UnknownLink, LinkUsed, QuestionClosed) as refused:
+    except (BadLink, UnknownLink, LinkRevoked, LinkUsed, QuestionClosed) as refused:
         return render(request, ANSWER_PAGE, {"refused": refused.message}, status=refused.status)
     question = opened.question
     language = preferences_for(opened.link.recipient).language

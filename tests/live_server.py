@@ -8,6 +8,7 @@ template. Migrating took two `manage.py` processes for every server."""
 import atexit
 import json
 import os
+import secrets
 import shutil
 import socket
 import sqlite3
@@ -25,7 +26,13 @@ import psycopg
 
 ROOT = Path(__file__).resolve().parent.parent
 SERVE = [sys.executable, "-m", "config.serve"]
-LIVE_SECRET_KEY = "parley-live-test"
+# The servers run Parley's own settings, as deployed (not the suite's, tests/settings.py),
+# under one key for every process of this test process: a random one, long enough for a
+# production process (config/secret_key.py).
+SERVER_SETTINGS = {
+    "DJANGO_SETTINGS_MODULE": "config.settings",
+    "SECRET_KEY": secrets.token_urlsafe(50),
+}
 
 
 def free_port() -> int:
@@ -44,7 +51,7 @@ class LiveServer:
             **os.environ,
             "DATABASE_URL": self.database_url,
             "DEBUG": "false",
-            "SECRET_KEY": LIVE_SECRET_KEY,
+            **SERVER_SETTINGS,
             "ALLOWED_HOSTS": "127.0.0.1,localhost",
             "SCRIPTED_AGENT_DELAY": "0.03",
             # One user (demo) drives many tests against one server, faster than a person:
@@ -165,7 +172,7 @@ def migrated_template(kind: str, admin_url: str = "") -> str:
             connection.execute(f'CREATE DATABASE "{location}"')
         atexit.register(_drop_database, admin_url, location)
         url = admin_url.rsplit("/", 1)[0] + f"/{location}"
-    env = {**os.environ, "DATABASE_URL": url, "SECRET_KEY": LIVE_SECRET_KEY}
+    env = {**os.environ, **SERVER_SETTINGS, "DATABASE_URL": url, "DEBUG": "false"}
     for args in (["migrate", "--no-input", "-v", "0"], ["ensure_demo_user"]):
         subprocess.run(
             [sys.executable, "manage.py", *args], cwd=ROOT, env=env, check=True, timeout=120
@@ -274,7 +281,7 @@ def mcp_routes(addresses: list[str]) -> list[str]:
     printed = subprocess.run(
         [sys.executable, "manage.py", "mcp_route", *addresses],
         cwd=ROOT,
-        env={**os.environ, "SECRET_KEY": LIVE_SECRET_KEY},
+        env={**os.environ, **SERVER_SETTINGS},
         capture_output=True,
         text=True,
         check=True,

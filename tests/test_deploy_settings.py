@@ -1,17 +1,22 @@
 """The production set of the operators' docs (docs/operators/production.md) passes
 `manage.py check --deploy`, serves https only (but /healthz) and collected static files with
 hashed names, gzip and a far-future max-age; the development defaults (`make run`) still
-serve plain http from the finders. Settings are read from the environment at import, so each
+serve plain http from the finders. A production process refuses to start with a placeholder
+or weak SECRET_KEY. Settings are read from the environment at import, so each
 configuration runs in a process of its own."""
 
 import json
 import re
+import runpy
 import secrets
 from pathlib import Path
 
-from tests.live_server import run_isolated
+import pytest
+from django.core.exceptions import ImproperlyConfigured
 
-ROOT = Path(__file__).resolve().parent.parent
+from config import secret_key
+from tests.live_server import ROOT, SERVE, run_isolated
+
 PRODUCTION_DOC = ROOT / "docs/operators/production.md"
 MARKER = "<!-- production-set:"
 
@@ -139,7 +144,11 @@ def test_the_development_defaults_serve_plain_http(tmp_path):
 
 
 def test_collected_static_files_have_hashed_names_gzip_and_a_far_future_max_age(tmp_path):
-    env = {"DEBUG": "false", "SECRET_KEY": "x", "STATIC_ROOT": str(tmp_path / "static")}
+    env = {
+        "DEBUG": "false",
+        "SECRET_KEY": secrets.token_urlsafe(50),
+        "STATIC_ROOT": str(tmp_path / "static"),
+    }
     collected = run_isolated(
         ["manage.py", "collectstatic", "--no-input", "-v", "0"], tmp_path, **env
     )
@@ -162,3 +171,56 @@ def test_without_collectstatic_the_development_server_serves_from_the_finders(tm
 
     assert "/static/parley.css" in seen["urls"]
     assert seen["status"] == 200
+
+
+# Keys a production process (DEBUG off) refuses to start with, and what it says of each.
+WEAK_KEYS = {
+    # The placeholders of docs/operators/production.md and deploy/parley.env.example.
+    "change-me": "is a placeholder",
+    "change-me-to-50-random-characters": "is a placeholder",
+    # The docs' line copied whole, its comment included: long, and still the placeholder.
+    "change-me   # 50+ random characters: python -c "
+    '"import secrets; print(secrets.token_urlsafe(50))"': "is a placeholder",
+    "parley-insecure-development-key-do-not-deploy": "is a placeholder",
+    # Django's deployment check (security.W009) warns of these.
+    "django-insecure-" + secrets.token_urlsafe(50): "is a placeholder",
+    "parley-test-only": "has 16 characters",
+    secrets.token_urlsafe(36): "has 48 characters",
+    "ab" * 40: "has 2 different characters",
+}
+
+
+def settings_with(monkeypatch, **env: str) -> dict:
+    """config/settings.py as a process with these variables (and the suite's others) makes
+    them."""
+    for name, value in env.items():
+        monkeypatch.setenv(name, value)
+    return runpy.run_path(str(ROOT / "config/settings.py"))
+
+
+@pytest.mark.parametrize("key", WEAK_KEYS, ids=range(len(WEAK_KEYS)))
+def test_a_placeholder_or_weak_secret_key_is_refused_when_debug_is_off(monkeypatch, key):
+    with pytest.raises(ImproperlyConfigured) as refused:
+        settings_with(monkeypatch, DEBUG="false", SECRET_KEY=key)
+    said = str(refused.value)
+    assert said.startswith(f"SECRET_KEY {WEAK_KEYS[key]}")
+    assert "at least 50 random characters" in said
+    assert "secrets.token_urlsafe(50)" in said
+    # Only a placeholder is named: the key itself is never printed.
+    assert key not in said or key in secret_key.PLACEHOLDERS
+
+
+def test_a_long_random_key_is_accepted_and_development_needs_none(monkeypatch):
+    key = secrets.token_urlsafe(50)
+    assert settings_with(monkeypatch, DEBUG="false", SECRET_KEY=key)["SECRET_KEY"] == key
+    # `make run` (DEBUG=true) starts with any key, or none.
+    assert settings_with(monkeypatch, DEBUG="true", SECRET_KEY="change-me")["DEBUG"]
+    monkeypatch.delenv("SECRET_KEY")
+    assert settings_with(monkeypatch, DEBUG="true")["SECRET_KEY"]
+
+
+def test_a_production_process_with_a_placeholder_key_does_not_start(tmp_path):
+    for command in (["manage.py", "check"], [*SERVE[1:], "-b", "127.0.0.1", "-p", "0"]):
+        result = run_isolated(command, tmp_path, timeout=60, DEBUG="false", SECRET_KEY="change-me")
+        assert result.returncode != 0
+        assert "ImproperlyConfigured: SECRET_KEY is a placeholder" in result.stderr

@@ -4,6 +4,7 @@ import io
 import json
 import logging
 import re
+import secrets
 import subprocess
 import sys
 from pathlib import Path
@@ -142,4 +143,5 @@ Client().get("/no-such-page/", headers={"host": "127.0.0.1", "x-request-id": "re
 
 def manage(args: list[str], tmp_path: Path, **env: str) -> subprocess.CompletedProcess:
     """`manage.py *args` with only these settings in the environment."""
-    return run_isolated(["manage.py", *args], tmp_path, timeout=60, SECRET_KEY="x", **env)
+    key = secrets.token_urlsafe(50)
+    return run_isolated(["manage.py", *args], tmp_path, timeout=60, SECRET_KEY=key, **env)

@@ -235,3 +235,52 @@ def test_a_viewers_page_offers_reading_only(shared, user, vera, post):
     owner_page = logged_in(user).get(reverse("chat:conversation_detail", args=[shared.pk])).text
     assert 'aria-label="Edit message"' in owner_page
     assert ">Share<" in owner_page
+
+
+# What the owner alone may do from the page: (url name, form, whether the sidebar's menu has it).
+OWNER_ACTIONS = {
+    "rename": ("chat:conversation_rename", {"title": "Mine now"}, True),
+    "pin": ("chat:conversation_pin", {"pinned": "1"}, True),
+    "delete": ("chat:conversation_delete", {}, True),
+    "share": ("chat:share", {"username": "mallory", "role": "participant"}, False),
+    "unshare": ("chat:unshare", {}, False),
+}
+
+
+def owner_only_url(name: str, conversation, member) -> str:
+    args = [conversation.pk, member.pk] if name == "chat:unshare" else [conversation.pk]
+    return reverse(name, args=args)
+
+
+@pytest.mark.parametrize("member", ["bob", "vera"], ids=["participant", "viewer"])
+@pytest.mark.parametrize("action", OWNER_ACTIONS)
+def test_owner_only_actions_are_refused_to_members_with_403_in_the_pages_alert(
+    shared, other_user, member, action, request
+):
+    name, form, in_sidebar = OWNER_ACTIONS[action]
+    client = logged_in(request.getfixturevalue(member))
+    url = owner_only_url(name, shared, request.getfixturevalue("bob"))
+    page = reverse("chat:conversation_detail", args=[shared.pk])
+    alert = f'<p id="composer-error" class="form-error" role="alert">{OWNER_ONLY}</p>'
+
+    # From the page (htmx): the refusal goes into the page's alert, as other refusals do.
+    for sent in [form, {**form, "from": "sidebar"}] if in_sidebar else [form]:
+        refused = client.post(
+            url, sent, HTTP_HX_REQUEST="true", HTTP_HX_CURRENT_URL=f"http://testserver{page}"
+        )
+        assert refused.status_code == 403
+        assert (refused["HX-Retarget"], refused["HX-Reswap"]) == ("#composer-error", "innerHTML")
+        assert refused.text == str(OWNER_ONLY)
+    assert '<p id="composer-error" class="form-error" role="alert"></p>' in client.get(page).text
+
+    # Without JavaScript: the conversation's page, the refusal in its alert.
+    refused = client.post(url, form)
+    assert refused.status_code == 403
+    assert alert in refused.text
+
+    shared.refresh_from_db()
+    assert (shared.title, shared.pinned, shared.deleted_at) == ("First chat", False, None)
+    assert sorted(shared.memberships.values_list("user__username", "role")) == [
+        ("bob", MemberRole.PARTICIPANT),
+        ("vera", MemberRole.VIEWER),
+    ]

@@ -183,3 +183,45 @@ def test_settings_offer_adding_an_address_when_there_is_none(user):
     page = signed_in(user).get(SETTINGS).content.decode()
     assert "Your account has no e-mail address yet: add one." in page
     assert '<label for="email-address">Your e-mail address</label>' in page
+
+
+# Invisible and line-breaking characters: the typed address is refused as any other bad one,
+# wherever the character is, and asks for no mail (so uses none of the hour's).
+HIDDEN = {
+    "line separator": "\u2028",
+    "paragraph separator": "\u2029",
+    "next line": "\x85",
+    "NUL": "\x00",
+    "CR": "\r",
+    "LF": "\n",
+    "CRLF": "\r\n",
+    "zero-width space": "\u200b",
+    "bidi override": "\u202e",
+    "byte order mark": "\ufeff",
+}
+
+
+@pytest.mark.parametrize("where", ["ada{}@example.org", "ada@exa{}mple.org", "ada@example.org{}"])
+@pytest.mark.parametrize("hidden", HIDDEN.values(), ids=HIDDEN.keys())
+def test_an_address_with_an_invisible_or_line_break_character_is_refused(user, hidden, where):
+    client = signed_in(user)
+    response = ask_for(client, where.format(hidden))
+    assert response.status_code == 400
+    said = "Enter an e-mail address, such as ada@example.org."
+    assert f'<p class="form-error" id="email-error" role="alert">{said}</p>' in (
+        response.content.decode()
+    )
+    assert not mail.outbox
+    user.refresh_from_db()
+    assert user.email == ""
+    # None of the hour's confirmation mails was used.
+    for n in range(addresses.MAILS_PER_HOUR):
+        assert ask_for(client, f"ada{n}@example.org").status_code == 302
+
+
+def test_an_address_whose_domain_cannot_be_mailed_is_refused(user):
+    # Accepted by Django's validator, refused by the IDNA encoding that mail needs.
+    response = ask_for(signed_in(user), "ada@exa\u2ff0mple.org")
+    assert response.status_code == 400
+    assert "Enter an e-mail address, such as ada@example.org." in response.content.decode()
+    assert not mail.outbox

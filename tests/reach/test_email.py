@@ -467,3 +467,51 @@ def test_a_question_assigned_to_a_participant_is_mailed_to_them_alone(
         grace,
         "email",
     )
+
+
+@pytest.mark.parametrize("change", ["removed", "made a viewer"])
+def test_a_member_who_can_no_longer_answer_finds_their_link_no_longer_available(
+    mailed_user, conversation, ask, sweep, django_user_model, committed, change
+):
+    from chat import sharing
+
+    grace = django_user_model.objects.create_user(
+        username="grace", password="pw-grace-123", email="grace@example.org"
+    )
+    Preferences.objects.create(user=grace, email_questions=True)
+    sharing.share_conversation(
+        user=mailed_user, conversation_id=conversation.pk, username="grace", role="participant"
+    )
+    ask(mailed_user, conversation)
+    sweep()
+    [message] = [m for m in mail.outbox if m.to == ["grace@example.org"]]
+    pepperoni = option_links(message)[1].removeprefix(PUBLIC_URL)
+    browser = Client(enforce_csrf_checks=True)
+    _page, token = confirm_form(browser, pepperoni)  # opened while she was a participant
+
+    with committed():
+        if change == "removed":
+            sharing.remove_member(
+                user=mailed_user, conversation_id=conversation.pk, member_id=grace.pk
+            )
+        else:
+            sharing.share_conversation(
+                user=mailed_user, conversation_id=conversation.pk, username="grace", role="viewer"
+            )
+
+    looked = browser.get(pepperoni)
+    assert looked.status_code == 410
+    html = looked.content.decode()
+    assert "This question is no longer available to you." in html
+    assert "Which pizza?" not in html and "Confirm answer" not in html
+    confirmed = browser.post(pepperoni, {"csrfmiddlewaretoken": token})
+    assert confirmed.status_code == 410
+    assert "This question is no longer available to you." in confirmed.content.decode()
+    question = Question.objects.get()
+    assert question.status == QuestionStatus.PENDING
+    assert not AnswerLink.objects.filter(used_at__isnull=False).exists()
+    # The owner's own links still answer.
+    [owners] = [m for m in mail.outbox if m.to == ["ada@example.org"]]
+    with committed():
+        assert confirm(Client(), option_links(owners)[0]).status_code == 200
+    assert Question.objects.get().answered_by == mailed_user
