@@ -280,8 +280,9 @@ def _sync_registry(connections: Connections) -> None:
         for tool in server.tools.values():
             wrapped = McpTool(server, tool)
             current[wrapped.name] = wrapped
-    for name in [n for n, t in tools._tools.items() if isinstance(t, McpTool) and n not in current]:
-        tools.unregister(name)
+    for tool in tools.all_registered():
+        if isinstance(tool, McpTool) and tool.name not in current:
+            tools.unregister(tool.name)
     for tool in current.values():
         tools.register(tool)
     from mcp_client import status

@@ -192,6 +192,11 @@ def registered(name: str) -> Tool | None:
     return _tools.get(name)
 
 
+def all_registered() -> list[Tool]:
+    """Every registered tool, offered now or not."""
+    return list(_tools.values())
+
+
 def offered(name: str) -> Tool | None:
     tool = _tools.get(name)
     return tool if tool is not None and tool.enabled() else None
