@@ -12,7 +12,7 @@ from django.core.management import call_command
 
 from chat import presence
 from reach.models import PushSubscription
-from tests.fakes import PushService
+from tests.fakes import PushService, local_tls
 from tests.reach.conftest import PUBLIC_URL
 from webhooks.models import Delivery, DeliveryChannel, DeliveryStatus
 
@@ -33,7 +33,9 @@ def vapid(settings):
 
 
 @pytest.fixture
-def push_service(vapid):
+def push_service(vapid, monkeypatch):
+    """A push service on loopback, whose certificate the server trusts."""
+    monkeypatch.setenv("REQUESTS_CA_BUNDLE", local_tls()["ca"])
     service = PushService(vapid["VAPID_PUBLIC_KEY"])
     yield service
     service.close()
