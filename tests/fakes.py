@@ -203,61 +203,21 @@ def local_tls() -> dict[str, str]:
     global _local_tls
     if _local_tls:
         return _local_tls
-    import datetime
     import ipaddress
     import tempfile
     from pathlib import Path
 
     from cryptography import x509
-    from cryptography.hazmat.primitives import hashes, serialization
+    from cryptography.hazmat.primitives import serialization
     from cryptography.hazmat.primitives.asymmetric import ec
-    from cryptography.x509.oid import ExtendedKeyUsageOID, NameOID
-
-    now = datetime.datetime.now(datetime.UTC)
-
-    def certificate(subject, key, issuer, issuer_key, *, ca: bool, names=()):
-        builder = (
-            x509.CertificateBuilder()
-            .subject_name(x509.Name([x509.NameAttribute(NameOID.COMMON_NAME, subject)]))
-            .issuer_name(x509.Name([x509.NameAttribute(NameOID.COMMON_NAME, issuer)]))
-            .public_key(key.public_key())
-            .serial_number(x509.random_serial_number())
-            .not_valid_before(now - datetime.timedelta(days=1))
-            .not_valid_after(now + datetime.timedelta(days=2))
-            .add_extension(x509.BasicConstraints(ca=ca, path_length=None), critical=True)
-            .add_extension(x509.SubjectKeyIdentifier.from_public_key(key.public_key()), False)
-            .add_extension(
-                x509.AuthorityKeyIdentifier.from_issuer_public_key(issuer_key.public_key()),
-                critical=False,
-            )
-            .add_extension(
-                x509.KeyUsage(
-                    digital_signature=True,
-                    content_commitment=False,
-                    key_encipherment=False,
-                    data_encipherment=False,
-                    key_agreement=False,
-                    key_cert_sign=ca,
-                    crl_sign=ca,
-                    encipher_only=False,
-                    decipher_only=False,
-                ),
-                critical=True,
-            )
-        )
-        if names:
-            builder = builder.add_extension(
-                x509.SubjectAlternativeName(names), critical=False
-            ).add_extension(x509.ExtendedKeyUsage([ExtendedKeyUsageOID.SERVER_AUTH]), False)
-        return builder.sign(issuer_key, hashes.SHA256())
 
     ca_key, key = ec.generate_private_key(ec.SECP256R1()), ec.generate_private_key(ec.SECP256R1())
     names = [
         x509.IPAddress(ipaddress.ip_address(TLS_NAMES[0])),
         *(x509.DNSName(name) for name in TLS_NAMES[1:]),
     ]
-    ca = certificate("Parley test CA", ca_key, "Parley test CA", ca_key, ca=True)
-    cert = certificate("push.example.org", key, "Parley test CA", ca_key, ca=False, names=names)
+    ca = signed_certificate("Parley test CA", ca_key, ca_key, names=None)
+    cert = signed_certificate(TLS_NAMES[-1], key, ca_key, names=names)
     folder = Path(tempfile.mkdtemp(prefix="parley-tls-"))
     pem = serialization.Encoding.PEM
     (folder / "ca.pem").write_bytes(ca.public_bytes(pem))
@@ -267,6 +227,55 @@ def local_tls() -> dict[str, str]:
     )
     _local_tls = {name: str(folder / f"{name}.pem") for name in ("ca", "cert", "key")}
     return _local_tls
+
+
+def signed_certificate(subject: str, key, ca_key, *, names):
+    """A certificate for `key`, signed by the test CA's `ca_key`, valid for two days: the
+    CA's own when `names` is None, else a server's for those subject alternative names."""
+    import datetime
+
+    from cryptography import x509
+    from cryptography.hazmat.primitives import hashes
+    from cryptography.x509.oid import ExtendedKeyUsageOID, NameOID
+
+    def name(common: str) -> x509.Name:
+        return x509.Name([x509.NameAttribute(NameOID.COMMON_NAME, common)])
+
+    ca = names is None
+    now = datetime.datetime.now(datetime.UTC)
+    usage = dict.fromkeys(
+        ("content_commitment", "key_encipherment", "data_encipherment", "key_agreement"), False
+    )
+    builder = (
+        x509.CertificateBuilder()
+        .subject_name(name(subject))
+        .issuer_name(name("Parley test CA"))
+        .public_key(key.public_key())
+        .serial_number(x509.random_serial_number())
+        .not_valid_before(now - datetime.timedelta(days=1))
+        .not_valid_after(now + datetime.timedelta(days=2))
+        .add_extension(x509.BasicConstraints(ca=ca, path_length=None), critical=True)
+        .add_extension(x509.SubjectKeyIdentifier.from_public_key(key.public_key()), False)
+        .add_extension(
+            x509.AuthorityKeyIdentifier.from_issuer_public_key(ca_key.public_key()), False
+        )
+        .add_extension(
+            x509.KeyUsage(
+                digital_signature=True,
+                key_cert_sign=ca,
+                crl_sign=ca,
+                encipher_only=False,
+                decipher_only=False,
+                **usage,
+            ),
+            critical=True,
+        )
+    )
+    if not ca:
+        builder = builder.add_extension(
+            x509.SubjectAlternativeName(names), critical=False
+        ).add_extension(x509.ExtendedKeyUsage([ExtendedKeyUsageOID.SERVER_AUTH]), False)
+    return builder.sign(ca_key, hashes.SHA256())
 
 
 _local_tls: dict[str, str] = {}
