@@ -449,6 +449,19 @@ DEFAULT_FROM_EMAIL = os.environ.get("DEFAULT_FROM_EMAIL") or "Parley <parley@loc
 VAPID_PUBLIC_KEY = os.environ.get("VAPID_PUBLIC_KEY", "")
 VAPID_PRIVATE_KEY = os.environ.get("VAPID_PRIVATE_KEY", "")
 VAPID_SUBJECT = os.environ.get("VAPID_SUBJECT", "mailto:parley@localhost")
+# The push services a browser's subscription may name, as the server sends to them (a comma-
+# separated list of host names; `*.example.com` for any name under it, `*` for any host):
+# Chrome's (and Chromium's), Firefox's, Edge's and Safari's. Pushes go over https only, to
+# public addresses unless WEBHOOK_ALLOW_PRIVATE_NETWORKS.
+PUSH_SERVICE_HOSTS = env_list(
+    "PUSH_SERVICE_HOSTS",
+    [
+        "fcm.googleapis.com",
+        "updates.push.services.mozilla.com",
+        "*.notify.windows.com",
+        "web.push.apple.com",
+    ],
+)
 # The channel that `manage.py worker` serves when REDIS_URL is set.
 PARLEY_RUN_CHANNEL = "parley-runs"
 # Limits per user (0: no limit): turns running at once, messages and new conversations per

@@ -1,19 +1,29 @@
-"""Web Push (RFC 8030, VAPID RFC 8292, aes128gcm RFC 8291) with pywebpush: the browsers that
-turned on "Notify this browser" in Settings are told when a question waits for their user
-and none of the user's pages is open (reach.outbox). The service worker (/sw.js) shows the
-notification and, when it is clicked, focuses or opens the question's conversation."""
+"""Web Push (RFC 8030, VAPID RFC 8292, aes128gcm RFC 8291): the browsers that turned on
+"Notify this browser" in Settings are told when a question waits for their user and none of
+the user's pages is open (reach.outbox). The service worker (/sw.js) shows the notification
+and, when it is clicked, focuses or opens the question's conversation.
+
+A push is encrypted with pywebpush and signed with py_vapid, and sent by the outbox as a
+webhook is (webhooks.sending): only over https, only to the push services PUSH_SERVICE_HOSTS
+allows (the browsers' own, by default), at a public address, checked when a browser
+subscribes and at every attempt."""
 
 import base64
 import binascii
 import json
+import time
 from datetime import timedelta
 
+import httpx
 from django.conf import settings
+from django.core.exceptions import ImproperlyConfigured
 from django.db import transaction
 from django.utils import timezone, translation
 from django.utils.translation import gettext as _
+from django.utils.translation import gettext_lazy
+from py_vapid import Vapid
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
-from pywebpush import WebPushException, webpush
+from pywebpush import WebPusher
 
 from accounts.selectors import preferences_for
 from questions.models import Question
@@ -21,15 +31,22 @@ from questions.selectors import context_line, question_url
 from reach import outbox
 from reach.errors import BadSubscription
 from reach.models import PushSubscription
-from webhooks.addresses import UnsafeUrl, check_url
-from webhooks.channels import Send, Skip
+from webhooks.addresses import UnsafeUrl, check_url, parse_url
+from webhooks.channels import Skip
 from webhooks.models import Delivery
+from webhooks.sending import Post
 
 # The most browsers one user may have subscribed; the oldest goes to make room.
 MAX_PER_USER = 20
 # How long a push service keeps a message for a browser that is offline, unless the
 # question's deadline comes first.
 DEFAULT_TTL = timedelta(days=1)
+# Why an endpoint is refused: not https, with a user name, or not of a push service that
+# PUSH_SERVICE_HOSTS allows.
+NOT_A_PUSH_SERVICE = gettext_lazy(
+    "Parley does not send notifications to this browser’s push service. An administrator "
+    "can allow it."
+)
 
 
 class Keys(BaseModel):
@@ -46,12 +63,6 @@ class SubscriptionIn(BaseModel):
     keys: Keys
 
 
-class PushFailed(Exception):
-    def __init__(self, status_code: int | None, message: str) -> None:
-        super().__init__(message)
-        self.status_code = status_code
-
-
 def _decoded_length(value: str) -> int:
     try:
         return len(base64.urlsafe_b64decode(value + "=" * (-len(value) % 4)))
@@ -59,22 +70,54 @@ def _decoded_length(value: str) -> int:
         return -1
 
 
+def is_allowed_push_service(host: str) -> bool:
+    """Whether PUSH_SERVICE_HOSTS allows `host` (lower case, IDNA-encoded): an entry names it,
+    or is `*.` and a domain it is under, or is `*`."""
+    for entry in settings.PUSH_SERVICE_HOSTS:
+        allowed = entry.strip().lower()
+        if allowed in ("*", host) or (allowed.startswith("*.") and host.endswith(allowed[1:])):
+            return True
+    return False
+
+
+def endpoint_url(endpoint: str) -> httpx.URL:
+    """`endpoint` parsed as it is sent (webhooks.addresses.parse_url). Raises
+    UnsafeUrl(NOT_A_PUSH_SERVICE) unless it is https, without a user name (a push service's
+    has none), at a host PUSH_SERVICE_HOSTS allows."""
+    try:
+        url = parse_url(endpoint)
+    except UnsafeUrl:
+        raise UnsafeUrl(NOT_A_PUSH_SERVICE) from None
+    host = url.raw_host.decode("ascii")
+    if url.scheme != "https" or url.userinfo or not is_allowed_push_service(host):
+        raise UnsafeUrl(NOT_A_PUSH_SERVICE)
+    return url
+
+
+def check_endpoint(endpoint: str) -> str:
+    """endpoint_url, then check_url (its host resolves only to public addresses, unless
+    WEBHOOK_ALLOW_PRIVATE_NETWORKS): the address to connect to. Raises UnsafeUrl."""
+    endpoint_url(endpoint)
+    return check_url(endpoint)
+
+
 def parse_subscription(data: object) -> SubscriptionIn:
     """Raise BadSubscription unless `data` is a push subscription Parley may send to: an
-    https endpoint (http too where WEBHOOK_ALLOW_PRIVATE_NETWORKS) at a public address (as a
-    webhook's: the server makes the request), a 65-byte P-256 key and a 16-byte secret."""
+    endpoint check_endpoint accepts (the refusal says why when its push service is not
+    allowed), a 65-byte P-256 key and a 16-byte secret."""
     try:
         subscription = SubscriptionIn.model_validate(data)
     except ValidationError:
         raise BadSubscription from None
-    schemes = ("https://", "http://") if settings.WEBHOOK_ALLOW_PRIVATE_NETWORKS else ("https://",)
-    if not subscription.endpoint.startswith(schemes):
-        raise BadSubscription
     if (
         _decoded_length(subscription.keys.p256dh) != 65
         or _decoded_length(subscription.keys.auth) != 16
     ):
         raise BadSubscription
+    try:
+        endpoint_url(subscription.endpoint)
+    except UnsafeUrl as refused:
+        raise BadSubscription(refused.message) from None
     try:
         check_url(subscription.endpoint)
     except UnsafeUrl:
@@ -118,9 +161,10 @@ def payload(question: Question, *, language: str = "") -> dict:
         }
 
 
-def prepare(delivery: Delivery) -> Send:
-    """The push of a queued delivery, ready to send; Skip if its question no longer waits or
-    its browser is no longer subscribed."""
+def prepare(delivery: Delivery) -> Post:
+    """The push of a queued delivery, encrypted and signed, for the sweep to send as it sends
+    a webhook; Skip if its question no longer waits or its browser is no longer subscribed.
+    Raises UnsafeUrl if its endpoint is no longer allowed."""
     subscription = PushSubscription.objects.filter(
         pk=int(delivery.target), user_id=delivery.recipient_id
     ).first()
@@ -128,11 +172,8 @@ def prepare(delivery: Delivery) -> Send:
     if subscription is None:
         raise Skip
     if not settings.VAPID_PRIVATE_KEY:
-        raise PushFailed(None, "VAPID_PRIVATE_KEY is not set")
-    try:
-        check_url(subscription.endpoint)
-    except UnsafeUrl:
-        raise Skip from None
+        raise ImproperlyConfigured("VAPID_PRIVATE_KEY is not set")
+    url = endpoint_url(subscription.endpoint)
     data = json.dumps(
         payload(question, language=preferences_for(delivery.recipient).language),
         ensure_ascii=False,
@@ -140,27 +181,30 @@ def prepare(delivery: Delivery) -> Send:
     ttl = DEFAULT_TTL
     if question.expires_at is not None:
         ttl = min(ttl, max(question.expires_at - timezone.now(), timedelta(seconds=1)))
-    info = {
-        "endpoint": subscription.endpoint,
-        "keys": {"p256dh": subscription.p256dh, "auth": subscription.auth},
+    keys = {"p256dh": subscription.p256dh, "auth": subscription.auth}
+    pusher = WebPusher({"endpoint": subscription.endpoint, "keys": keys})
+    return Post(
+        url=subscription.endpoint,
+        content=pusher.encode(data.encode(), "aes128gcm")["body"],
+        headers={
+            "content-encoding": "aes128gcm",
+            "content-type": "application/octet-stream",
+            "ttl": str(int(ttl.total_seconds())),
+            **vapid_headers(url),
+        },
+        check=check_endpoint,
+    )
+
+
+def vapid_headers(url: httpx.URL) -> dict[str, str]:
+    """The Authorization header (VAPID, RFC 8292) of a push to `url`: signed with
+    VAPID_PRIVATE_KEY, for the push service's origin, valid for 12 hours (at most 24)."""
+    claims = {
+        "aud": f"{url.scheme}://{url.netloc.decode('ascii')}",
+        "sub": settings.VAPID_SUBJECT,
+        "exp": int(time.time()) + 12 * 3600,
     }
-
-    def send() -> int:
-        try:
-            response = webpush(
-                info,
-                data=data,
-                vapid_private_key=settings.VAPID_PRIVATE_KEY,
-                vapid_claims={"sub": settings.VAPID_SUBJECT},
-                timeout=settings.WEBHOOK_TIMEOUT,
-                ttl=int(ttl.total_seconds()),
-            )
-        except WebPushException as failure:
-            status = failure.response.status_code if failure.response is not None else None
-            raise PushFailed(status, f"HTTP {status}" if status else str(failure)) from None
-        return response.status_code
-
-    return send
+    return Vapid.from_string(private_key=settings.VAPID_PRIVATE_KEY).sign(claims)
 
 
 def gone(delivery: Delivery) -> None:

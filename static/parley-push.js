@@ -24,7 +24,13 @@
       headers: { "Content-Type": "application/json", "X-CSRFToken": csrfToken() },
       body: JSON.stringify(body),
     });
-    if (!response.ok) throw new Error("HTTP " + response.status);
+    if (!response.ok) {
+      // The server's refusal, when it says why, is what the page shows.
+      const answer = await response.json().catch(() => null);
+      const refused = new Error("HTTP " + response.status);
+      refused.reason = (answer && answer.message) || "";
+      throw refused;
+    }
   }
 
   function setUp() {
@@ -87,7 +93,11 @@
         }
       } catch (error) {
         toggle.checked = !wanted;
-        say("failed");
+        if (error.reason) {
+          status.textContent = error.reason;
+        } else {
+          say("failed");
+        }
       } finally {
         toggle.disabled = false;
       }

@@ -1,11 +1,13 @@
 """Server-side request forgery: a webhook may only reach public addresses, unless
 WEBHOOK_ALLOW_PRIVATE_NETWORKS is set. Checked when a URL is registered and again before
-every delivery (a name may resolve elsewhere later)."""
+every delivery (a name may resolve elsewhere later). A URL is read by one parser, httpx's,
+for its check and for its request (webhooks.sending): two parsers may read two hosts in one
+URL (`https://127.0.0.1\\@8.8.8.8/`)."""
 
 import ipaddress
 import socket
-from urllib.parse import urlsplit
 
+import httpx
 from django.conf import settings
 from django.utils.translation import gettext_lazy as _
 
@@ -25,20 +27,31 @@ UNRESOLVED = _("The host name of that URL could not be resolved.")
 BAD_URL = UnsafeUrl.default_message
 
 
+def parse_url(url: str) -> httpx.URL:
+    """`url` as the outbox's requests read it. Raises UnsafeUrl unless it is an http(s) URL
+    with a host and a valid port."""
+    try:
+        parsed = httpx.URL(url)
+    except (httpx.InvalidURL, ValueError):
+        raise UnsafeUrl(BAD_URL) from None
+    if parsed.scheme not in ("http", "https") or not parsed.host:
+        raise UnsafeUrl(BAD_URL)
+    if parsed.port is not None and not 0 < parsed.port < 65536:
+        raise UnsafeUrl(BAD_URL)
+    return parsed
+
+
 def check_url(url: str) -> str:
     """Raise UnsafeUrl unless `url` is an http(s) URL whose host resolves only to public
     addresses (any address, with WEBHOOK_ALLOW_PRIVATE_NETWORKS). Returns the address that
     was checked, for the caller to connect to (a second lookup might answer otherwise)."""
-    try:
-        parts = urlsplit(url)
-        port = parts.port
-    except ValueError:
-        raise UnsafeUrl(BAD_URL) from None
-    if parts.scheme not in ("http", "https") or not parts.hostname:
-        raise UnsafeUrl(BAD_URL)
+    parsed = parse_url(url)
     try:
         found = socket.getaddrinfo(
-            parts.hostname, port or (443 if parts.scheme == "https" else 80), 0, socket.SOCK_STREAM
+            parsed.raw_host.decode("ascii"),
+            parsed.port or (443 if parsed.scheme == "https" else 80),
+            0,
+            socket.SOCK_STREAM,
         )
     except (OSError, UnicodeError):
         raise UnsafeUrl(UNRESOLVED) from None

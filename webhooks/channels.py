@@ -8,6 +8,7 @@ from dataclasses import dataclass
 from django.conf import settings
 
 from webhooks.models import Delivery
+from webhooks.sending import Post
 
 
 class Skip(Exception):
@@ -15,22 +16,25 @@ class Skip(Exception):
     resolved first, the subscription was removed): recorded as skipped, never retried."""
 
 
-# What a prepared delivery does: send it, on a thread of its own without the database, and
-# return the receiver's HTTP status (None where there is none, as for mail); any exception is
-# a failure to retry (its `status_code` attribute, if any, is recorded).
+# What a prepared delivery that is not an HTTP request does (an e-mail): send it, on a
+# thread of its own without the database, and return the receiver's HTTP status (None where
+# there is none, as for mail); any exception is a failure to retry (its `status_code`
+# attribute, if any, is recorded).
 Send = Callable[[], int | None]
 
 
 @dataclass(frozen=True)
 class Channel:
     # Reads what one claimed delivery needs (in the sweep's thread, which may use the
-    # database) and returns its Send; raises Skip, or any exception for a failure to retry.
-    prepare: Callable[[Delivery], Send]
+    # database) and returns its Send, or the Post that the sweep sends as it sends a webhook
+    # (webhooks.sending); raises Skip, or any exception for a failure to retry.
+    prepare: Callable[[Delivery], Send | Post]
     # Called (in the transaction that records it) when the receiver answered 404 or 410:
     # the address is gone for good, and what sent to it should stop.
     gone: Callable[[Delivery], None] = lambda delivery: None
-    # Seconds one attempt may take (None: WEBHOOK_TIMEOUT). A sender still running past it is
-    # retried later, so it may deliver twice: give a slow protocol (SMTP) its own bound.
+    # Seconds one Send may take (None: WEBHOOK_TIMEOUT; a Post takes that). A sender still
+    # running past it is retried later, so it may deliver twice: give a slow protocol (SMTP)
+    # its own bound.
     timeout: Callable[[], float] | None = None
 
     def seconds(self) -> float:

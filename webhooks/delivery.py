@@ -2,7 +2,8 @@
 process (chat.runner.every_sweep), also run right after the commit that wrote new rows.
 
 The outbox carries webhooks and the channels other apps register (webhooks.channels: e-mail,
-Web Push), all claimed, retried and recorded the same way; only the attempt differs. A
+Web Push), all claimed, retried and recorded the same way. A webhook and a channel's POST
+(a Web Push) are sent the same way too (webhooks.sending); an e-mail, on a thread. A
 channel's receiver that answers 404 or 410 is gone: its channel's `gone` hook runs (a push
 subscription is deleted) and the row fails without retries.
 
@@ -34,9 +35,10 @@ from django.db.models.functions import Coalesce, RowNumber
 from django.utils import timezone
 from standardwebhooks import Webhook as Signer
 
-from webhooks import channels, services
-from webhooks.addresses import UnsafeUrl, check_url
+from webhooks import channels, sending, services
+from webhooks.addresses import UnsafeUrl
 from webhooks.models import Delivery, DeliveryChannel, DeliveryStatus, DisabledReason
+from webhooks.sending import Post
 
 logger = logging.getLogger("parley.webhooks")
 
@@ -121,7 +123,7 @@ def headers_for(delivery: Delivery, secret: str) -> dict[str, str]:
     }
 
 
-def prepare(delivery: Delivery) -> channels.Send | tuple[int | None, str]:
+def prepare(delivery: Delivery) -> channels.Send | Post | tuple[int | None, str]:
     """What a channel's delivery will send (channels.Channel.prepare), read in this thread;
     or the outcome already, when it is skipped or cannot be prepared."""
     sender = channels.channel(delivery.channel)
@@ -131,29 +133,33 @@ def prepare(delivery: Delivery) -> channels.Send | tuple[int | None, str]:
         return sender.prepare(delivery)
     except channels.Skip:
         return None, SKIPPED
+    except UnsafeUrl as refused:  # as a webhook's, retried: the operator may allow it again
+        return None, str(refused.message)
     except Exception as failure:  # retried, never the sweep's end
         logger.exception("could not prepare %s delivery %s", delivery.channel, delivery.event_id)
         return None, f"{type(failure).__name__}: {failure}"[:500]
 
 
 async def attempt_all(
-    deliveries: list[Delivery], prepared: dict[int, channels.Send | tuple[int | None, str]]
+    deliveries: list[Delivery],
+    prepared: dict[int, channels.Send | Post | tuple[int | None, str]],
 ) -> list[tuple[int | None, str]]:
     """Attempt each delivery, WEBHOOK_CONCURRENCY at a time: (its status code, its error).
     `prepared`: each channel delivery's prepare(), by its pk."""
     slots = asyncio.Semaphore(settings.WEBHOOK_CONCURRENCY)
 
     async def attempt(delivery: Delivery) -> tuple[int | None, str]:
-        if delivery.channel != DeliveryChannel.WEBHOOK:
-            send = prepared[delivery.pk]
-            if isinstance(send, tuple):
-                return send
+        send = prepared.get(delivery.pk)
+        if isinstance(send, tuple):
+            return send
+        async with slots:
+            if delivery.channel == DeliveryChannel.WEBHOOK:
+                return await attempt_post(webhook_post(delivery))
+            if isinstance(send, Post):
+                return await attempt_post(send)
             # prepare() found the channel registered, or its outcome is the tuple above.
             seconds = channels.channel(delivery.channel).seconds()
-            async with slots:
-                return await attempt_channel(send, seconds=seconds)
-        async with slots:
-            return await attempt_one(delivery)
+            return await attempt_channel(send, seconds=seconds)
 
     return await asyncio.gather(*map(attempt, deliveries))
 
@@ -162,10 +168,19 @@ async def attempt_all(
 SKIPPED = "Not sent: nothing waits for it any more"
 
 
-async def attempt_one(delivery: Delivery) -> tuple[int | None, str]:
-    """One attempt of a claimed webhook delivery: (the receiver's status code, the error)."""
+def webhook_post(delivery: Delivery) -> Post:
+    """The POST of a claimed webhook delivery, signed now."""
+    return Post(
+        url=delivery.webhook.url,
+        content=delivery.body.encode(),
+        headers=headers_for(delivery, delivery.webhook.secret),
+    )
+
+
+async def attempt_post(post: Post) -> tuple[int | None, str]:
+    """One attempt of a POST (a webhook's, or a channel's): (the status code, the error)."""
     try:
-        status_code = await post(delivery)
+        status_code = await sending.send(post)
     except UnsafeUrl as refused:
         return None, str(refused.message)
     except TimeoutError:
@@ -176,8 +191,9 @@ async def attempt_one(delivery: Delivery) -> tuple[int | None, str]:
 
 
 async def attempt_channel(send: channels.Send, *, seconds: float) -> tuple[int | None, str]:
-    """One attempt of a prepared channel delivery, on a thread, within `seconds` (a sender
-    past it runs on, its outcome ignored: the row is retried later)."""
+    """One attempt of a prepared channel delivery that is not a POST (an e-mail), on a
+    thread, within `seconds` (a sender past it runs on, its outcome ignored: the row is
+    retried later)."""
     try:
         async with asyncio.timeout(seconds):
             status_code = await asyncio.to_thread(send)
@@ -189,35 +205,6 @@ async def attempt_channel(send: channels.Send, *, seconds: float) -> tuple[int |
     if status_code is None or 200 <= status_code < 300:
         return status_code, ""
     return status_code, f"HTTP {status_code}"
-
-
-async def post(delivery: Delivery) -> int:
-    """POST the delivery and return the receiver's status, all within WEBHOOK_TIMEOUT: httpx's
-    timeouts bound each read, and a receiver that trickles its answer a byte at a time would
-    otherwise hold the attempt (and the sweep's thread) for as long as it likes."""
-    url = httpx.URL(delivery.webhook.url)
-    async with asyncio.timeout(settings.WEBHOOK_TIMEOUT):
-        # Connect to the address just checked, not to whatever a second lookup returns (DNS
-        # rebinding); the request still names the host, for virtual hosting and TLS.
-        address = await asyncio.to_thread(check_url, delivery.webhook.url)
-        async with (
-            httpx.AsyncClient(
-                timeout=settings.WEBHOOK_TIMEOUT, follow_redirects=False, trust_env=False
-            ) as client,
-            # Streamed, and closed with the body unread: the status is all a delivery needs,
-            # and a receiver's answer, however large, costs no memory here.
-            client.stream(
-                "POST",
-                url.copy_with(host=address),
-                content=delivery.body.encode(),
-                headers={
-                    **headers_for(delivery, delivery.webhook.secret),
-                    "host": url.netloc.decode().rpartition("@")[2],
-                },
-                extensions={"sni_hostname": url.host},
-            ) as response,
-        ):
-            return response.status_code
 
 
 def record(

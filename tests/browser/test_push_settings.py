@@ -47,7 +47,9 @@ def push_server(start_server):
     return start_server(
         VAPID_PUBLIC_KEY=VAPID_PUBLIC_KEY,
         VAPID_PRIVATE_KEY=VAPID_PRIVATE_KEY,
+        # The local push service: loopback, allowed as an operator allows theirs.
         WEBHOOK_ALLOW_PRIVATE_NETWORKS="true",
+        PUSH_SERVICE_HOSTS="127.0.0.1",
     )
 
 
@@ -115,3 +117,25 @@ def test_the_switch_subscribes_this_browser_and_off_forgets_it(
     expect(page.get_by_text("This browser is not notified.")).to_be_visible()
     assert push_server.query("SELECT count(*) FROM reach_pushsubscription") == [(0,)]
     assert errors == []
+
+
+def test_a_push_service_the_server_does_not_send_to_is_refused_and_the_page_says_why(
+    push_server, push_service, open_page
+):
+    """A browser whose push service is not among PUSH_SERVICE_HOSTS is told so at once, when
+    the switch is turned on, not left to fail silently at the first push."""
+    elsewhere = {**push_service.subscription, "endpoint": "https://push.example.net/x"}
+    page = open_page(push_server)
+    page.add_init_script(FAKE_PUSH_MANAGER % json.dumps(elsewhere))
+    page.context.grant_permissions(["notifications"], origin=push_server.url)
+    log_in(page)
+    page.goto("/settings/")
+    switch = page.get_by_role("switch", name="Notify this browser")
+    expect(switch).to_be_enabled()
+    switch.click()
+    expect(page.get_by_role("status").filter(has_text="push service")).to_have_text(
+        "Parley does not send notifications to this browser’s push service. An administrator "
+        "can allow it."
+    )
+    expect(switch).not_to_be_checked()
+    assert push_server.query("SELECT count(*) FROM reach_pushsubscription") == [(0,)]

@@ -1,22 +1,33 @@
 """Web Push (spec 6.2): a browser's subscription saved from Settings, a push through the
 outbox when a question waits and none of the user's pages is open, signed with the VAPID key
 (verified by the push service here) and encrypted for the subscription (decrypted here with
-http_ece); a subscription its push service says is gone is deleted."""
+http_ece); a subscription its push service says is gone is deleted. A push is sent as a
+webhook is (webhooks.sending): only to https push services the operator allows, to the
+address checked, without following redirects, reading only the status, within one deadline."""
 
 import json
+import socket
+import ssl
+import threading
 from io import StringIO
 
 import pytest
 from django.core.cache import cache
 from django.core.management import call_command
+from django.db import connection
 
 from chat import presence
 from reach.models import PushSubscription
-from tests.fakes import PushService
+from reach.push import NOT_A_PUSH_SERVICE
+from tests.fakes import PushService, WebhookReceiver, browser_keys, local_tls
 from tests.reach.conftest import PUBLIC_URL
+from webhooks import addresses, delivery, sending
 from webhooks.models import Delivery, DeliveryChannel, DeliveryStatus
+from webhooks.services import create_webhook
 
 pytestmark = [pytest.mark.django_db, pytest.mark.postgres]
+
+PUBLIC_IP = "93.184.215.14"
 
 
 @pytest.fixture
@@ -28,15 +39,40 @@ def vapid(settings):
     settings.VAPID_PUBLIC_KEY = keys["VAPID_PUBLIC_KEY"]
     settings.VAPID_PRIVATE_KEY = keys["VAPID_PRIVATE_KEY"]
     settings.VAPID_SUBJECT = "mailto:ops@example.org"
-    settings.WEBHOOK_ALLOW_PRIVATE_NETWORKS = True  # the push service listens on loopback
+    # The push service listens on loopback, and the operator allows it.
+    settings.WEBHOOK_ALLOW_PRIVATE_NETWORKS = True
+    settings.PUSH_SERVICE_HOSTS = ["127.0.0.1", "push.example.org"]
     return keys
 
 
 @pytest.fixture
-def push_service(vapid):
+def push_service(vapid, monkeypatch):
+    """A push service on loopback, whose certificate the server trusts."""
+    trusted = ssl.create_default_context(cafile=local_tls()["ca"])
+    monkeypatch.setattr(sending, "tls", lambda: trusted)
     service = PushService(vapid["VAPID_PUBLIC_KEY"])
     yield service
     service.close()
+
+
+@pytest.fixture
+def resolver(monkeypatch):
+    """Names resolve without a network: push.example.org to loopback, the other names of
+    example domains and of the known push services to a public address; each name looked
+    up is recorded, in order."""
+    real = socket.getaddrinfo
+    lookups = []
+
+    def getaddrinfo(host, port, *args, **kwargs):
+        lookups.append(host)
+        if host == "push.example.org":
+            return [(socket.AF_INET, socket.SOCK_STREAM, 6, "", ("127.0.0.1", port))]
+        if host.endswith((".example.org", ".example.net", ".com", ".example")):
+            return [(socket.AF_INET, socket.SOCK_STREAM, 6, "", (PUBLIC_IP, port))]
+        return real(host, port, *args, **kwargs)
+
+    monkeypatch.setattr(addresses.socket, "getaddrinfo", getaddrinfo)
+    return lookups
 
 
 @pytest.fixture
@@ -202,3 +238,177 @@ def test_the_settings_page_offers_the_switch_with_the_key(client, user, vapid):
     page = client.get("/settings/").content.decode()
     assert 'role="switch"' in page and "Notify this browser" in page
     assert f'data-vapid-key="{vapid["VAPID_PUBLIC_KEY"]}"' in page
+
+
+def test_a_subscription_over_plain_http_is_refused_even_on_a_private_network(
+    client, user, push_service
+):
+    """Push services are reached over https only, even where webhooks may use http."""
+    client.force_login(user)
+    http = {**push_service.subscription, "endpoint": push_service.url.replace("https", "http")}
+    response = client.post("/settings/push/subscribe/", http, content_type="application/json")
+    assert response.status_code == 422
+    assert response.json() == {"message": str(NOT_A_PUSH_SERVICE)}
+    assert not PushSubscription.objects.exists()
+
+
+@pytest.mark.parametrize(
+    ("endpoint", "allowed"),
+    [
+        ("https://fcm.googleapis.com/fcm/send/dGVzdA:APA91b", True),
+        ("https://updates.push.services.mozilla.com/wpush/v2/gAAAAA", True),
+        ("https://wns2-by3p.notify.windows.com/w/?token=BQYAAAB", True),
+        ("https://web.push.apple.com/QGuQyavXutnMH", True),
+        ("https://push.example.net/x", False),
+        ("https://evilnotify.windows.com/w/", False),
+        ("https://notify.windows.com.example/w/", False),
+        ("https://fcm.googleapis.com.example/fcm/send/x", False),
+        ("https://ops@fcm.googleapis.com/fcm/send/x", False),
+    ],
+)
+def test_only_the_known_push_services_are_allowed_by_default(
+    client, user, resolver, endpoint, allowed
+):
+    """Chrome's, Firefox's, Edge's and Safari's push services, and nothing else unless the
+    operator allows it (PUSH_SERVICE_HOSTS): the server makes the request, and a browser's
+    endpoint is always one of its vendor's. The refusal says why."""
+    client.force_login(user)
+    _key, keys = browser_keys()
+    response = client.post(
+        "/settings/push/subscribe/",
+        {"endpoint": endpoint, "keys": keys},
+        content_type="application/json",
+    )
+    if allowed:
+        assert response.status_code == 201
+        assert PushSubscription.objects.get().endpoint == endpoint
+    else:
+        assert response.status_code == 422
+        assert response.json() == {"message": str(NOT_A_PUSH_SERVICE)}
+        assert not PushSubscription.objects.exists()
+
+
+def test_an_endpoint_that_url_parsers_read_differently_is_refused_and_never_reached(
+    settings, client, user, conversation, push_service, ask, sweep
+):
+    """`https://127.0.0.1:PORT\\@8.8.8.8/x` is 8.8.8.8 to one URL parser (a public address)
+    and 127.0.0.1:PORT to another. It is refused when subscribed; one stored anyway is never
+    connected to: the URL is checked and sent by the same parser, and a push service's
+    endpoint has no user name."""
+    settings.WEBHOOK_ALLOW_PRIVATE_NETWORKS = False
+    settings.PUSH_SERVICE_HOSTS = ["*"]
+    port = push_service.server.server_address[1]
+    endpoint = f"https://127.0.0.1:{port}\\@8.8.8.8/x"
+    client.force_login(user)
+    response = client.post(
+        "/settings/push/subscribe/",
+        {**push_service.subscription, "endpoint": endpoint},
+        content_type="application/json",
+    )
+    assert response.status_code == 422
+    assert response.json() == {"message": str(NOT_A_PUSH_SERVICE)}
+    PushSubscription.objects.create(user=user, endpoint=endpoint, **push_service.keys)
+    ask(user, conversation)
+    sweep()
+    assert push_service.connections == 0
+    row = Delivery.objects.get()
+    assert (row.status, row.last_error) == (DeliveryStatus.PENDING, str(NOT_A_PUSH_SERVICE))
+
+
+def test_a_push_service_redirect_is_not_followed(
+    user, conversation, subscribed, push_service, ask, sweep
+):
+    """A push service that answers 307 to another address (a cloud's metadata service, say)
+    gets its answer recorded as a failure; nothing is sent where it pointed."""
+    metadata = WebhookReceiver()
+    try:
+        push_service.statuses = [307]
+        push_service.headers = {"Location": metadata.url.replace("/hook", "/latest/meta-data")}
+        ask(user, conversation)
+        sweep()
+        assert metadata.requests == []
+    finally:
+        metadata.close()
+    row = Delivery.objects.get()
+    assert (row.status, row.last_status_code) == (DeliveryStatus.PENDING, 307)
+
+
+def test_a_push_connects_to_the_address_it_checked(
+    client, user, conversation, push_service, resolver, ask, sweep
+):
+    """The push service's name is resolved once per attempt, checked, and that address is
+    the one connected to (a second lookup could answer another: DNS rebinding); the request
+    still names the host, and its certificate is checked for that name."""
+    port = push_service.server.server_address[1]
+    push_service.origin = f"https://push.example.org:{port}"
+    endpoint = f"{push_service.origin}/push/x"
+    client.force_login(user)
+    response = client.post(
+        "/settings/push/subscribe/",
+        {**push_service.subscription, "endpoint": endpoint},
+        content_type="application/json",
+    )
+    assert response.status_code == 201
+    ask(user, conversation)
+    sweep()
+    assert push_service.refused == []
+    [headers] = push_service.requests
+    assert headers["host"] == f"push.example.org:{port}"
+    # Looked up when subscribed and once for the push; nothing else looked the name up.
+    assert [host for host in resolver if host == "push.example.org"] == ["push.example.org"] * 2
+    assert Delivery.objects.get().status == DeliveryStatus.DELIVERED
+
+
+def test_a_push_services_answer_is_not_read_past_its_status(
+    user, conversation, subscribed, push_service, ask, sweep
+):
+    """A push service that answers with a huge body costs the server nothing: the status
+    is all a push reads, and the connection is closed with the rest unread."""
+    push_service.body_bytes = 64 * 1024 * 1024
+    ask(user, conversation)
+    sweep()
+    assert Delivery.objects.get().status == DeliveryStatus.DELIVERED
+    assert push_service.answer_ended.wait(10)
+    # What loopback's socket buffers take before the push service notices the close.
+    assert push_service.body_sent[0] < 16 * 1024 * 1024
+
+
+@pytest.mark.django_db(transaction=True)
+def test_a_push_service_that_trickles_does_not_hold_back_another_users_webhook(
+    settings, user, other_user, conversation, subscribed, push_service, ask
+):
+    """A push service that sends its answer a byte at a time (which no per-read timeout
+    trips) holds its attempt until WEBHOOK_TIMEOUT and no longer: the round it is in ends
+    then, and another user's webhook, queued meanwhile, goes out in the next round, as it
+    would alone. Here the push service's whole answer would take ~8 s."""
+    settings.WEBHOOK_TIMEOUT = 0.5
+    push_service.trickle = 0.2
+    theirs = WebhookReceiver()
+    webhook, _secret = create_webhook(user=other_user, url=theirs.url)
+    wake, stop = threading.Event(), threading.Event()
+
+    def sweep_job() -> None:
+        """The sweep job's thread: a round of deliveries each time it is woken."""
+        try:
+            while wake.wait() and not stop.is_set():
+                wake.clear()
+                delivery.deliver_due()
+        finally:
+            connection.close()
+
+    thread = threading.Thread(target=sweep_job)
+    thread.start()
+    try:
+        ask(user, conversation)
+        wake.set()
+        assert push_service.received.wait(10)  # the push is in flight
+        Delivery.objects.create(
+            webhook=webhook, event_id="msg_theirs", event_type="question.asked", body="{}"
+        )
+        wake.set()
+        assert theirs.received.wait(settings.WEBHOOK_TIMEOUT + 2)
+    finally:
+        stop.set()
+        wake.set()
+        thread.join(30)
+        theirs.close()
