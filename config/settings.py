@@ -420,6 +420,9 @@ WEBHOOK_TIMEOUT = float(os.environ.get("WEBHOOK_TIMEOUT", "5"))
 # Attempts a process makes at once, and at most this many of them for one user's webhooks.
 WEBHOOK_CONCURRENCY = int(os.environ.get("WEBHOOK_CONCURRENCY", "10"))
 WEBHOOK_USER_SHARE = int(os.environ.get("WEBHOOK_USER_SHARE", "2"))
+# A round of deliveries waits this long at most for its attempts; slower ones go on, and a
+# later round records them.
+WEBHOOK_ROUND_SECONDS = float(os.environ.get("WEBHOOK_ROUND_SECONDS", "1"))
 # Mail (reach/mail.py: questions e-mailed to the users who ask for them in Settings): Django's
 # mail settings, read from the environment under their classic names and given to Django 6.1's
 # MAILERS (the default mailer). Unset EMAIL_BACKEND: SMTP, to EMAIL_HOST (localhost) on

@@ -15,15 +15,22 @@ row is marked failed after WEBHOOK_MAX_ATTEMPTS. A receiver that answers 410 Gon
 retried: its webhook is disabled, and its other pending deliveries are given up
 (services.disable_webhook).
 
-A round's attempts run side by side (WEBHOOK_CONCURRENCY), each ended at WEBHOOK_TIMEOUT
-however slowly its receiver answers, and one owner's webhooks take at most
-WEBHOOK_USER_SHARE of a round: a user whose receivers are slow delays only their own
-deliveries. The job runs on a thread of its own (chat.engine.runner), so question deadlines
-never wait for it.
+Attempts run side by side on the outbox's own event loop (a thread of this process): at most
+WEBHOOK_CONCURRENCY at once, at most WEBHOOK_USER_SHARE of them one owner's, each ended at its
+deadline (WEBHOOK_TIMEOUT for a POST) however slowly its receiver answers. A round waits for
+its attempts at most WEBHOOK_ROUND_SECONDS; one still running then goes on, its row still
+claimed, and a later round records it: a user whose receivers are slow delays only their own
+deliveries, never the next round's. The job runs on a thread of its own
+(chat.engine.runner), so question deadlines never wait for it; rows are claimed and recorded
+on that thread.
 """
 
 import asyncio
+import concurrent.futures
 import logging
+import threading
+from collections import Counter
+from collections.abc import Coroutine
 from datetime import timedelta
 from http import HTTPStatus
 
@@ -52,10 +59,29 @@ GONE_STATUSES = (HTTPStatus.NOT_FOUND, HTTPStatus.GONE)
 
 
 def deliver_due() -> int:
-    """Attempt the deliveries that are due, WEBHOOK_CONCURRENCY at a time, taking at most
-    WEBHOOK_USER_SHARE of them per owner in a round: one user's slow receivers hold some of
-    the round's slots for at most WEBHOOK_TIMEOUT, never all of them. Returns how many were
-    attempted."""
+    """Record the attempts of earlier rounds that have ended, claim the due deliveries there is
+    room for (WEBHOOK_CONCURRENCY in flight, WEBHOOK_USER_SHARE of them per owner), start their
+    attempts, and record those that end within WEBHOOK_ROUND_SECONDS. Returns how many were
+    claimed."""
+    deliveries = claim_due(in_flight.owners())
+    prepared = {
+        delivery.pk: prepare(delivery)
+        for delivery in deliveries
+        if delivery.channel != DeliveryChannel.WEBHOOK
+    }
+    for delivery in deliveries:
+        in_flight.start(delivery, attempt(delivery, prepared.get(delivery.pk)))
+    for delivery, (status_code, error) in in_flight.ended(wait=settings.WEBHOOK_ROUND_SECONDS):
+        record(delivery, status_code=status_code, error=error, skipped=error is SKIPPED)
+    return len(deliveries)
+
+
+def claim_due(busy: Counter[int]) -> list[Delivery]:
+    """Claim the due deliveries there is room for, given how many of each owner's are in
+    flight (`busy`): every owner's earliest first, up to their share."""
+    room = settings.WEBHOOK_CONCURRENCY - sum(busy.values())
+    if room <= 0:
+        return []
     now = timezone.now()
     # Each owner's earliest due deliveries (their share), then the earliest of those: however
     # many one owner has due (10 webhooks make 10 a question event), every other owner's are
@@ -63,25 +89,29 @@ def deliver_due() -> int:
     # behind a backlog that the share lets drain at a few a round. A disabled webhook's
     # deliveries are given up as it is disabled; one queued by an event whose transaction
     # raced with that waits, unattempted, until the webhook is enabled.
+    owner = Coalesce(F("webhook__owner_id"), F("recipient_id"))  # or an e-mail's, a push's
     due = (
-        Delivery.objects.filter(
-            status=DeliveryStatus.PENDING,
-            next_attempt_at__lte=now,
-        )
+        Delivery.objects.filter(status=DeliveryStatus.PENDING, next_attempt_at__lte=now)
         .filter(Q(webhook__isnull=True) | Q(webhook__disabled_at__isnull=True))
         .annotate(
+            owner=owner,
             place=Window(
                 RowNumber(),
-                # A webhook's owner, or an e-mail's or a push's recipient.
-                partition_by=Coalesce(F("webhook__owner_id"), F("recipient_id")),
+                partition_by=owner,
                 order_by=[F("next_attempt_at").asc(), F("pk").asc()],
-            )
+            ),
         )
         .filter(place__lte=settings.WEBHOOK_USER_SHARE)
         .order_by("next_attempt_at", "pk")
     )
     claimed = []
-    for pk, next_attempt_at in due.values_list("pk", "next_attempt_at")[:BATCH]:
+    for pk, next_attempt_at, owner_id, place in due.values_list(
+        "pk", "next_attempt_at", "owner", "place"
+    )[:BATCH]:
+        if len(claimed) == room:
+            break
+        if place + busy[owner_id] > settings.WEBHOOK_USER_SHARE:
+            continue
         won = Delivery.objects.filter(
             pk=pk, status=DeliveryStatus.PENDING, next_attempt_at=next_attempt_at
         ).update(
@@ -91,19 +121,51 @@ def deliver_due() -> int:
         if won:
             claimed.append(pk)
     if not claimed:
-        return 0
-    deliveries = list(Delivery.objects.select_related("webhook").filter(pk__in=claimed))
-    prepared = {
-        delivery.pk: prepare(delivery)
-        for delivery in deliveries
-        if delivery.channel != DeliveryChannel.WEBHOOK
-    }
-    # A fresh event loop for the round: this runs on a sweep job's thread, which has none.
-    for delivery, (status_code, error) in zip(
-        deliveries, asyncio.run(attempt_all(deliveries, prepared)), strict=True
-    ):
-        record(delivery, status_code=status_code, error=error, skipped=error is SKIPPED)
-    return len(deliveries)
+        return []
+    return list(Delivery.objects.select_related("webhook").filter(pk__in=claimed))
+
+
+class InFlight:
+    """The attempts running on the outbox's event loop (started on first use, on a daemon
+    thread: a process that exits leaves their rows claimed, to be attempted again once the
+    claim lapses)."""
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self._loop: asyncio.AbstractEventLoop | None = None
+        self._running: dict[concurrent.futures.Future, Delivery] = {}
+
+    def owners(self) -> Counter[int]:
+        """How many attempts of each owner are running."""
+        with self._lock:
+            return Counter(
+                d.webhook.owner_id if d.webhook_id else d.recipient_id
+                for d in self._running.values()
+            )
+
+    def start(self, delivery: Delivery, attempt: Coroutine) -> None:
+        with self._lock:
+            if self._loop is None:
+                self._loop = asyncio.new_event_loop()
+                threading.Thread(
+                    target=self._loop.run_forever, name="parley-outbox", daemon=True
+                ).start()
+            future = asyncio.run_coroutine_threadsafe(attempt, self._loop)
+            self._running[future] = delivery
+
+    def ended(self, *, wait: float) -> list[tuple[Delivery, tuple[int | None, str]]]:
+        """The attempts that have ended, waiting up to `wait` seconds for the running ones,
+        each with its outcome; they are no longer in flight."""
+        with self._lock:
+            running = list(self._running)
+        if running:
+            concurrent.futures.wait(running, timeout=wait)
+        with self._lock:
+            done = [future for future in self._running if future.done()]
+            return [(self._running.pop(future), future.result()) for future in done]
+
+
+in_flight = InFlight()
 
 
 def max_attempt_seconds() -> float:
@@ -140,28 +202,20 @@ def prepare(delivery: Delivery) -> channels.Send | Post | tuple[int | None, str]
         return None, f"{type(failure).__name__}: {failure}"[:500]
 
 
-async def attempt_all(
-    deliveries: list[Delivery],
-    prepared: dict[int, channels.Send | Post | tuple[int | None, str]],
-) -> list[tuple[int | None, str]]:
-    """Attempt each delivery, WEBHOOK_CONCURRENCY at a time: (its status code, its error).
-    `prepared`: each channel delivery's prepare(), by its pk."""
-    slots = asyncio.Semaphore(settings.WEBHOOK_CONCURRENCY)
-
-    async def attempt(delivery: Delivery) -> tuple[int | None, str]:
-        send = prepared.get(delivery.pk)
-        if isinstance(send, tuple):
-            return send
-        async with slots:
-            if delivery.channel == DeliveryChannel.WEBHOOK:
-                return await attempt_post(webhook_post(delivery))
-            if isinstance(send, Post):
-                return await attempt_post(send)
-            # prepare() found the channel registered, or its outcome is the tuple above.
-            seconds = channels.channel(delivery.channel).seconds()
-            return await attempt_channel(send, seconds=seconds)
-
-    return await asyncio.gather(*map(attempt, deliveries))
+async def attempt(
+    delivery: Delivery, send: channels.Send | Post | tuple[int | None, str] | None
+) -> tuple[int | None, str]:
+    """One attempt of a delivery: (its status code, its error). `send`: a channel delivery's
+    prepare() (None for a webhook's, signed here)."""
+    if isinstance(send, tuple):
+        return send
+    if delivery.channel == DeliveryChannel.WEBHOOK:
+        return await attempt_post(webhook_post(delivery))
+    if isinstance(send, Post):
+        return await attempt_post(send)
+    # prepare() found the channel registered, or its outcome is the tuple above.
+    seconds = channels.channel(delivery.channel).seconds()
+    return await attempt_channel(send, seconds=seconds)
 
 
 # The error an attempt returns when its channel's sender skipped the delivery (channels.Skip).

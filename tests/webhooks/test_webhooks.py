@@ -4,6 +4,7 @@ retries with the same webhook-id, and a bounded number of attempts."""
 
 import json
 import socket
+import time
 from datetime import UTC, datetime, timedelta
 
 import pytest
@@ -407,6 +408,41 @@ def test_one_users_slow_receivers_take_only_their_share_of_a_round(
         ("ada", "pending", 1),  # timed out: retried later
         ("mallory", "delivered", 1),
     ]
+
+
+def test_a_slow_attempt_outlives_its_round_and_holds_its_owners_share_meanwhile(
+    user, other_user, conversation, hooked, receiver, ask, model, settings
+):
+    """A round waits WEBHOOK_ROUND_SECONDS for its attempts; one still running goes on, still
+    one of its owner's WEBHOOK_USER_SHARE, while other owners' deliveries go out in the next
+    rounds; a later round records it once it ends."""
+    settings.WEBHOOK_TIMEOUT = 2
+    settings.WEBHOOK_ROUND_SECONDS = 0.1
+    settings.WEBHOOK_USER_SHARE = 1
+    receiver.trickle = 0.1  # the whole answer would take ~4 s
+    for each in (conversation, services.create_conversation(owner=user)):
+        model.responses.clear()
+        ask(user, each)
+    assert delivery.deliver_due() == 1  # her first; still running after the round
+    assert delivery.deliver_due() == 0  # her second waits for her share
+    theirs = WebhookReceiver()
+    try:
+        create_webhook(user=other_user, url=theirs.url)
+        model.responses.clear()
+        ask(other_user, services.create_conversation(owner=other_user))
+        assert delivery.deliver_due() == 1
+        assert theirs.answered == [200]
+    finally:
+        theirs.close()
+    deadline = time.monotonic() + 10
+    while not Delivery.objects.filter(webhook__owner=user).exclude(last_error="").exists():
+        assert time.monotonic() < deadline, "the slow attempt was never recorded"
+        delivery.deliver_due()
+    attempts = sorted(
+        Delivery.objects.values_list("webhook__owner__username", "attempts", "last_error")
+    )
+    assert attempts[-1] == ("mallory", 1, "")
+    assert ("ada", 1, "No answer within WEBHOOK_TIMEOUT (2 s)") in attempts
 
 
 def test_one_users_backlog_does_not_hold_back_another_users_deliveries(
