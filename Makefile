@@ -17,6 +17,7 @@ WORKERS ?= 2
 LIVE_WORKERS ?= 3
 PYTEST := $(PYTHON) -m pytest
 
+.PHONY: dev-database token user chat
 .PHONY: run test test-fast test-live test-postgres check lock-check lock upgrade bench bootstrap \
 	messages makemessages lint format
 
@@ -38,6 +39,20 @@ run: messages
 	@$(PYTHON) manage.py ensure_demo_user
 	@echo "Parley: http://$(HOST):$(PORT)/  (log in as demo / demo)"
 	@$(PYTHON) -m config.serve -b $(HOST) -p $(PORT)
+
+# Commands on `make run`'s development database (DEBUG=true: no SECRET_KEY needed), migrated
+# and with the demo account first: an API token for NAME (printed alone, for $(...)), a new
+# account NAME (asks for its password), the terminal client (ARGS, e.g. --token "$TOKEN").
+dev-database token user chat: export DEBUG ?= true
+dev-database: messages
+	@$(PYTHON) manage.py migrate --no-input -v 0
+	@$(PYTHON) manage.py ensure_demo_user >/dev/null
+token: dev-database
+	@$(PYTHON) manage.py create_api_token "$(NAME)"
+user: dev-database
+	@$(PYTHON) manage.py add_user "$(NAME)"
+chat: dev-database
+	@$(PYTHON) manage.py chat $(ARGS)
 
 # Everything CI runs: static checks, the in-process tests (SQLite), the tests that run real
 # servers and Chromium, and the backend-dependent tests again on PostgreSQL.

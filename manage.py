@@ -19,6 +19,12 @@ if __name__ == "__main__":
         # The settings refuse to load without SECRET_KEY (config/settings.py); printing a
         # command's help signs nothing, so a random key lets it load in this process only.
         os.environ["SECRET_KEY"] = secrets.token_urlsafe(50)
+    from django.conf import settings
+    from django.core.exceptions import ImproperlyConfigured
     from django.core.management import execute_from_command_line
 
+    try:
+        settings.INSTALLED_APPS  # noqa: B018 (loads the settings, which check SECRET_KEY)
+    except ImproperlyConfigured as error:  # a setting the environment lacks: one line says it
+        sys.exit(f"ImproperlyConfigured: {error}")
     execute_from_command_line(sys.argv)

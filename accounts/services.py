@@ -8,6 +8,8 @@ from importlib import import_module
 
 from django.conf import settings
 from django.contrib.auth import SESSION_KEY
+from django.contrib.auth.forms import UserCreationForm
+from django.core.exceptions import ValidationError
 from django.db import transaction
 from django.utils import timezone
 
@@ -38,3 +40,15 @@ def sessions_of(user, session_model) -> list[str]:
         .iterator(chunk_size=1000)
     )
     return [row.session_key for row in rows if row.get_decoded().get(SESSION_KEY) == user_id]
+
+
+def add_user(*, username: str, password: str, password_again: str):
+    """A new account that signs in with `password`, checked as the admin's "Add user" form
+    checks it (Django's UserCreationForm: a free, valid username, matching passwords that the
+    AUTH_PASSWORD_VALIDATORS accept). Raises ValidationError saying what is wrong."""
+    form = UserCreationForm(
+        {"username": username, "password1": password, "password2": password_again}
+    )
+    if not form.is_valid():
+        raise ValidationError([error for errors in form.errors.values() for error in errors])
+    return form.save()

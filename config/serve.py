@@ -47,6 +47,7 @@ from autobahn.websocket.compress import (
 from daphne.cli import CommandLineInterface
 from daphne.server import Server
 from django.conf import settings
+from django.core.exceptions import ImproperlyConfigured
 from django.utils import translation
 from django.utils.translation import gettext
 from twisted.web import http
@@ -197,6 +198,10 @@ class ParleyCommandLine(CommandLineInterface):
 
 def main(argv: list[str]) -> None:
     os.environ.setdefault("DJANGO_SETTINGS_MODULE", "config.settings")
+    try:
+        settings.INSTALLED_APPS  # noqa: B018 (loads the settings, which check SECRET_KEY)
+    except ImproperlyConfigured as error:  # a setting the environment lacks: one line says it
+        sys.exit(f"ImproperlyConfigured: {error}")
     if not any(":" in arg and not arg.startswith("-") for arg in argv):
         argv = [*argv, APPLICATION]
     ParleyCommandLine().run(argv)

@@ -35,7 +35,10 @@ DEBUG = env_bool("DEBUG")
 SECRET_KEY = os.environ.get("SECRET_KEY", "")
 if not SECRET_KEY:
     if not DEBUG:
-        raise ImproperlyConfigured("Set SECRET_KEY (or DEBUG=true for a development server).")
+        raise ImproperlyConfigured(
+            "Set SECRET_KEY, or DEBUG=true for development (make run, make token, make user "
+            "and make chat set it)."
+        )
     SECRET_KEY = "parley-insecure-development-key-do-not-deploy"  # noqa: S105
 elif not DEBUG and (weak := secret_key.weakness(SECRET_KEY)):
     raise ImproperlyConfigured(weak)
