@@ -23,8 +23,7 @@ from api.selectors import message_page, superseded_tool_calls
 from api.tokens import token_record, token_still_valid
 from api.waiting import wait_until_settled
 from chat import services, sharing
-from chat.errors import ConversationNotFound, ParleyError, RateLimited
-from chat.limits import StreamSlot
+from chat.errors import ConversationNotFound
 from chat.live.sessions import session_still_valid
 from chat.models import OWNER, MemberRole
 from chat.selectors import (
@@ -35,6 +34,8 @@ from chat.selectors import (
     members_of,
     subagents_of,
 )
+from core.errors import ParleyError, RateLimited
+from core.limits import StreamSlot
 from questions import services as questions
 from questions import tool_requests
 from questions.approvals import FormField, storable

@@ -16,10 +16,10 @@ from django.http import StreamingHttpResponse
 
 from api import results
 from chat.errors import ConversationNotFound
-from chat.events import conversation_group, subscribe, user_group
-from chat.limits import StreamSlot
 from chat.live import sessions
 from chat.selectors import conversation_for_user, transcript_changes
+from core.events import conversation_group, subscribe, user_group
+from core.limits import StreamSlot
 
 KEEPALIVE_SECONDS = 15.0
 MIN_BATCH_SECONDS = 0.25

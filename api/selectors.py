@@ -4,9 +4,9 @@ superseded messages. Access is checked before (chat.selectors.conversation_for_u
 from django.utils.translation import gettext_lazy as _
 
 from api.results import tool_call_ids
-from chat.errors import ParleyError
 from chat.models import Conversation, Role
 from chat.paging import TranscriptPage, transcript_page
+from core.errors import ParleyError
 
 
 class BadCursor(ParleyError):

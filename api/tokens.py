@@ -7,8 +7,8 @@ from django.db import transaction
 from django.utils import timezone
 
 from api.models import ApiToken
-from chat import events
-from chat.text import clean_text
+from core import events
+from core.text import clean_text
 
 PREFIX = "parley_"
 NAME_MAX_CHARS = ApiToken._meta.get_field("name").max_length

@@ -6,8 +6,8 @@ import time
 from channels.db import database_sync_to_async
 from django.db.models import Exists, OuterRef
 
-from chat.events import conversation_group, subscribe
 from chat.models import RUNNING_STATES, Conversation
+from core.events import conversation_group, subscribe
 from questions.models import Question, QuestionKind, QuestionStatus
 
 

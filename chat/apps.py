@@ -8,10 +8,11 @@ class ChatConfig(AppConfig):
 
     def ready(self) -> None:
         from chat import checks, services  # noqa: F401 - checks registers the system checks
-        from chat.engine import builtin, runner, subagents, tools
+        from chat.engine import builtin, subagents, tools
         from chat.live.sessions import connect_signals
+        from core import jobs
 
         for tool in [*builtin.TOOLS, subagents.SpawnAgents()]:
             tools.register(tool)
         connect_signals()
-        runner.every_sweep(services.purge_deleted)
+        jobs.every_sweep(services.purge_deleted)

@@ -12,7 +12,7 @@ from pygments.lexers import get_lexer_by_name
 from pygments.token import STANDARD_TYPES
 from pygments.util import ClassNotFound
 
-from chat.text import drop_invisible
+from core.text import drop_invisible
 
 # Token spans only (no wrapper): markdown-it wraps them in <pre><code class="language-…">.
 _formatter = HtmlFormatter(nowrap=True)

@@ -14,7 +14,7 @@ from django.conf import settings
 from django.db import transaction
 from django.utils import timezone
 
-from chat import events, limits
+from chat import limits
 from chat.blocks import TextBlock
 from chat.engine import dispatch, tools, turns
 from chat.errors import (
@@ -38,8 +38,10 @@ from chat.selectors import (
     search_conversations_for_user,
     turns_from,
 )
-from chat.text import clean_message, clean_text
 from chat.transcript import Transcript
+from core import events
+from core.limits import check_conversation_rate, check_message_rate
+from core.text import clean_message, clean_text
 
 TITLE_MAX_CHARS = Conversation._meta.get_field("title").max_length
 # The longest search: words enough for any search a person types, few enough that no
@@ -73,8 +75,8 @@ def clean_search(query: str) -> str:
 
 def create_conversation(*, owner, title: str = "", agent: Agent = Agent.PARLEY) -> Conversation:
     """A new conversation (`agent`: who asks in it). Raises TooManyConversations past the
-    user's rate (chat.limits)."""
-    limits.check_conversation_rate(user=owner)
+    user's rate (core.limits)."""
+    check_conversation_rate(user=owner)
     return Conversation.objects.create(owner=owner, title=_clean_title(title), agent=agent)
 
 
@@ -84,7 +86,7 @@ def start_conversation(*, owner, text: str) -> Message:
     post_user_message raises, and TooManyConversations."""
     if not clean_message(text):
         raise EmptyMessage
-    limits.check_conversation_rate(user=owner)
+    check_conversation_rate(user=owner)
     text = _checked_message(user=owner, text=text)
     with transaction.atomic():
         conversation = Conversation.objects.create(owner=owner)
@@ -180,7 +182,7 @@ def post_user_message(*, user, conversation_id: int, text: str) -> Message:
     how: chat.engine.tools.Tool.resolve_by_message).
 
     Raises EmptyMessage, MessageTooLong, AgentBusy (a turn is running), ConversationNotFound,
-    TooManyMessages or TooManyRunningTurns (chat.limits).
+    TooManyMessages (core.limits) or TooManyRunningTurns (chat.limits).
     """
     text = _checked_message(user=user, text=text)
     return _append_user_message(user=user, conversation_id=conversation_id, text=text)
@@ -194,7 +196,7 @@ def _checked_message(*, user, text: str) -> str:
         raise EmptyMessage
     if len(text) > settings.PARLEY_MAX_MESSAGE_CHARS:
         raise MessageTooLong
-    limits.check_message_rate(user=user)
+    check_message_rate(user=user)
     return text
 
 
@@ -235,7 +237,7 @@ def _resolve_pause_by_message(
 def retry_turn(*, user, conversation_id: int) -> None:
     """Run the agent again after a failed turn. A retry counts as a message sent
     (PARLEY_MESSAGES_PER_MINUTE): it costs a model turn like one."""
-    limits.check_message_rate(user=user)
+    check_message_rate(user=user)
     _retry_turn(user=user, conversation_id=conversation_id)
 
 
@@ -257,7 +259,7 @@ def regenerate_reply(*, user, conversation_id: int) -> None:
     Raises AgentBusy, QuestionPending, NothingToRegenerate, ConversationNotFound,
     TooManyMessages or TooManyRunningTurns.
     """
-    limits.check_message_rate(user=user)
+    check_message_rate(user=user)
     _regenerate_reply(user=user, conversation_id=conversation_id)
 
 

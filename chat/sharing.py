@@ -15,10 +15,10 @@ from django.contrib.auth import get_user_model
 from django.db import transaction
 from django.utils.translation import gettext_lazy as _
 
-from chat import events
-from chat.errors import ParleyError
 from chat.models import Conversation, MemberRole, Membership
 from chat.selectors import Need, conversation_for_user
+from core import events
+from core.errors import ParleyError
 
 NO_SUCH_USER = _("There is no user called “%(name)s”.")
 NOT_THE_OWNER = _("You own this conversation already.")

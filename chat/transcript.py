@@ -12,7 +12,6 @@ change up to N asks for what changed after N (chat.selectors.transcript_changes)
 
 from django.utils import timezone
 
-from chat import events
 from chat.blocks import (
     Block,
     TextBlock,
@@ -25,6 +24,7 @@ from chat.blocks import (
 from chat.errors import ConversationNotFound
 from chat.models import Conversation, Message, Role
 from chat.selectors import assistant_newest_first
+from core import events
 
 
 def lock(conversation_id: int) -> Conversation:

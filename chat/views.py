@@ -12,13 +12,7 @@ from django.views.decorators.http import require_GET, require_http_methods, requ
 from django_htmx.http import HttpResponseClientRedirect, HttpResponseClientRefresh, reswap, retarget
 
 from chat import services, sharing
-from chat.errors import (
-    ConversationNotFound,
-    NotAllowed,
-    ParleyError,
-    RateLimited,
-    ServiceUnavailable,
-)
+from chat.errors import ConversationNotFound, NotAllowed
 from chat.models import Conversation, MemberRole
 from chat.selectors import (
     Need,
@@ -31,6 +25,7 @@ from chat.selectors import (
     sidebar_groups,
     waiting_conversation_ids,
 )
+from core.errors import ParleyError, RateLimited, ServiceUnavailable
 
 CONVERSATION = "chat/conversation.html"
 # The alert every conversation page has (its composer's): where a refusal of an action that

@@ -1,5 +1,5 @@
 """The login forms, /login/ and the admin's (config.admin), throttled per account and per
-client address (chat.limits): a failure on either counts on both."""
+client address (core.limits): a failure on either counts on both."""
 
 from django import forms
 from django.contrib.admin.forms import AdminAuthenticationForm
@@ -9,7 +9,7 @@ from django.core import signing
 from django.http import HttpRequest, HttpResponse
 from django.utils.translation import gettext_lazy as _
 
-from chat import limits
+from core import limits
 
 DEVICE_COOKIE = "parley_device"
 DEVICE_SALT = "parley.login.device"
@@ -68,7 +68,7 @@ def known_device(request) -> str | None:
 
 
 def remember_device(request: HttpRequest, response: HttpResponse, username: str) -> None:
-    """Mark this browser as one that signed in to `username` (chat.limits: the account's
+    """Mark this browser as one that signed in to `username` (core.limits: the account's
     lockout does not hold it)."""
     response.set_signed_cookie(
         DEVICE_COOKIE,

@@ -11,8 +11,8 @@ from django.utils.decorators import sync_and_async_middleware
 from django.utils.deprecation import MiddlewareMixin
 
 from chat import views
-from chat.errors import REDIS_UNAVAILABLE, ServiceUnavailable
 from config.logging import current_request_id
+from core.errors import REDIS_UNAVAILABLE, ServiceUnavailable
 
 logger = logging.getLogger("parley.redis")
 
@@ -33,7 +33,7 @@ class LoginRequiredExceptApiMiddleware(LoginRequiredMiddleware):
 
 
 class ServiceUnavailableMiddleware(MiddlewareMixin):
-    """A view that needed Redis while Redis could not be reached (chat.errors
+    """A view that needed Redis while Redis could not be reached (core.errors
     .REDIS_UNAVAILABLE: logging in and sending a message count against the limits, an event
     stream subscribes to live events) answers 503 with Retry-After and a message to try again
     in a moment, instead of a 500: JSON `{"message"}` in the API, as its other errors; the

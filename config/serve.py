@@ -174,7 +174,7 @@ class ParleyServer(Server):
         (websockets, which the page reconnects by itself)."""
         from twisted.internet import defer
 
-        from chat import events
+        from core import events
 
         events.close_subscriptions()
 

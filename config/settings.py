@@ -214,7 +214,7 @@ if REDIS_URL:
             "BACKEND": "channels_redis.core.RedisChannelLayer",
             "CONFIG": {"hosts": [redis_host], "capacity": 1000},
         },
-        # The events of open pages and streams (chat.events): hints that say "changed up
+        # The events of open pages and streams (core.events): hints that say "changed up
         # to N", which a page or stream that misses one catches up on by itself. Redis pub/sub
         # sends each in one PUBLISH, and a process gets its sockets' events over one
         # subscribed connection. Pub/sub channels are the whole Redis server's, whatever the
@@ -330,7 +330,7 @@ LOGGING = {
     },
 }
 
-# Counters for the limits below (chat.limits): shared through Redis when there is one.
+# Counters for the limits below (core.limits): shared through Redis when there is one.
 if REDIS_URL:
     CACHES = {
         "default": {

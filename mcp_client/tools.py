@@ -24,11 +24,11 @@ import mcp_types as types
 from channels.db import database_sync_to_async
 from django.db import IntegrityError
 
-from chat import events
 from chat.blocks import ToolCallBlock, ToolResultBlock
 from chat.engine import tools, turns
 from chat.engine.tools import MAX_RESULT_CHARS, PAUSED, Outcome, Tool, ToolContext, ToolSpec
-from chat.text import drop_invisible
+from core import events
+from core.text import drop_invisible
 from mcp_client.config import ALLOW, ASK, DENY, ServerConfig
 from mcp_client.connections import Call, Connections, ServerConnection
 from mcp_client.models import ToolRun

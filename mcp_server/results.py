@@ -6,7 +6,7 @@ import json
 
 from mcp_types import CallToolResult, TextContent
 
-from chat.text import clean_text
+from core.text import clean_text
 from questions.models import Question, QuestionStatus
 from questions.services import answer_values
 

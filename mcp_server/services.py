@@ -17,14 +17,14 @@ from django.db import transaction
 from django.utils import timezone
 from django.utils.translation import gettext as _
 
-from chat import limits
 from chat import services as chat_services
 from chat.engine import turns
 from chat.errors import ConversationNotFound
 from chat.models import Agent, AgentState
 from chat.selectors import conversation_for_user
-from chat.text import clean_text
 from chat.transcript import Transcript
+from core import limits
+from core.text import clean_text
 from mcp_server.models import AgentCall
 from questions import services as questions
 from questions.models import Question
@@ -55,7 +55,7 @@ def ask(*, user, client: Client, tool: str, arguments: object) -> AgentCall:
     first was lost to a restart or a dropped connection) returns that earlier call, answered
     or not, instead of asking twice. Raises ValueError (the arguments break the tool's schema
     or a limit: the same validation as Parley's own agent's), TooManyMessages or
-    TooManyConversations (chat.limits: each new question counts as a message sent).
+    TooManyConversations (core.limits: each new question counts as a message sent).
     """
     request = normalise(tool, arguments)
     _check_storable(arguments)

@@ -5,8 +5,10 @@ ask the token's user, wait for the outcome, and return it."""
 import logging
 
 from channels.db import database_sync_to_async
+from django.conf import settings
 from django.contrib.auth import get_user_model
 from django.db import DatabaseError
+from django.utils.translation import gettext_lazy as _
 from mcp.server.auth.middleware.bearer_auth import AuthenticatedUser
 from mcp.server.context import ServerRequestContext
 from mcp.shared.exceptions import MCPError
@@ -21,9 +23,8 @@ from mcp_types import (
 )
 
 from api.tokens import token_still_valid
-from chat import limits
-from chat.errors import RateLimited
-from chat.limits import StreamSlot
+from core.errors import RateLimited
+from core.limits import StreamSlot, count_in_window
 from mcp_server import results, services
 from mcp_server.auth import TOKEN_ID_CLAIM
 from mcp_server.waiting import (
@@ -94,6 +95,23 @@ TOOL_NAMES = (TOOL_ASK_USER_QUESTION, TOOL_CONFIRM_ACTION)
 STOPPED = {SHUTTING_DOWN: results.SHUTTING_DOWN, CREDENTIAL_ENDED: results.CREDENTIAL_ENDED}
 
 
+class TooManyToolCalls(RateLimited):
+    def __init__(self, retry_after: int) -> None:
+        super().__init__(
+            retry_after,
+            _("You made too many MCP tool calls in a minute. Try again in %(seconds)s seconds.")
+            % {"seconds": max(1, int(retry_after))},
+        )
+
+
+def check_tool_call_rate(*, user_id: int) -> None:
+    """Raise TooManyToolCalls past PARLEY_MCP_CALLS_PER_MINUTE: every call to Parley's MCP
+    server counts, whatever it asks (an unknown tool, a bad call, a call made again)."""
+    wait = count_in_window("mcp-calls", user_id, settings.PARLEY_MCP_CALLS_PER_MINUTE)
+    if wait is not None:
+        raise TooManyToolCalls(wait)
+
+
 def tool_list() -> list[Tool]:
     return [
         Tool(
@@ -147,7 +165,7 @@ async def call_tool(ctx: ServerRequestContext, params: CallToolRequestParams) ->
     identity = caller(ctx)
     user_id = int(identity.access_token.subject)
     try:
-        await db(limits.check_tool_call_rate)(user_id=user_id)
+        await db(check_tool_call_rate)(user_id=user_id)
         if params.name not in TOOL_NAMES:
             return results.unknown_tool(params.name)
         slot = StreamSlot(user_id)  # a waiting call is an open stream, as the API's are

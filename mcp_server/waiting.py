@@ -1,5 +1,5 @@
 """Waiting, without holding a thread, until an agent's question is resolved: woken by every
-change to its conversation (chat.events), with the Question row read again at least every
+change to its conversation (core.events), with the Question row read again at least every
 MCP_PROGRESS_SECONDS, when a progress notification also goes out."""
 
 import time
@@ -8,7 +8,7 @@ from collections.abc import Awaitable, Callable
 from channels.db import database_sync_to_async
 from django.conf import settings
 
-from chat.events import conversation_group, subscribe, user_group
+from core.events import conversation_group, subscribe, user_group
 from questions.models import Question
 
 # Why a wait ended without an outcome (StoppedWaiting.reason).
@@ -42,7 +42,7 @@ async def wait_for_outcome(
 ) -> Question | None:
     """The question once it is resolved (None: deleted with its conversation). `progress` is
     called with the seconds waited so far, now and at least every `interval` seconds; a change
-    to the conversation, or to the user's sessions and tokens (chat.events.user_group: a
+    to the conversation, or to the user's sessions and tokens (core.events.user_group: a
     revoked token), wakes the wait at once. `interval`: MCP_PROGRESS_SECONDS unless given.
     Raises StoppedWaiting."""
     interval = settings.MCP_PROGRESS_SECONDS if interval is None else interval

@@ -22,7 +22,7 @@ from pydantic import BaseModel, ConfigDict, Field, model_validator
 from pydantic.alias_generators import to_camel
 
 from chat.blocks import ActionBlock
-from chat.text import drop_invisible
+from core.text import drop_invisible
 from questions.blocks import ASKED, STATUS, Resolution, Via
 from questions.errors import NestedTooDeeply
 from questions.links import Link, safe_link
@@ -77,7 +77,7 @@ class InvalidInput(ValueError):
 
 def storable(value: Any) -> Any:
     """JSON from a tool, a model or a client as Parley keeps it: invisible characters dropped
-    from every string (chat.text.drop_invisible: NUL and lone surrogates, which no database
+    from every string (core.text.drop_invisible: NUL and lone surrogates, which no database
     column takes, bidi overrides and the like), keys included."""
     if isinstance(value, str):
         return drop_invisible(value)

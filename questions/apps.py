@@ -10,7 +10,8 @@ class QuestionsConfig(AppConfig):
 
     def ready(self) -> None:
         from chat import sharing
-        from chat.engine import runner, tools
+        from chat.engine import tools
+        from core import jobs
         from questions import deadlines, services, tool_requests
         from questions.approvals import APPROVAL_TYPE, ELICITATION_TYPE
         from questions.tools import TOOLS
@@ -20,5 +21,5 @@ class QuestionsConfig(AppConfig):
         tools.register_action(APPROVAL_TYPE, "questions/approval.html")
         tools.register_action(ELICITATION_TYPE, "questions/elicitation.html")
         tools.resolve_pauses_by_message(tool_requests.deny_by_message)
-        runner.every_sweep(deadlines.sweep)
+        jobs.every_sweep(deadlines.sweep)
         sharing.on_access_changed(services.members_changed)

@@ -16,9 +16,9 @@ from channels.db import database_sync_to_async
 from django.template.loader import render_to_string
 from django.utils import translation
 
-from chat import presence
-from chat.events import attention_group, user_group
 from chat.live.consumers import CLOSE_SIGNED_OUT, SignedInConsumer, SignedOut
+from core import presence
+from core.events import attention_group, user_group
 from questions.selectors import inbox_questions_for_user, pending_questions_for_user
 from questions.templatetags.attention import live_context
 
@@ -54,7 +54,7 @@ class AttentionConsumer(SignedInConsumer):
         await self.push()
 
     async def stay_present(self) -> None:
-        """Mark the user present again while this socket stays open (chat.presence)."""
+        """Mark the user present again while this socket stays open (core.presence)."""
         while True:
             await asyncio.sleep(presence.PRESENCE_REFRESH_SECONDS)
             await self.mark_present()

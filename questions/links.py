@@ -17,7 +17,7 @@ from dataclasses import dataclass
 
 from ada_url import URL
 
-from chat.text import drop_invisible
+from core.text import drop_invisible
 
 MAX_URL_CHARS = 2_000
 _SCHEMES = frozenset({"http:", "https:"})

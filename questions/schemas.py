@@ -1,7 +1,7 @@
 """The three question tools' inputs, validated at the boundary, and the one request they all
 normalise into.
 
-Tool-provided strings are plain text: they are cleaned of invisible characters (chat.text) and
+Tool-provided strings are plain text: they are cleaned of invisible characters (core.text) and
 always shown escaped, never as HTML or markdown. The normalised `Question` is also what the
 question block stores and the API returns, under the contract's wire names (spec 5.3).
 """
@@ -17,7 +17,7 @@ from pydantic import (
     model_validator,
 )
 
-from chat.text import clean_text
+from core.text import clean_text
 
 TOOL_QUESTION = "question"
 TOOL_ASK_USER_QUESTION = "ask_user_question"

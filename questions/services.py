@@ -21,14 +21,14 @@ from django.utils import timezone
 from django.utils.translation import gettext_lazy as _
 from django.utils.translation import gettext_noop
 
-from chat import events
 from chat.blocks import ActionBlock, TextBlock, ToolCallBlock, ToolResultBlock, parse_blocks
 from chat.engine import dispatch, turns
 from chat.errors import ConversationNotFound, NothingToStop
 from chat.models import AgentState, Conversation, MemberRole, Message, Role
 from chat.selectors import acting_ids, conversation_for_user
-from chat.text import clean_text
 from chat.transcript import Transcript, lock
+from core import events
+from core.text import clean_text
 from questions import notifications
 from questions.approvals import APPROVAL_TYPE, ELICITATION_TYPE
 from questions.blocks import ACTION_TYPE, API, AUTO_RESOLVE, BROWSER, EXPIRY, Answer, Via

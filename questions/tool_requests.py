@@ -20,8 +20,8 @@ from django.utils.translation import gettext_noop
 from chat.blocks import TextBlock, ToolCallBlock
 from chat.engine import dispatch, turns
 from chat.models import AgentState, Conversation
-from chat.text import clean_text
 from chat.transcript import Transcript
+from core.text import clean_text
 from questions import notifications
 from questions.approvals import (
     ACCEPT,

@@ -23,8 +23,8 @@ from django.utils import translation
 from django.utils.translation import gettext as _
 from django.utils.translation import gettext_lazy
 
-from chat.errors import ParleyError, RateLimited
-from chat.limits import count_in_window
+from core.errors import ParleyError, RateLimited
+from core.limits import count_in_window
 
 SALT = "parley.reach.email-address"
 # How long a confirmation link works.

@@ -1,6 +1,6 @@
 from django.utils.translation import gettext_lazy as _
 
-from chat.errors import ParleyError
+from core.errors import ParleyError
 
 
 class BadLink(ParleyError):

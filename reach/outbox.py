@@ -8,8 +8,7 @@ import uuid
 
 from django.contrib.auth import get_user_model
 
-from chat import presence
-from chat.engine import runner
+from core import jobs, presence
 from questions import notifications
 from questions.models import Question
 from questions.notifications import QuestionEvent
@@ -38,7 +37,7 @@ def reaches(event: QuestionEvent) -> bool:
 
 def enqueue(event: QuestionEvent) -> None:
     """Queue an e-mail for each recipient who asked for them (and has an address), and a push
-    to each browser of each recipient with no Parley page open (chat.presence). What is sent
+    to each browser of each recipient with no Parley page open (core.presence). What is sent
     is read when it is sent: a question resolved by then is not sent at all."""
     if not reaches(event):
         return
@@ -80,7 +79,7 @@ def enqueue(event: QuestionEvent) -> None:
         ]
     if rows:
         Delivery.objects.bulk_create(rows)
-        runner.run_jobs_soon_on_commit()
+        jobs.run_soon_on_commit()
 
 
 def waiting_question(delivery: Delivery) -> Question:

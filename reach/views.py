@@ -15,7 +15,7 @@ from django.views.decorators.http import require_http_methods, require_POST
 
 from accounts.selectors import preferences_for
 from accounts.views import render_preferences
-from chat.errors import RateLimited
+from core.errors import RateLimited
 from questions.selectors import context_line, question_url
 from reach import addresses, links, push
 from reach.errors import (

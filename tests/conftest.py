@@ -62,7 +62,7 @@ def quick_password_hashes(request, settings):
 
 @pytest.fixture(autouse=True)
 def fresh_limits():
-    """Each test starts with no rate-limit counts (chat.limits keeps them in the cache)."""
+    """Each test starts with no rate-limit counts (core.limits keeps them in the cache)."""
     cache.clear()
     yield
     cache.clear()
@@ -134,9 +134,9 @@ def clock(monkeypatch):
 
 @pytest.fixture
 def one_minute(monkeypatch):
-    """The per-minute limits count in fixed one-minute windows (chat.limits): hold their clock
+    """The per-minute limits count in fixed one-minute windows (core.limits): hold their clock
     in the middle of one, so a test's counts never straddle two."""
-    from chat import limits
+    from core import limits
 
     held = int(limits.time.time()) // 60 * 60 + 30
     monkeypatch.setattr(limits.time, "time", lambda: held)

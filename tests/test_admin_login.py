@@ -1,4 +1,4 @@
-"""The admin's login (/admin/login/) is throttled as /login/ is (config.auth, chat.limits):
+"""The admin's login (/admin/login/) is throttled as /login/ is (config.auth, core.limits):
 per account and per client address, the failures on either form counting on both."""
 
 import re

@@ -10,8 +10,8 @@ from django.test import Client, override_settings
 
 from api.tokens import create_token
 from chat import services
-from chat.errors import ServiceUnavailable
 from chat.models import Message
+from core.errors import ServiceUnavailable
 from tests.live_server import ROOT
 
 pytestmark = pytest.mark.django_db

@@ -11,7 +11,7 @@ import httpx
 from django.conf import settings
 from django.utils.translation import gettext_lazy as _
 
-from chat.errors import ParleyError
+from core.errors import ParleyError
 
 
 class UnsafeUrl(ParleyError):

@@ -10,9 +10,9 @@ class WebhooksConfig(AppConfig):
     verbose_name = _("Webhooks")
 
     def ready(self) -> None:
-        from chat.engine import runner
+        from core import jobs
         from questions import notifications
         from webhooks import delivery, services
 
         notifications.listen(services.enqueue)
-        runner.every_sweep(delivery.deliver_due)
+        jobs.every_sweep(delivery.deliver_due)

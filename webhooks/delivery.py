@@ -1,5 +1,5 @@
 """Delivering the outbox (webhooks.models.Delivery): a sweep job of every server and worker
-process (chat.runner.every_sweep), also run right after the commit that wrote new rows.
+process (core.jobs.every_sweep), also run right after the commit that wrote new rows.
 
 The outbox carries webhooks and the channels other apps register (webhooks.channels: e-mail,
 Web Push), all claimed, retried and recorded the same way. A webhook and a channel's POST

@@ -13,7 +13,7 @@ from django.http import Http404
 from django.utils import timezone
 from django.utils.translation import gettext_lazy as _
 
-from chat.engine import runner
+from core import jobs
 from questions.notifications import QuestionEvent
 from questions.selectors import question_url, tool_request_data
 from webhooks.addresses import UnsafeUrl, check_url
@@ -98,7 +98,7 @@ def event_body(event: QuestionEvent) -> str:
 
 def enqueue(event: QuestionEvent) -> None:
     """The outbox: one delivery per enabled webhook that wants the event, in the caller's
-    transaction; delivered after commit (chat.runner's sweep jobs)."""
+    transaction; delivered after commit (core.jobs: the outbox's sweep job)."""
     hook_ids = list(
         Webhook.objects.filter(
             Q(owner_id__in=event.recipient_ids) | Q(owner__isnull=True),
@@ -117,4 +117,4 @@ def enqueue(event: QuestionEvent) -> None:
         )
         for hook_id in hook_ids
     )
-    runner.run_jobs_soon_on_commit()
+    jobs.run_soon_on_commit()

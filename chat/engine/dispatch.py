@@ -108,7 +108,7 @@ async def send_to_workers(conversation_id: int) -> None:
 async def queue_answers(layer=None) -> None:
     """The turns' channel layer (`layer`, else the configured one) carries a message: one sent
     on a fresh channel comes back. Raises what the layer raises when it does not (with Redis,
-    chat.errors.REDIS_UNAVAILABLE); waits as long as the layer does."""
+    core.errors.REDIS_UNAVAILABLE); waits as long as the layer does."""
     layer = layer or get_channel_layer()
     if layer is None:
         raise LookupError("no channel layer is configured")

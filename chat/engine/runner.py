@@ -10,11 +10,10 @@ layers deliver at most once and processes die, so every server and worker proces
 sweeps, every PARLEY_SWEEP_SECONDS, for running turns whose lease has lapsed and dispatches
 them again.
 
-Apps add background jobs of their own to the sweep (`every_sweep`, from AppConfig.ready()):
-question deadlines, webhook deliveries. Each runs on a loop and a thread of its own beside
-the turn sweep, so a slow job delays neither finding a lost turn nor another job (slow webhook
-receivers never hold up a deadline); `run_jobs_soon_on_commit` runs them at once after a
-commit instead of at the next sweep.
+The runner also runs the background jobs apps register (core.jobs: question deadlines, the
+outbox). Each runs on a loop and a thread of its own beside the turn sweep, so a slow job
+delays neither finding a lost turn nor another job (slow webhook receivers never hold up a
+deadline); core.jobs.jobs_due runs them at once after a commit instead of at the next sweep.
 """
 
 import asyncio
@@ -31,9 +30,9 @@ from channels.db import database_sync_to_async
 from django.conf import settings
 from django.db import transaction
 
-from chat import events
 from chat.engine import dispatch, providers, runtime, turns
 from chat.errors import ConversationNotFound
+from core import events, jobs
 
 logger = logging.getLogger("parley.runner")
 
@@ -174,21 +173,12 @@ async def give_back(lease: turns.Lease) -> None:
 
 
 _runner: Runner | None = None
-_jobs: list[Callable[[], None]] = []
 
 
-def every_sweep(job: Callable[[], None]) -> None:
-    """Run the sync `job` (it may use the database) on every sweep of every server and worker
-    process. Each process runs it, so a job must be safe to run concurrently."""
-    if job not in _jobs:
-        _jobs.append(job)
-
-
-def run_jobs_soon_on_commit() -> None:
-    """After commit, run the sweep's jobs in this process now rather than at the next sweep
-    (a process without a runner leaves them to the sweep)."""
+def _wake_jobs(**kwargs) -> None:
+    """core.jobs.jobs_due: run the jobs now."""
     if _runner is not None:
-        transaction.on_commit(_runner.wake_jobs, robust=True)
+        _runner.wake_jobs()
 
 
 def start_in_this_loop() -> None:
@@ -201,7 +191,8 @@ def start_in_this_loop() -> None:
     events.bind_loop(loop)
     if not settings.REDIS_URL:
         dispatch.bind(_runner)
-    for work in (_runner.sweep_forever(), *map(_runner.job_forever, _jobs)):
+    jobs.jobs_due.connect(_wake_jobs, weak=False, dispatch_uid="parley.runner")
+    for work in (_runner.sweep_forever(), *map(_runner.job_forever, jobs.registered())):
         _runner.background.append(loop.create_task(work, context=contextvars.Context()))
     loop.run_in_executor(None, partial(warm_up, loop))
 

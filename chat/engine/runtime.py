@@ -15,7 +15,6 @@ from channels.db import database_sync_to_async
 from django.conf import settings
 from django.db import transaction
 
-from chat import events
 from chat.blocks import TextBlock, ToolCallBlock, ToolResultBlock, parse_blocks
 from chat.engine import dispatch, tools, turns, window
 from chat.engine.providers import get_provider
@@ -23,7 +22,8 @@ from chat.engine.providers.base import HistoryMessage, ProviderError, TextDelta,
 from chat.engine.tools import Paused, Refusal, ToolContext
 from chat.errors import ConversationNotFound
 from chat.models import AgentState, Message
-from chat.text import drop_invisible
+from core import events
+from core.text import drop_invisible
 
 logger = logging.getLogger("parley.runtime")
 

@@ -17,7 +17,6 @@ import asyncio
 from channels.db import database_sync_to_async
 from pydantic import Field, ValidationError, field_validator
 
-from chat import events
 from chat.blocks import ToolCallBlock, ToolResultBlock
 from chat.engine import dispatch, turns
 from chat.engine.tools import (
@@ -31,7 +30,8 @@ from chat.engine.tools import (
 from chat.errors import TooManySubagents
 from chat.models import Conversation
 from chat.selectors import subagent_view
-from chat.text import clean_text
+from core import events
+from core.text import clean_text
 
 db = database_sync_to_async
 

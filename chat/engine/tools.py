@@ -15,7 +15,7 @@ from typing import TYPE_CHECKING
 from pydantic import BaseModel, ConfigDict, ValidationError
 
 from chat.blocks import ToolCallBlock, ToolResultBlock
-from chat.text import drop_invisible
+from core.text import drop_invisible
 
 if TYPE_CHECKING:
     from chat.engine.dispatch import Next

@@ -42,7 +42,7 @@ from django.db.models import Q
 from django.utils import timezone
 from django.utils.translation import gettext_noop
 
-from chat import events, limits
+from chat import limits
 from chat.blocks import (
     ActionBlock,
     ErrorBlock,
@@ -63,6 +63,7 @@ from chat.selectors import (
     people_ids,
 )
 from chat.transcript import Transcript, draft_text, lock
+from core import events
 
 # Stored as English msgids and translated when rendered, so each reader sees their language.
 AGENT_FAILED = gettext_noop("The agent could not finish its reply. Nothing was lost; try again.")

@@ -36,7 +36,6 @@ from django.utils import translation
 from django.utils.html import format_html
 
 from chat.errors import ConversationNotFound
-from chat.events import EVENTS_LAYER, conversation_group, user_group
 from chat.live import sessions
 from chat.live.renders import Render, shared_renders
 from chat.models import AgentState, Conversation
@@ -50,6 +49,7 @@ from chat.selectors import (
     transcript_changes,
 )
 from chat.transcript import draft_text
+from core.events import EVENTS_LAYER, conversation_group, user_group
 
 logger = logging.getLogger("parley.events")
 
@@ -227,7 +227,7 @@ class SignedInConsumer(AsyncWebsocketConsumer):
         return False
 
     async def chat_fragment(self, event: dict) -> None:
-        """A fragment for a conversation's pages (chat.events.conversation_fragment)."""
+        """A fragment for a conversation's pages (core.events.conversation_fragment)."""
         if not self.wants_fragment(event):
             return
         with translation.override(self.language):
@@ -330,7 +330,7 @@ class ConversationConsumer(SignedInConsumer):
         return True
 
     async def chat_streamed(self, event: dict) -> None:
-        """Text the runner is about to store in a draft (chat.events.draft_streamed):
+        """Text the runner is about to store in a draft (core.events.draft_streamed):
         shown now by a tab that has that draft up to where it goes; the change that stores it
         follows (push_appended). Any other tab waits for that change."""
         draft_id = event["message"]

@@ -21,7 +21,7 @@ from django.contrib.auth import get_user, get_user_model, user_logged_out
 from django.db.models.signals import post_delete, post_save
 
 from accounts.signals import signed_out_everywhere
-from chat import events
+from core import events
 
 # How often an open stream re-reads its credential even when no event says it changed.
 AUTH_RECHECK_SECONDS = 1.0

@@ -9,7 +9,7 @@ from chat.engine import providers, tools
 from chat.engine.subagents import TOOL_NAME as SPAWN_AGENTS
 from chat.markdown import render_markdown
 from chat.models import AgentState, Conversation, Message
-from chat.text import drop_invisible
+from core.text import drop_invisible
 
 register = template.Library()
 

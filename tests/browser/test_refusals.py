@@ -36,7 +36,7 @@ def test_limits_and_lockouts_are_shown_where_the_person_acted(start_server, open
     )
     page = open_page(server)
     log_in(page, "ada", "pw-ada-123")
-    # The rates count in fixed one-minute windows (chat.limits): start early in one, so the
+    # The rates count in fixed one-minute windows (core.limits): start early in one, so the
     # two messages and the two conversations below fall in the same window.
     if (left := 60 - time.time() % 60) < 20:
         time.sleep(left)

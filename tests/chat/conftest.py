@@ -3,8 +3,9 @@ conversation paused at a question."""
 
 import pytest
 
-from chat import events, services
+from chat import services
 from chat.engine import runtime
+from core import events
 
 
 @pytest.fixture

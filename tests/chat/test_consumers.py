@@ -437,7 +437,7 @@ async def test_an_event_of_a_type_it_does_not_know_leaves_the_socket_open(user, 
     (during a rolling upgrade): the socket ignores it and goes on."""
     from channels.layers import get_channel_layer
 
-    from chat.events import EVENTS_LAYER, conversation_group
+    from core.events import EVENTS_LAYER, conversation_group
 
     communicator, _ = await connect_as(user, conversation.pk)
     await communicator.send_json_to({"type": "sync", "after": 0})

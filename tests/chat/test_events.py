@@ -5,7 +5,7 @@ import threading
 
 from channels.layers import get_channel_layer
 
-from chat import events
+from core import events
 
 
 async def test_sync_code_hands_its_events_to_the_loop_and_goes_on():

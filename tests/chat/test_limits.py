@@ -7,8 +7,10 @@ import pytest
 from django.test import Client
 
 from api.tokens import create_token
-from chat import limits, services
-from chat.errors import TooManyMessages, TooManyRunningTurns, TooManyStreams
+from chat import services
+from chat.errors import TooManyRunningTurns
+from core import limits
+from core.errors import TooManyMessages, TooManyStreams
 
 # Also run on PostgreSQL (make test): the running-turns limit locks the user's row.
 pytestmark = [pytest.mark.django_db, pytest.mark.postgres]

@@ -1,6 +1,6 @@
 import pytest
 
-from chat import events, selectors, services
+from chat import selectors, services
 from chat.blocks import TextBlock, parse_blocks
 from chat.engine import dispatch
 from chat.errors import (
@@ -13,6 +13,7 @@ from chat.errors import (
 )
 from chat.models import AgentState, Conversation, Message, Role
 from chat.selectors import conversation_for_user, conversations_for_user, sidebar_conversations
+from core import events
 from tests.factories import add_message
 
 # Also run on PostgreSQL (make test): ids and cursors past the column types' range.

@@ -5,7 +5,7 @@ import pytest
 from django.test import Client
 from django.urls import reverse
 
-from chat import events, services, sharing
+from chat import services, sharing
 from chat.errors import OWNER_ONLY, VIEWER_REFUSED, ConversationNotFound, NotAllowed
 from chat.models import MemberRole, Membership, Role
 from chat.selectors import (
@@ -16,6 +16,7 @@ from chat.selectors import (
     waiting_conversation_ids,
 )
 from chat.sharing import NO_SUCH_USER, NOT_THE_OWNER, SharingRefused
+from core import events
 
 # Also run on PostgreSQL (make test): the role is read by subqueries each backend plans.
 pytestmark = [pytest.mark.django_db, pytest.mark.postgres]

@@ -15,13 +15,14 @@ from channels.routing import URLRouter
 from channels.testing import WebsocketCommunicator
 from django.db import transaction
 
-from chat import events, services
+from chat import services
 from chat.engine import runtime, turns
 from chat.live import sessions
 from chat.models import AgentState, Conversation, Message
 from chat.routing import websocket_urlpatterns
 from chat.transcript import draft_text
 from config.asgi import application
+from core import events
 from tests.factories import claim, set_state
 
 pytestmark = pytest.mark.django_db(transaction=True)

@@ -9,12 +9,13 @@ import logging
 import pytest
 from django.db import transaction
 
-from chat import events, services
+from chat import services
 from chat.blocks import TextBlock, ToolCallBlock, ToolResultBlock
 from chat.engine import dispatch, turns
 from chat.models import AgentState, Conversation, Message, Role
 from chat.selectors import NEWEST_FIRST_BATCH, messages_changed_since
 from chat.transcript import Transcript, lock
+from core import events
 from questions import services as questions
 from questions.blocks import Answer
 from tests.factories import add_message, claim, count_loaded_messages, set_state, started_step

@@ -6,10 +6,11 @@ import json
 
 import pytest
 
-from chat import events
 from chat import services as chat_services
-from chat.errors import NoAgentHere, TooManyMessages
+from chat.errors import NoAgentHere
 from chat.models import Agent, AgentState, Message
+from core import events
+from core.errors import TooManyMessages
 from mcp_server import results, services
 from mcp_server.services import Client
 from mcp_server.streams import RecentEvents, SessionEvents, serving

@@ -8,8 +8,9 @@ import pytest
 from django.test import Client
 from django.urls import reverse
 
-from chat import events, sharing
+from chat import sharing
 from chat.errors import NotAllowed
+from core import events
 from questions import deadlines, notifications
 from questions import services as questions
 from questions.blocks import Answer, payload_of

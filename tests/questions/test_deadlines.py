@@ -9,9 +9,10 @@ import pytest
 from django.db import connection
 
 from accounts.models import Preferences
-from chat import events, services
+from chat import services
 from chat.blocks import ToolResultBlock, parse_blocks
 from chat.models import AgentState
+from core import events
 from questions import deadlines, notifications
 from questions import services as questions
 from questions.blocks import Answer, payload_of

@@ -12,10 +12,10 @@ from channels.testing import WebsocketCommunicator
 from django.conf import settings
 from django.urls import reverse
 
-from chat import events
 from chat.errors import ConversationNotFound
 from chat.models import AgentState, Role
 from chat.routing import websocket_urlpatterns
+from core import events
 from questions import services as questions
 from questions.blocks import Answer
 from questions.errors import DraftTooLong

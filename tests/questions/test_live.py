@@ -11,11 +11,12 @@ from django.contrib.auth.models import AnonymousUser
 from django.test import Client
 from django.urls import reverse
 
-from chat import events, services
+from chat import services
 from chat.engine.providers.base import ToolCallRequest
 from chat.models import AgentState
 from chat.routing import websocket_urlpatterns as conversation_websockets
 from config.asgi import application
+from core import events
 from questions import consumers as live
 from questions import services as questions
 from questions.errors import QuestionAlreadyResolved

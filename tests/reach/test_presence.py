@@ -1,4 +1,4 @@
-"""Whether a user has a Parley page open (chat.presence), as Web Push reads it: every
+"""Whether a user has a Parley page open (core.presence), as Web Push reads it: every
 signed-in page's live channel marks its user present while it is open."""
 
 import pytest
@@ -6,7 +6,7 @@ from channels.routing import URLRouter
 from channels.testing import WebsocketCommunicator
 from django.core.cache import cache
 
-from chat import presence
+from core import presence
 from questions.routing import websocket_urlpatterns
 
 

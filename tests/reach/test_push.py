@@ -17,7 +17,7 @@ from django.core.cache import cache
 from django.core.management import call_command
 from django.db import connection
 
-from chat import presence
+from core import presence
 from reach.models import PushSubscription
 from reach.push import NOT_A_PUSH_SERVICE
 from tests.fakes import PushService, WebhookReceiver, browser_keys, local_tls

@@ -32,7 +32,7 @@ from rich.console import Console
 from rich.live import Live
 from rich.markdown import Markdown
 
-from chat.text import clean_message, clean_text
+from core.text import clean_message, clean_text
 
 OTHER = "\x00other"
 YES, NO = "Yes", "No"

@@ -19,7 +19,7 @@ from django.core.management.base import BaseCommand, CommandError
 
 from chat.engine import dispatch, runner
 from chat.engine.eventloop import new_event_loop
-from chat.errors import REDIS_UNAVAILABLE
+from core.errors import REDIS_UNAVAILABLE
 
 logger = logging.getLogger("parley.runner")
 
