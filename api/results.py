@@ -5,8 +5,9 @@ from chat.blocks import TextBlock, ToolCallBlock, parse_blocks
 from chat.models import RUNNING_STATES, AgentState, Conversation, Message, Role
 from chat.paging import TranscriptPage
 from chat.selectors import Subagent
+from questions import wire
 from questions.models import Question, QuestionKind
-from questions.selectors import AUDIT_FIELDS, pending_questions, tool_request_data
+from questions.selectors import pending_questions
 
 STATUS = {
     AgentState.AWAITING_USER: "needs_input",
@@ -78,29 +79,8 @@ def tool_call_ids(messages: list[Message]) -> set[str]:
 
 
 def question_data(question: Question | None) -> dict | None:
-    """A question, an approval or an elicitation as the API returns it (pending, or with its
-    resolution and audit)."""
-    if question is None:
-        return None
-    if question.is_tool_request:
-        return {
-            "conversationId": question.conversation_id,
-            "toolCallId": question.tool_call_id,
-            **tool_request_data(question),
-        }
-    payload = question.question_payload
-    data = {
-        "conversationId": question.conversation_id,
-        "toolCallId": payload.tool_call_id,
-        "tool": payload.tool_name,
-        "questions": [question.model_dump(mode="json") for question in payload.questions],
-        **payload.model_dump(mode="json", include=AUDIT_FIELDS),
-    }
-    if len(payload.questions) == 1:
-        # The legacy single-question form: its text and its option labels.
-        data["question"] = payload.first.text
-        data["options"] = payload.first.labels
-    return data
+    """A question, an approval or an elicitation as the API returns it (questions.wire)."""
+    return None if question is None else wire.api_question(question)
 
 
 def agent_result(

@@ -7,8 +7,9 @@ import json
 from mcp_types import CallToolResult, TextContent
 
 from core.text import clean_text
+from questions import wire
 from questions.models import Question, QuestionStatus
-from questions.services import answer_values
+from questions.answers import answer_values
 
 REJECTED = "The user rejected this question: they chose not to answer it."
 EXPIRED = "The question expired: the user did not answer it in time."
@@ -39,7 +40,7 @@ def answered(question: Question, url: str) -> CallToolResult:
     return CallToolResult(
         content=[TextContent(type="text", text=json.dumps(structured, ensure_ascii=False))],
         structured_content=structured,
-        meta={META_KEY: audit(question, url)},
+        meta={META_KEY: wire.mcp_meta(question, url)},
     )
 
 
@@ -53,7 +54,7 @@ def outcome(question: Question | None, url: str = "") -> CallToolResult:
         QuestionStatus.REJECTED: REJECTED,
         QuestionStatus.EXPIRED: EXPIRED,
     }.get(question.status, CANCELLED)
-    return error(text, meta={META_KEY: audit(question, url)})
+    return error(text, meta={META_KEY: wire.mcp_meta(question, url)})
 
 
 def unknown_tool(name: str) -> CallToolResult:
@@ -66,17 +67,3 @@ def unknown_tool(name: str) -> CallToolResult:
 
 def error(text: str, *, meta: dict | None = None) -> CallToolResult:
     return CallToolResult(content=[TextContent(type="text", text=text)], is_error=True, meta=meta)
-
-
-def audit(question: Question, url: str) -> dict:
-    """Who resolved the question, when and through which channel (the audit), and where it is."""
-    payload = question.payload
-    return {
-        "conversationId": question.conversation_id,
-        "toolCallId": question.tool_call_id,
-        "url": url,
-        "questionResolution": payload.question_resolution,
-        "answeredBy": payload.answered_by,
-        "answeredAt": payload.answered_at.isoformat() if payload.answered_at else None,
-        "answeredVia": payload.answered_via,
-    }

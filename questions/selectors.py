@@ -20,7 +20,6 @@ from chat.selectors import (
     check_role,
     conversation_for_user,
 )
-from questions.approvals import APPROVAL_TYPE, ELICITATION_TYPE, ApprovalPayload
 from questions.blocks import Answer
 from questions.errors import QuestionAlreadyResolved
 from questions.models import Question, QuestionDraft, QuestionKind, QuestionStatus
@@ -93,45 +92,6 @@ def pending_questions(conversation: Conversation) -> list[Question]:
     for question in found:
         question.conversation = conversation
     return found
-
-
-# An approval's and an elicitation's fields, as the API and the webhooks send them.
-APPROVAL_FIELDS = {"name", "server", "tool", "title", "description", "arguments", "input_schema"}
-ELICITATION_FIELDS = {"server", "tool", "call_id", "message", "mode", "url", "fields"}
-AUDIT_FIELDS = {
-    "question_resolution",
-    "expires_at",
-    "answered_by",
-    "answered_at",
-    "answered_via",
-    "assigned_to",
-}
-
-
-def tool_request_data(question: Question) -> dict:
-    """An approval or an elicitation under its wire names (camelCase), for the API and the
-    webhooks: `tool` (`tool_approval` or `elicitation`); `approval` (what the call is, and its
-    arguments) with `decision`, `editedArguments` and `feedback`, or `elicitation` (the
-    server's message and form) with `action` and `content`; then the resolution and audit.
-    Reads `answered_by` (select_related it for many)."""
-    payload = question.payload
-    audit = payload.model_dump(mode="json", include=AUDIT_FIELDS)
-    if isinstance(payload, ApprovalPayload):
-        return {
-            "tool": APPROVAL_TYPE,
-            "approval": payload.model_dump(mode="json", include=APPROVAL_FIELDS),
-            "decision": payload.decision,
-            "editedArguments": payload.edited_arguments,
-            "feedback": payload.feedback,
-            **audit,
-        }
-    return {
-        "tool": ELICITATION_TYPE,
-        "elicitation": payload.model_dump(mode="json", include=ELICITATION_FIELDS),
-        "action": payload.action,
-        "content": payload.content,
-        **audit,
-    }
 
 
 def waiting_for(user) -> Q:

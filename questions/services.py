@@ -11,7 +11,6 @@ dispatch starts after commit. The web views, the API and the terminal client all
 questions here.
 """
 
-import json
 import re
 from datetime import datetime, timedelta
 
@@ -28,17 +27,18 @@ from chat.models import AgentState, Conversation, MemberRole, Message, Role
 from chat.selectors import acting_ids, conversation_for_user
 from chat.transcript import Transcript, lock
 from core import events
-from core.text import clean_text
 from questions import notifications
+from questions.answers import (
+    answer_text,
+    answers_by_question_text,
+    result_for_model,
+    validated,
+)
 from questions.approvals import APPROVAL_TYPE, ELICITATION_TYPE
 from questions.blocks import ACTION_TYPE, API, AUTO_RESOLVE, BROWSER, EXPIRY, Answer, Via
 from questions.errors import DraftTooLong, InvalidAnswer, QuestionAlreadyResolved
 from questions.models import Question, QuestionDraft, QuestionKind, QuestionStatus
 from questions.schemas import (
-    TOOL_ASK_USER_QUESTION,
-    TOOL_CONFIRM_ACTION,
-    TOOL_QUESTION,
-    YES,
     QuestionRequest,
 )
 from questions.selectors import pending_question, question_for_user, recipient_ids
@@ -60,17 +60,6 @@ STOPPED_AFTER_REJECT = gettext_noop(
 )
 # The same for an agent outside Parley (an MCP client), which reads the rejection itself.
 REJECTED_EXTERNAL = gettext_noop("You rejected the question. The agent that asked it was told.")
-
-NOT_AN_OPTION = _("Pick one of the options shown.")
-ONE_CHOICE = _("This question takes a single choice.")
-CHOICE_OR_TYPED = _("Choose an option or send your own answer, not both.")
-OPTIONS_ONLY = _("This question takes one of its options, not a typed answer.")
-TOO_LONG = _("That answer is too long.")
-EMPTY = _("Choose an option or type an answer first.")
-TOO_MANY_ANSWERS = _("There are more answers than questions.")
-NO_SUCH_QUESTION = _("No such question: %(text)s")
-MISSING_ANSWER = _("Missing an answer to: %(text)s")
-
 
 # --- Asking -----------------------------------------------------------------------------------
 
@@ -343,7 +332,7 @@ def _pending(*, user, conversation_id: int, tool_call_id: str) -> Question:
 
 def _answer(question: Question, answers: list[Answer], *, by, via: Via) -> Message:
     request = question.request
-    answers = _validate(request, answers)
+    answers = validated(request, answers)
     text = answer_text(request, answers)
     with Transcript(question.conversation) as transcript:
         # The inserted user message (spec 5.5): kept in the data and the API, shown by the block.
@@ -614,98 +603,3 @@ def save_draft(
         ),
     )
     return draft
-
-
-# --- What an answer says ----------------------------------------------------------------------
-
-
-def answers_by_question_text(
-    request: QuestionRequest, given: dict[str, str | list[str]]
-) -> list[Answer]:
-    """Map {question text: label, typed text or list of labels} onto the questions, in order;
-    a value that is not one of the question's labels is typed text."""
-    unknown = set(given) - {q.text for q in request.questions}
-    if unknown:
-        raise InvalidAnswer(NO_SUCH_QUESTION % {"text": sorted(unknown)[0]})
-    answers = []
-    for question in request.questions:
-        if question.text not in given:
-            raise InvalidAnswer(MISSING_ANSWER % {"text": question.text})
-        value = given[question.text]
-        values = value if isinstance(value, list) else [value]
-        labels = [v for v in values if v in question.labels]
-        typed = [v for v in values if v not in question.labels]
-        answers.append(Answer(labels=labels, custom="\n".join(typed)))
-    return answers
-
-
-def answer_text(request: QuestionRequest, answers: list[Answer]) -> str:
-    """The user message an answer inserts (spec 5.5): labels one per line, typed text last;
-    with several questions, one line per question."""
-
-    def parts(question, answer: Answer) -> list[str]:
-        if answer.custom and not question.multiple:
-            return [answer.custom]  # single choice: typed text is the answer on its own
-        return [*answer.labels, *([answer.custom] if answer.custom else [])]
-
-    if len(request.questions) == 1:
-        return "\n".join(parts(request.questions[0], answers[0]))
-    return "\n".join(
-        f"{q.header or q.text}: {', '.join(parts(q, a))}"
-        for q, a in zip(request.questions, answers, strict=True)
-    )
-
-
-def answer_values(request: QuestionRequest, answers: list[Answer]) -> dict[str, str | list[str]]:
-    """{question text: the chosen label, or the typed text; a list of labels (typed text
-    last) where several may be chosen}: the seeds' `answers` object."""
-    values: dict[str, str | list[str]] = {}
-    for question, answer in zip(request.questions, answers, strict=True):
-        if question.multiple:
-            values[question.text] = [*answer.labels, *([answer.custom] if answer.custom else [])]
-        else:
-            values[question.text] = answer.custom or (answer.labels[0] if answer.labels else "")
-    return values
-
-
-def result_for_model(request: QuestionRequest, answers: list[Answer]) -> str:
-    """What the model receives (README, "What the model receives")."""
-    if request.tool == TOOL_QUESTION:
-        return answer_text(request, answers)
-    if request.tool == TOOL_ASK_USER_QUESTION:
-        return json.dumps({"answers": answer_values(request, answers)}, ensure_ascii=False)
-    if request.tool == TOOL_CONFIRM_ACTION:
-        [answer] = answers
-        if answer.labels:
-            return json.dumps({"confirmed": answer.labels[0] == YES})
-        # An ordinary message instead of Yes/No: the model reads it and decides.
-        return json.dumps({"confirmed": None, "userReply": answer.custom}, ensure_ascii=False)
-    raise ValueError(request.tool)  # pragma: no cover
-
-
-def _validate(request: QuestionRequest, answers: list[Answer]) -> list[Answer]:
-    if len(answers) > len(request.questions):
-        raise InvalidAnswer(TOO_MANY_ANSWERS)
-    answers = [*answers, *[Answer()] * (len(request.questions) - len(answers))]
-    cleaned = []
-    for question, answer in zip(request.questions, answers, strict=True):
-        custom = clean_text(answer.custom, multiline=True)
-        labels = list(dict.fromkeys(answer.labels))  # a label chosen twice counts once
-        if any(label not in question.labels for label in labels):
-            raise InvalidAnswer(NOT_AN_OPTION)
-        if len(labels) > 1 and not question.multiple:
-            raise InvalidAnswer(ONE_CHOICE)
-        if labels and custom and not question.multiple:
-            raise InvalidAnswer(CHOICE_OR_TYPED)
-        if custom and not question.custom:
-            raise InvalidAnswer(OPTIONS_ONLY)
-        if len(custom) > settings.PARLEY_MAX_MESSAGE_CHARS:
-            raise InvalidAnswer(TOO_LONG)
-        if not labels and not custom:
-            # Among several questions, the one missing is named (as the page does).
-            several = len(request.questions) > 1
-            raise InvalidAnswer(
-                MISSING_ANSWER % {"text": question.header or question.text} if several else EMPTY
-            )
-        cleaned.append(Answer(labels=labels, custom=custom))
-    return cleaned

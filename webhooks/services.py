@@ -14,8 +14,8 @@ from django.utils import timezone
 from django.utils.translation import gettext_lazy as _
 
 from core import jobs
+from questions import wire
 from questions.notifications import QuestionEvent
-from questions.selectors import question_url, tool_request_data
 from webhooks.addresses import UnsafeUrl, check_url
 from webhooks.models import Delivery, DeliveryStatus, DisabledReason, Webhook
 
@@ -81,16 +81,13 @@ def event_body(event: QuestionEvent) -> str:
     """The JSON body (spec 6.1): type, timestamp and data with the conversation, the tool
     call, what was asked and an absolute link to it. A question's data has its `questions`;
     an approval's (approval.*) and an elicitation's its `approval` or `elicitation`, with how
-    it was decided and the audit (questions.selectors.tool_request_data)."""
-    question = event.question
-    data = {"conversationId": question.conversation_id, "toolCallId": question.tool_call_id}
-    if question.is_tool_request:
-        data.update(tool_request_data(question))
-    else:
-        data.update(tool=question.kind, questions=question.questions)
-    data["url"] = question_url(question)
+    it was decided and the audit (questions.wire)."""
     return json.dumps(
-        {"type": event.type, "timestamp": event.at.isoformat(), "data": data},
+        {
+            "type": event.type,
+            "timestamp": event.at.isoformat(),
+            "data": wire.webhook_data(event.question),
+        },
         ensure_ascii=False,
         separators=(",", ":"),
     )

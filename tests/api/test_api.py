@@ -6,7 +6,7 @@ from api.models import ApiToken
 from api.tokens import digest
 from chat import services
 from chat.models import AgentState, Conversation
-from questions import services as questions
+from questions import answers
 from questions.errors import QuestionAlreadyResolved
 
 # Also run on PostgreSQL (make test): the API's listings and JSON as each backend returns them.
@@ -98,13 +98,13 @@ def test_posting_a_message_while_pending_answers_it(api, conversation, model, co
 @pytest.mark.parametrize(
     ("answers", "message"),
     [
-        ({"Which pizza?": "Hawaiian"}, questions.OPTIONS_ONLY),
-        ({}, questions.MISSING_ANSWER % {"text": "Which pizza?"}),
+        ({"Which pizza?": "Hawaiian"}, answers.OPTIONS_ONLY),
+        ({}, answers.MISSING_ANSWER % {"text": "Which pizza?"}),
         (
             {"Which pizza?": "Funghi", "Other?": "x"},
-            questions.NO_SUCH_QUESTION % {"text": "Other?"},
+            answers.NO_SUCH_QUESTION % {"text": "Other?"},
         ),
-        ({"Which pizza?": ["Funghi", "Pepperoni"]}, questions.ONE_CHOICE),
+        ({"Which pizza?": ["Funghi", "Pepperoni"]}, answers.ONE_CHOICE),
     ],
 )
 def test_invalid_answers_are_422(api, conversation, model, committed, answers, message):

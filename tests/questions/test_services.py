@@ -15,6 +15,7 @@ from chat.engine.turns import Lease
 from chat.errors import ConversationNotFound
 from chat.models import AgentState, Conversation, Message, Role
 from chat.transcript import Transcript, lock
+from questions import answers
 from questions import services as questions
 from questions.blocks import Answer, payload_of
 from questions.errors import InvalidAnswer, QuestionAlreadyResolved
@@ -249,12 +250,12 @@ def test_a_stale_or_unknown_tool_call_id_changes_nothing(conversation, user, mod
 @pytest.mark.parametrize(
     ("arguments", "answer", "message"),
     [
-        (PIZZA, Answer(labels=["Hawaiian"]), questions.NOT_AN_OPTION),
-        (PIZZA, Answer(labels=["Funghi", "Pepperoni"]), questions.ONE_CHOICE),
-        ({**PIZZA, "custom": False}, Answer(custom="Hawaiian"), questions.OPTIONS_ONLY),
-        (PIZZA, Answer(custom="   "), questions.EMPTY),
-        (PIZZA, Answer(labels=["Funghi"], custom="and olives"), questions.CHOICE_OR_TYPED),
-        (PIZZA, Answer(custom=TOO_LONG_ANSWER), questions.TOO_LONG),
+        (PIZZA, Answer(labels=["Hawaiian"]), answers.NOT_AN_OPTION),
+        (PIZZA, Answer(labels=["Funghi", "Pepperoni"]), answers.ONE_CHOICE),
+        ({**PIZZA, "custom": False}, Answer(custom="Hawaiian"), answers.OPTIONS_ONLY),
+        (PIZZA, Answer(custom="   "), answers.EMPTY),
+        (PIZZA, Answer(labels=["Funghi"], custom="and olives"), answers.CHOICE_OR_TYPED),
+        (PIZZA, Answer(custom=TOO_LONG_ANSWER), answers.TOO_LONG),
     ],
 )
 def test_invalid_answers_are_refused_and_the_question_stays_open(
@@ -527,7 +528,7 @@ def test_an_unanswered_one_of_several_questions_is_named(conversation, user, mod
         },
     )
     start(conversation, user)
-    missing = questions.MISSING_ANSWER % {"text": "Features"}  # its header, else its text
+    missing = answers.MISSING_ANSWER % {"text": "Features"}  # its header, else its text
     with pytest.raises(InvalidAnswer, match=re.escape(str(missing))):
         questions.answer_question(
             user=user,

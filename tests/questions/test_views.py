@@ -2,10 +2,10 @@ import pytest
 from django.urls import reverse
 
 from chat.models import AgentState, Role
+from questions.answers import NOT_AN_OPTION, TOO_MANY_ANSWERS
 from questions.blocks import payload_of
 from questions.errors import QuestionAlreadyResolved
 from questions.selectors import pending_question
-from questions.services import NOT_AN_OPTION, TOO_MANY_ANSWERS
 
 pytestmark = pytest.mark.django_db
 
