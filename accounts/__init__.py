@@ -1,0 +1,1 @@
+"""Preferences, signing out everywhere, new accounts."""

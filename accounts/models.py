@@ -1,4 +1,5 @@
-"""Per-user preferences: one row per user, created the first time it is read."""
+"""Per-user preferences: one row per user, saved the first time the user saves Settings (until
+then, accounts.selectors.preferences_for gives the defaults)."""
 
 from django.conf import settings
 from django.db import models

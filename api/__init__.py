@@ -1,0 +1,1 @@
+"""The JSON API, event streams and tokens, the terminal client."""

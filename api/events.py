@@ -103,7 +103,7 @@ async def event_stream(
 ):
     """The stream ends with `revoked` once its credential no longer holds (logout, password
     change, deactivation, token revoked): checked before every batch, at least every
-    AUTH_RECHECK_SECONDS, and at once on the user's `auth.changed` (chat.sessions)."""
+    AUTH_RECHECK_SECONDS, and at once on the user's `auth.changed` (chat.live.sessions)."""
     state: dict = {"texts": {}}
 
     def step(cursor: int | None) -> tuple[list[str] | None, int | None]:

@@ -1,0 +1,1 @@
+"""Conversations, the turn engine, live updates."""

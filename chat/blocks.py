@@ -58,7 +58,7 @@ class ToolResultBlock(_Block):
 
 class ActionBlock(_Block):
     """An interactive request to the user, such as a question. Its `extra` belongs to the app
-    that registered the action type (chat.pausing), which reads and renders it."""
+    that registered the action type (chat.engine.tools), which reads and renders it."""
 
     type: Literal["action"] = "action"
     action_type: str

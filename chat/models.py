@@ -100,12 +100,12 @@ class Conversation(models.Model):
     )
     # Model requests made in the current turn, bounded by AGENT_MAX_STEPS.
     turn_steps = models.PositiveIntegerField(_("steps this turn"), default=0)
-    # Times the current turn paused for the user (chat.pausing); each pausing tool sets its
-    # own bound, such as QUESTION_MAX_PER_TURN.
+    # Times the current turn paused for the user (a pausing tool: chat.engine.tools); each
+    # pausing tool sets its own bound, such as QUESTION_MAX_PER_TURN.
     turn_pauses = models.PositiveIntegerField(_("pauses this turn"), default=0)
-    # A sub-agent's conversation (chat.subagents) belongs to the parent conversation's tool
-    # call that spawned it, as task number `subagent_index` of that call. It has the parent's
-    # owner, but is shown and reached only through the parent.
+    # A sub-agent's conversation (chat.engine.subagents) belongs to the parent conversation's
+    # tool call that spawned it, as task number `subagent_index` of that call. It has the
+    # parent's owner, but is shown and reached only through the parent.
     parent = models.ForeignKey(
         "self",
         on_delete=models.CASCADE,

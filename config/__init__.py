@@ -1,0 +1,1 @@
+"""Settings, ASGI, URLs, the server, login throttling, health."""

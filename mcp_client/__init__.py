@@ -1,0 +1,1 @@
+"""Tools from the operator's MCP servers, offered to the agent."""

@@ -1,0 +1,1 @@
+"""Question tools and approvals, the Question row, inbox, deadlines, drafts."""

@@ -1,0 +1,1 @@
+"""Questions by e-mail (answer links) and Web Push."""

@@ -51,9 +51,9 @@
   function noteScroll() { stickToBottom = nearBottom(); }
   window.addEventListener("scroll", noteScroll, { passive: true });
   window.addEventListener("resize", noteScroll, { passive: true });
-  // A pushed message other than streamed text (chat.consumers.append_html: one escaped run of
-  // text added to a draft) is announced as "parley:pushed", which the page's other scripts
-  // follow (new messages, questions, times, copy buttons). A streamed append changes nothing
+  // A pushed message other than streamed text (chat.live.consumers.append_html: one escaped
+  // run of text added to a draft) is announced as "parley:pushed", which the page's other
+  // scripts follow (new messages, questions, times, copy buttons). A streamed append changes nothing
   // they look at, and one comes every 50 ms while the agent writes: looking over a long
   // transcript for each took the browser's main thread for tens of milliseconds.
   var APPEND = /^<div hx-swap-oob="beforeend:#draft-\d+">[^<]*<\/div>$/;

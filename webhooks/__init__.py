@@ -1,0 +1,1 @@
+"""The outbox: webhooks, and the channels others register."""

@@ -149,8 +149,8 @@ def test_malformed_tool_call_json_is_retried(provider, fake_llm, conversation, u
 def test_a_malformed_stream_chunk_is_retried(
     fake_llm, conversation, user, post, settings, no_backoff, chunk
 ):
-    """The stream's chunks are read from their JSON (chat.providers.openai.chunk_parts): one
-    of another shape fails the request as malformed tool-call JSON does, and it is retried."""
+    """The stream's chunks are read from their JSON (chat.engine.providers.openai.chunk_parts):
+    one of another shape fails the request as malformed tool-call JSON does, and it is retried."""
     settings.AGENT_PROVIDER, settings.AGENT_MODEL = "openai", "fake-model"
     settings.OPENAI_BASE_URL, settings.OPENAI_API_KEY = f"{fake_llm.url}/v1", "sk-test"
     fake_llm.queue({"chunks": [chunk]}, {"text": "Second try."})

@@ -15,7 +15,7 @@ from chat.blocks import Block
 from chat.engine.tools import ToolSpec
 
 # The longest reply a request asks of the model, in tokens: room kept for it in the context
-# window (chat.engine.context).
+# window (chat.engine.window).
 REPLY_TOKENS = 4096
 
 
