@@ -1,10 +1,10 @@
-"""What the API returns: messages, pending questions (and approvals and elicitations) and
-agent results, as plain dicts."""
+"""What the API returns: messages, pending questions (and approvals and elicitations), agent
+results and members, as plain dicts."""
 
 from chat.blocks import TextBlock, ToolCallBlock, parse_blocks
-from chat.models import RUNNING_STATES, AgentState, Conversation, Message, Role
+from chat.models import OWNER, RUNNING_STATES, AgentState, Conversation, Message, Role
 from chat.paging import TranscriptPage
-from chat.selectors import Subagent
+from chat.selectors import Subagent, members_of
 from questions import wire
 from questions.models import Question, QuestionKind
 from questions.selectors import pending_questions
@@ -121,3 +121,16 @@ def pending_data(conversation: Conversation) -> dict:
         "pendingQuestion": question_data(first),
         "pendingQuestions": [question_data(q) for q in pending],
     }
+
+
+def members_data(conversation: Conversation) -> list[dict]:
+    """The conversation's owner, then the people it is shared with, first added first."""
+    owner = {
+        "username": conversation.owner.get_username(),
+        "role": OWNER,
+        "addedAt": conversation.created_at.isoformat(),
+    }
+    return [owner] + [
+        {"username": m.user.get_username(), "role": m.role, "addedAt": m.added_at.isoformat()}
+        for m in members_of(conversation)
+    ]

@@ -1,11 +1,13 @@
-"""Reads of the API's own: pages of messages by a message-id cursor, and the tool calls of
-superseded messages. Access is checked before (chat.selectors.conversation_for_user)."""
+"""Reads of the API's own: pages of messages by a message-id cursor, the tool calls of
+superseded messages (access is checked before, by chat.selectors.conversation_for_user), and
+where the messages a call writes will start."""
 
 from django.utils.translation import gettext_lazy as _
 
 from api.results import tool_call_ids
 from chat.models import Conversation, Role
 from chat.paging import TranscriptPage, transcript_page
+from chat.selectors import conversation_for_user
 from core.errors import ParleyError
 
 
@@ -39,3 +41,9 @@ def superseded_tool_calls(conversation: Conversation) -> set[str]:
     such as sub-agents, is superseded with them). One query, of superseded messages only."""
     superseded = conversation.messages.filter(superseded=True, role=Role.ASSISTANT)
     return tool_call_ids(list(superseded.only("blocks")))
+
+
+def next_order(*, user, conversation_id: int) -> int:
+    """Where messages written from now on start (the transcript's length), for the user who
+    may read the conversation."""
+    return conversation_for_user(user=user, conversation_id=conversation_id).messages.count()

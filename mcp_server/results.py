@@ -8,8 +8,8 @@ from mcp_types import CallToolResult, TextContent
 
 from core.text import clean_text
 from questions import wire
-from questions.models import Question, QuestionStatus
 from questions.answers import answer_values
+from questions.models import Question, QuestionStatus
 
 REJECTED = "The user rejected this question: they chose not to answer it."
 EXPIRED = "The question expired: the user did not answer it in time."

@@ -152,7 +152,7 @@ def close_unread(response) -> None:
 
 
 def test_a_wait_that_outlives_its_token_answers_401(api, user, conversation, monkeypatch):
-    from api import api as endpoints
+    from api import replies as endpoints
 
     async def revoke_while_waiting(conversation_id, seconds):
         await sync_to_async(ApiToken.objects.all().delete)()
