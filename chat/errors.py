@@ -4,7 +4,7 @@ message a user sees and an HTTP status."""
 from django.conf import settings
 from django.utils.translation import gettext_lazy as _
 
-from core.errors import ParleyError, RateLimited
+from core.errors import ParleyError, PastARate, RateLimited
 
 
 class ConversationNotFound(ParleyError):
@@ -100,13 +100,8 @@ class TooManyRunningTurns(RateLimited):
         )
 
 
-class TooManySearches(RateLimited):
-    def __init__(self, retry_after: int) -> None:
-        super().__init__(
-            retry_after,
-            _("You searched too often in a minute. Try again in %(seconds)s seconds.")
-            % {"seconds": max(1, int(retry_after))},
-        )
+class TooManySearches(PastARate):
+    template = _("You searched too often in a minute. Try again in %(seconds)s seconds.")
 
 
 class SearchRunning(RateLimited):

@@ -40,22 +40,23 @@ class RateLimited(ParleyError):
         super().__init__(message)
 
 
-class TooManyMessages(RateLimited):
+class PastARate(RateLimited):
+    """Past a per-minute rate: `template` says so, with the %(seconds)s until its window ends."""
+
+    template: str  # each subclass's message
+
     def __init__(self, retry_after: int) -> None:
-        super().__init__(
-            retry_after,
-            _("You sent too many messages in a minute. Try again in %(seconds)s seconds.")
-            % {"seconds": max(1, int(retry_after))},
-        )
+        super().__init__(retry_after, self.template % {"seconds": max(1, int(retry_after))})
 
 
-class TooManyConversations(RateLimited):
-    def __init__(self, retry_after: int) -> None:
-        super().__init__(
-            retry_after,
-            _("You started too many conversations in a minute. Try again in %(seconds)s seconds.")
-            % {"seconds": max(1, int(retry_after))},
-        )
+class TooManyMessages(PastARate):
+    template = _("You sent too many messages in a minute. Try again in %(seconds)s seconds.")
+
+
+class TooManyConversations(PastARate):
+    template = _(
+        "You started too many conversations in a minute. Try again in %(seconds)s seconds."
+    )
 
 
 class TooManyStreams(RateLimited):

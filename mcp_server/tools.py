@@ -23,7 +23,7 @@ from mcp_types import (
 )
 
 from api.tokens import token_still_valid
-from core.errors import RateLimited
+from core.errors import PastARate, RateLimited
 from core.limits import StreamSlot, count_in_window
 from mcp_server import results, services
 from mcp_server.auth import TOKEN_ID_CLAIM
@@ -95,13 +95,8 @@ TOOL_NAMES = (TOOL_ASK_USER_QUESTION, TOOL_CONFIRM_ACTION)
 STOPPED = {SHUTTING_DOWN: results.SHUTTING_DOWN, CREDENTIAL_ENDED: results.CREDENTIAL_ENDED}
 
 
-class TooManyToolCalls(RateLimited):
-    def __init__(self, retry_after: int) -> None:
-        super().__init__(
-            retry_after,
-            _("You made too many MCP tool calls in a minute. Try again in %(seconds)s seconds.")
-            % {"seconds": max(1, int(retry_after))},
-        )
+class TooManyToolCalls(PastARate):
+    template = _("You made too many MCP tool calls in a minute. Try again in %(seconds)s seconds.")
 
 
 def check_tool_call_rate(*, user_id: int) -> None:
