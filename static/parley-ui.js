@@ -463,18 +463,21 @@
   }
 
   // --- While the agent replies, Send is disabled (Stop is offered instead); when the reply
-  // ends, Send comes back and a refusal shown meanwhile is cleared.
+  // ends, Send comes back and a refusal shown meanwhile is cleared. While the conversation's
+  // socket is down the agent's state is not known: Send is offered, and a message that
+  // cannot be sent says so in the composer's alert (static/parley.js).
   var wasRunning = null;
   function followAgent() {
     var agent = byId("agent-status");
     var composer = byId("composer");
     if (!agent || !composer) { return; }
     var running = agent.hasAttribute("data-running");
+    var lost = !!document.querySelector("#conversation-live[data-connection='lost']");
     var send = composer.querySelector("button[type=submit]");
-    if (send) { send.disabled = running; }
+    if (send) { send.disabled = running && !lost; }
     if (wasRunning && !running) {
       var error = byId("composer-error");
-      if (error) { error.remove(); }
+      if (error) { error.textContent = ""; }  // kept: the next failure is said in it
       var text = byId("composer-text");
       if (text) {
         text.removeAttribute("aria-invalid");
@@ -529,5 +532,6 @@
     window.setInterval(function () { updateTimes(document, true); }, 30000);
   });
   document.addEventListener("parley:pushed", function () { refresh(document); });
+  document.addEventListener("parley:connection", followAgent);
   document.addEventListener("htmx:afterSettle", function () { refresh(document); });
 })();

@@ -20,27 +20,51 @@
     doc.scrollTop = doc.scrollHeight;
   }
 
+  // The conversation's socket, as the page shows it beside the composer. Down: the status
+  // (#connection-status, a live region) says so, and the conversation is marked
+  // data-connection="lost" (static/parley.css hides the agent's status, which may be stale;
+  // static/parley-ui.js offers Send, whose failure says why the message was not sent).
+  // Closed for good: data-closed names why, and its notice takes the composer's place.
+  function setConnectionLost(lost) {
+    var live = byId("conversation-live");
+    var status = byId("connection-status");
+    if (!live || live.hasAttribute("data-closed")) { return; }
+    if (lost) { live.setAttribute("data-connection", "lost"); } else { live.removeAttribute("data-connection"); }
+    if (status) { status.textContent = lost ? status.getAttribute("data-lost") : ""; }
+    document.dispatchEvent(new CustomEvent("parley:connection"));
+  }
+
+  function closeConversation(reason, notice) {
+    var live = byId("conversation-live");
+    var transcript = byId("transcript");
+    setConnectionLost(false);
+    if (live) { live.setAttribute("data-closed", reason); }
+    if (transcript) { transcript.inert = true; }
+    show(notice, true);
+  }
+
   // Every time the socket opens (first time and after each reconnect) tell the server the last
   // change this page has; it answers with everything after it, so nothing is missed or doubled.
   document.addEventListener("htmx:wsOpen", function (event) {
     var cursor = byId("sync-cursor");
     event.detail.socketWrapper.send(JSON.stringify({ type: "sync", after: cursor ? Number(cursor.value) : 0 }));
-    show("connection-lost", false);
+    if (event.target.id === "conversation-live") { setConnectionLost(false); }
   });
 
   document.addEventListener("htmx:wsClose", function (event) {
-    if (event.detail.event.code === 4404) {
-      show("conversation-gone", true);
-    } else if (event.detail.event.code === 4403) {
-      show("conversation-unshared", true);  // its owner no longer shares it with this user
-    } else if (event.detail.event.code === 4409) {
-      window.location.reload();  // another role: the page as it now shows it
-    } else if (event.detail.event.code === 4401) {
-      window.location.reload();  // signed out: the page sends them to the login form
-    } else if (event.detail.event.code === 4429) {
+    var code = event.detail.event.code;
+    if (code === 4409 || code === 4401) {
+      window.location.reload();  // another role, or signed out: the page as it now is
+    } else if (code === 4429) {
       show("too-many-sockets", true);  // the user's other tabs hold every socket allowed
+    } else if (event.target.id !== "conversation-live") {
+      return;  // the user's live channel (/ws/me/) says nothing of this conversation
+    } else if (code === 4404) {
+      closeConversation("gone", "conversation-gone");
+    } else if (code === 4403) {
+      closeConversation("unshared", "conversation-unshared");  // its owner no longer shares it with this user
     } else {
-      show("connection-lost", true);
+      setConnectionLost(true);
     }
   });
 
@@ -167,16 +191,24 @@
     return form ? document.getElementById(form.getAttribute("data-alert")) : null;
   }
 
+  // Where the focus was when each request started: a button disabled while its request runs
+  // (hx-disabled-elt) loses the focus to the page.
+  var focusedAtRequest = new WeakMap();
   document.addEventListener("htmx:beforeRequest", function (event) {
     var alert = alertOf(event.target);
     if (alert) { alert.textContent = ""; }
+    if (event.detail.xhr) { focusedAtRequest.set(event.detail.xhr, document.activeElement); }
   });
 
-  // A form that got no answer, or a server error, is offered again as it was: "Retry" sends
-  // it once more (the composer keeps its text; nothing was swapped).
+  // A form that got no answer, or a server error, is offered again as it was, the focus where
+  // it was: "Retry" sends it once more (the composer keeps its text; nothing was swapped).
   function sayFailed(event, text) {
     var alert = alertOf(event.target);
     if (!alert) { return; }
+    var focused = event.detail.xhr && focusedAtRequest.get(event.detail.xhr);
+    if (focused && focused.isConnected && (!document.activeElement || document.activeElement === document.body)) {
+      focused.focus();
+    }
     alert.textContent = text + " ";
     var form = event.target.closest("form");
     if (!form) { return; }
@@ -188,8 +220,10 @@
     alert.appendChild(retry);
   }
 
+  // A form may say it in its own words (the composer: not sent, and kept).
   document.addEventListener("htmx:sendError", function (event) {
-    sayFailed(event, document.body.getAttribute("data-network-error"));
+    var own = event.target.closest && event.target.closest("[data-network-error]");
+    sayFailed(event, (own || document.body).getAttribute("data-network-error"));
   });
 
   document.addEventListener("htmx:responseError", function (event) {

@@ -2,12 +2,14 @@
 
 from datetime import timedelta
 
+from django.contrib.auth import get_user_model
 from django.db import transaction
 from django.utils import timezone
 
+from chat import sharing
 from chat.blocks import TextBlock
 from chat.engine import turns
-from chat.models import AgentState, Conversation, Message, Role
+from chat.models import AgentState, Conversation, MemberRole, Message, Role
 from chat.transcript import Transcript, lock
 
 
@@ -19,6 +21,26 @@ def add_message(conversation_id: int, text: str, *, role=Role.ASSISTANT, message
         message = transcript.conversation.messages.get(pk=message_id)
         transcript.update(message, blocks=[TextBlock(text=text)])
         return message_id
+
+
+def long_conversation(owner: str, *, messages: int, title: str, shared_with: str = "") -> int:
+    """A conversation of `owner`'s (a username) with `messages` alternating messages, each a
+    few lines long, shared with `shared_with` as a participant if given; returns its id."""
+    user = get_user_model().objects.get(username=owner)
+    conversation = Conversation.objects.create(owner=user, title=title)
+    with transaction.atomic(), Transcript(lock(conversation.pk)) as transcript:
+        for index in range(messages):
+            role = Role.USER if index % 2 == 0 else Role.ASSISTANT
+            text = f"Message number {index}. " + "Some words to read. " * 12
+            transcript.append(role=role, blocks=[TextBlock(text=text)])
+    if shared_with:
+        sharing.share_conversation(
+            user=user,
+            conversation_id=conversation.pk,
+            username=shared_with,
+            role=MemberRole.PARTICIPANT,
+        )
+    return conversation.pk
 
 
 def set_state(conversation_id: int, state: AgentState) -> None:

@@ -126,7 +126,7 @@ def test_a_message_that_could_not_be_sent_keeps_its_text_and_offers_retry(open_p
     page.get_by_role("textbox", name="Message").press("Enter")
     alert = page.locator("#composer-error")
     expect(alert).to_contain_text(
-        "Parley could not be reached. Check your connection and try again."
+        "Not sent: Parley could not be reached. Your message is kept here."
     )
     expect(page.get_by_role("textbox", name="Message")).to_have_value("Sent while offline")
     page.context.set_offline(False)
