@@ -99,6 +99,8 @@ bench: $(MO)
 	@PARLEY_EXTRAS="dev bench" scripts/bootstrap.sh
 	$(PYTHON) -m bench
 
+# Reads the sources only; the settings load under DEBUG (no SECRET_KEY needed).
+makemessages: export DEBUG ?= true
 makemessages: bootstrap
 	$(PYTHON) manage.py makemessages --no-wrap --no-obsolete --no-location -l en -l zh_Hans -l pt_BR -i ".venv/*" -i "tests/*" -i "scripts/*"
 
