@@ -35,6 +35,8 @@ type Next = Position | Attend | None
 
 
 class Conversation:
+    """The API's calls on one conversation; refusals the session goes on from are shown."""
+
     def __init__(self, api: Api, screen: Screen, conversation_id: int) -> None:
         self.api = api
         self.screen = screen
@@ -47,6 +49,7 @@ class Conversation:
         return self.api.call("GET", self.path())
 
     def position(self) -> Position:
+        """Where the transcript is now, to follow what is sent next from."""
         conversation = self.detail()
         messages = conversation["messages"]
         texts = {m["id"]: m["text"] for m in messages if m["role"] == "assistant"}

@@ -3,10 +3,12 @@ followed over the event stream until the turn ends, fails, or asks something, wh
 at once.
 """
 
-from terminal import approvals, elicitations, questions
 from terminal.api import APPROVAL, ELICITATION, TOOL_REQUESTS, Event, InvalidToken
+from terminal.approvals import decide_all
 from terminal.conversation import Attend, Conversation, Next, Position
+from terminal.elicitations import elicit
 from terminal.prompts import Prompts
+from terminal.questions import answer
 from terminal.render import Printer, show_history
 from terminal.text import shown_line
 
@@ -50,20 +52,17 @@ class Session:
         pending = result.get("pendingQuestions")
         if pending is None:  # a server from before approvals
             pending = [result["pendingQuestion"]] if result.get("pendingQuestion") else []
-        elicitations_asked = [
-            p
-            for p in pending
-            if p.get("tool") == ELICITATION and p["toolCallId"] not in self.handled
-        ]
-        approvals_asked = [p for p in pending if p.get("tool") == APPROVAL]
-        questions_asked = [p for p in pending if p.get("tool") not in TOOL_REQUESTS]
-        if elicitations_asked:
-            self.handled.add(elicitations_asked[0]["toolCallId"])
-            return elicitations.elicit(self.conversation, self.prompts, elicitations_asked[0])
-        if approvals_asked:
-            return approvals.decide_all(self.conversation, self.prompts, approvals_asked)
-        if questions_asked:
-            return questions.answer(self.conversation, self.prompts, questions_asked[0])
+        elicitations = [p for p in pending if p.get("tool") == ELICITATION]
+        elicitations = [p for p in elicitations if p["toolCallId"] not in self.handled]
+        approvals = [p for p in pending if p.get("tool") == APPROVAL]
+        questions = [p for p in pending if p.get("tool") not in TOOL_REQUESTS]
+        if elicitations:
+            self.handled.add(elicitations[0]["toolCallId"])  # each is asked once
+            return elicit(self.conversation, self.prompts, elicitations[0])
+        if approvals:
+            return decide_all(self.conversation, self.prompts, approvals)
+        if questions:
+            return answer(self.conversation, self.prompts, questions[0])
         return None
 
     def follow(self, position: Position) -> Next:
