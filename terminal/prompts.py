@@ -1,0 +1,121 @@
+"""Asking the person at the terminal: in a terminal with questionary (arrow keys, Space, Enter),
+in a pipe by typed words and numbers, where a reply that does not fit is explained and asked
+again.
+
+Ctrl+C reaches the caller as KeyboardInterrupt (it rejects, denies or cancels what is asked),
+Ctrl+D or the end of a pipe as EOFError.
+"""
+
+import sys
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any
+
+import questionary
+
+from terminal.render import Screen
+from terminal.text import shown_line
+
+
+@dataclass(frozen=True)
+class Parsed:
+    """A reply read: its value, or what is wrong with it."""
+
+    value: Any = None
+    problem: str | None = None
+
+
+def select(title: str, choices: list[tuple[str, Any]], *, default=None, instruction=None):
+    """One of `choices` ((title, value)) with the arrow keys and Enter, from `default`'s."""
+    options = [questionary.Choice(title=t, value=v) for t, v in choices]
+    start = next((o for o in options if o.value == default and default is not None), None)
+    return questionary.select(
+        title, choices=options, default=start, instruction=instruction
+    ).unsafe_ask()
+
+
+def drop_typed_ahead() -> None:
+    """Forget keys typed before an approval was shown (an Enter meant for something else
+    must not allow a call)."""
+    try:
+        import termios
+
+        termios.tcflush(sys.stdin.fileno(), termios.TCIFLUSH)
+    except (ImportError, OSError, ValueError):
+        pass
+
+
+class Prompts:
+    """The prompts every kind of request uses, in a terminal or in a pipe."""
+
+    def __init__(self, screen: Screen) -> None:
+        self.screen = screen
+        self.interactive = screen.interactive
+
+    def say(self, text: str) -> None:
+        self.screen.out.write(text)
+
+    def until_it_fits(self, read: Callable[[], str], parse: Callable[[str], Parsed]):
+        """Read a reply until `parse` takes it; each that does not is explained."""
+        while True:
+            parsed = parse(read())
+            if parsed.problem is None:
+                return parsed.value
+            self.say(parsed.problem)
+
+    def word(self, prompt: str, words: dict[str, Any], problem: str):
+        """In a pipe: the value of the word typed (any case), asked until it is one."""
+        while True:
+            reply = input(prompt).strip().lower()
+            if reply in words:
+                return words[reply]
+            self.say(problem)
+
+    def choose(self, title: str, choices: list[tuple[str, str]]) -> str:
+        """One of `choices` ((label, value)): a select in a terminal, its word in a pipe."""
+        if self.interactive:
+            return select(title, choices)
+        words = {label.split(":")[0].lower(): value for label, value in choices}
+        hint = ", ".join(words)
+        return self.word(f"{title} Type {hint}: ", words, f"Type one of: {hint}.")
+
+    def pick(self, label: str, choices: list[tuple[str, Any]], default=None):
+        """One of `choices` ((title, value)): a select in a terminal, its number in a pipe."""
+        if self.interactive:
+            return select(label, choices, default=default)
+        self.say(label)
+        for number, (title, _) in enumerate(choices, 1):
+            self.say(f"  {number}) {title}")
+        while True:
+            reply = input(f"Number 1-{len(choices)}: ").strip()
+            if reply.isdecimal() and reply.isascii() and 1 <= int(reply) <= len(choices):
+                return choices[int(reply) - 1][1]
+            self.say(f"Choose by number, 1-{len(choices)}.")
+
+    def yes_no(self, label: str, default: bool) -> bool:
+        if self.interactive:
+            return questionary.confirm(label, default=default, auto_enter=False).unsafe_ask()
+        while True:
+            reply = input(f"{label} (y/n) [{'y' if default else 'n'}]: ").strip().lower()
+            if not reply:
+                return default
+            if reply in ("y", "yes", "n", "no"):
+                return reply.startswith("y")
+            self.say("Type y or n.")
+
+    def text(self, label: str, default: str = "") -> str:
+        """Any text, `default` when left empty."""
+        if self.interactive:
+            return questionary.text(label, default=default).unsafe_ask()
+        return input(f"{label} ") or default
+
+    def checked(self, label: str, default: str, parse: Callable[[str], Parsed]):
+        """Text that `parse` takes, as its value: checked as it is typed in a terminal, asked
+        again in a pipe (`default` when left empty)."""
+        if self.interactive:
+            text = questionary.text(
+                f"{label}:", default=default, validate=lambda typed: parse(typed).problem or True
+            ).unsafe_ask()
+            return parse(text).value
+        suffix = f" [{shown_line(default)}]" if default else ""
+        return self.until_it_fits(lambda: input(f"{label}{suffix}: ") or default, parse)
