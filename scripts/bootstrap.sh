@@ -2,6 +2,7 @@
 # Creates .venv with Python >= 3.12 and installs exactly the versions in uv.lock (every
 # transitive dependency, with hashes), using the uv version that pyproject.toml requires.
 # Re-running is cheap: nothing is installed again while pyproject.toml and uv.lock are unchanged.
+# What it says goes to stderr: `TOKEN=$(make -s token NAME=demo)` captures the token alone.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -44,7 +45,7 @@ if [ ! -x "$VENV/bin/python" ] || ! python_ok "$VENV/bin/python"; then
         echo "  Install one (for example 'pyenv install 3.13') or set PYTHON=/path/to/python3.13." >&2
         exit 1
     fi
-    echo "bootstrap: creating $VENV with $PY"
+    echo "bootstrap: creating $VENV with $PY" >&2
     rm -rf "$VENV"
     "$PY" -m venv "$VENV"
 fi
@@ -58,7 +59,7 @@ PY
 )
 # `uv --version` prints "uv 0.13.9 (x86_64-unknown-linux-gnu)".
 if [ "$("$UV" --version 2>/dev/null | cut -d' ' -f2)" != "$uv_version" ]; then
-    echo "bootstrap: installing uv $uv_version into $UV_VENV"
+    echo "bootstrap: installing uv $uv_version into $UV_VENV" >&2
     rm -rf "$UV_VENV"
     "$VENV/bin/python" -m venv "$UV_VENV"
     "$UV_VENV/bin/python" -m pip install --quiet --disable-pip-version-check "uv==$uv_version"
@@ -75,7 +76,7 @@ EXTRAS=${PARLEY_EXTRAS:-dev}
 SYNC="sync --quiet --frozen --compile-bytecode"
 want=$( (cat pyproject.toml uv.lock; echo "$EXTRAS $SYNC") | sha256sum | cut -d' ' -f1)
 if [ "$(cat "$STAMP" 2>/dev/null)" != "$want" ]; then
-    echo "bootstrap: installing the dependencies locked in uv.lock (extras: $EXTRAS)"
+    echo "bootstrap: installing the dependencies locked in uv.lock (extras: $EXTRAS)" >&2
     # shellcheck disable=SC2046,SC2086
     "$UV" $SYNC $(printf -- '--extra %s ' $EXTRAS) --python "$VENV/bin/python"
     echo "$want" > "$STAMP"
