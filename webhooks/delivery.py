@@ -162,7 +162,16 @@ class InFlight:
             concurrent.futures.wait(running, timeout=wait)
         with self._lock:
             done = [future for future in self._running if future.done()]
-            return [(self._running.pop(future), future.result()) for future in done]
+            return [(self._running.pop(future), _outcome(future)) for future in done]
+
+
+def _outcome(future: concurrent.futures.Future) -> tuple[int | None, str]:
+    """An attempt's outcome; one that raised is a failure to retry, never the sweep's end."""
+    failure = future.exception()
+    if failure is None:
+        return future.result()
+    logger.error("an outbox attempt raised", exc_info=failure)
+    return None, f"{type(failure).__name__}: {failure}"[:500]
 
 
 in_flight = InFlight()

@@ -20,7 +20,7 @@ from questions import services as questions
 from questions.blocks import Answer
 from tests.api.tool_requests import SHOPPING, WRITE_NOTE, ask_approvals, ask_elicitation
 from tests.fakes import WebhookReceiver
-from webhooks import addresses, delivery
+from webhooks import addresses, delivery, sending
 from webhooks import services as webhook_services
 from webhooks.addresses import NOT_PUBLIC
 from webhooks.models import Delivery, DeliveryStatus, DisabledReason, Webhook
@@ -408,6 +408,20 @@ def test_one_users_slow_receivers_take_only_their_share_of_a_round(
         ("ada", "pending", 1),  # timed out: retried later
         ("mallory", "delivered", 1),
     ]
+
+
+def test_an_attempt_that_raises_is_a_failure_to_retry_and_the_round_goes_on(
+    user, conversation, hooked, receiver, ask, monkeypatch
+):
+    async def broken(post):
+        raise RuntimeError("a bug in the sender")
+
+    monkeypatch.setattr(sending, "send", broken)
+    ask(user, conversation)
+    assert delivery.deliver_due() == 1
+    row = Delivery.objects.get()
+    assert (row.status, row.attempts) == (DeliveryStatus.PENDING, 1)
+    assert row.last_error == "RuntimeError: a bug in the sender"
 
 
 def test_a_slow_attempt_outlives_its_round_and_holds_its_owners_share_meanwhile(
