@@ -17,9 +17,8 @@ WORKERS ?= 2
 LIVE_WORKERS ?= 3
 PYTEST := $(PYTHON) -m pytest
 
-.PHONY: dev-database token user chat
 .PHONY: run test test-fast test-live test-postgres check lock-check lock upgrade bench bootstrap \
-	messages makemessages lint format docs
+	messages makemessages lint format docs dev-database token user chat
 
 bootstrap:
 	@scripts/bootstrap.sh
