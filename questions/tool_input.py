@@ -148,6 +148,8 @@ def schema_error(value: Any, schema: dict) -> ValidationError | None:
     draft = jsonschema.validators.validator_for(schema, jsonschema.Draft202012Validator)
     validator = _BOUNDED.get(draft, _BOUNDED[jsonschema.Draft202012Validator])
     try:
+        # A schema that is not JSON Schema ("type": 5) would make the keywords raise.
+        validator.check_schema(schema)
         errors = validator(schema, registry=referencing.Registry()).iter_errors(value)
         return jsonschema.exceptions.best_match(errors)
     except (jsonschema.exceptions.SchemaError, referencing.exceptions.Unresolvable):

@@ -156,6 +156,22 @@ def test_a_schemas_remote_ref_is_never_fetched(user, conversation, dispatched, m
     assert tool_requests.decision_for(conversation.pk, "e1").arguments == {"name": "anything"}
 
 
+@pytest.mark.django_db
+@pytest.mark.parametrize(
+    "schema",
+    [{"type": 5}, {"type": "object", "properties": {"name": {"enum": 5}}}, {"required": "name"}],
+    ids=["a type that is a number", "an enum that is not a list", "required not a list"],
+)
+def test_an_edit_against_a_schema_that_is_not_json_schema_is_left_to_the_server(
+    user, conversation, dispatched, schema
+):
+    """A schema the server sent that is not JSON Schema cannot judge an edit: it goes through
+    as the person wrote it (the server judges the call), never a 500."""
+    ask_approval(conversation, schema)
+    decide_edit(user, conversation, {"name": "anything"})
+    assert tool_requests.decision_for(conversation.pk, "e1").arguments == {"name": "anything"}
+
+
 def nested(levels: int) -> str:
     """An object whose `name` nests arrays so that the whole is `levels` deep."""
     return '{"name": ' + "[" * (levels - 1) + "]" * (levels - 1) + "}"
