@@ -38,11 +38,6 @@ def mcp_live(tmp_path_factory):
     server.stop()
 
 
-@pytest.fixture
-def account(mcp_live, request):
-    return add_account(mcp_live, f"ada-{request.node.name[-40:]}-{secrets.token_hex(3)}")
-
-
 def question(text: str, *labels: str) -> dict:
     return {
         "questions": [
