@@ -227,7 +227,7 @@ def _resolve_pause_by_message(
 ) -> dispatch.Next | None:
     """The pausing call's tool takes the message as the resolution (a question: as the
     answer); None if nothing waits for it."""
-    for resolver in tools.message_resolvers():
+    for resolver in tools.message_resolvers:
         if (next := resolver(transcript, message, user)) is not None:
             return next
     tool = tools.registered(open_calls[0].name) if open_calls else None

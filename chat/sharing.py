@@ -9,10 +9,9 @@ each socket and event stream re-read its access at once, so a removed member's c
 moments, and their sidebar and question count follow.
 """
 
-from collections.abc import Callable
-
 from django.contrib.auth import get_user_model
 from django.db import transaction
+from django.dispatch import Signal
 from django.utils.translation import gettext_lazy as _
 
 from chat.models import Conversation, MemberRole, Membership
@@ -31,16 +30,11 @@ class SharingRefused(ParleyError):
     status = 400
 
 
-# Called inside the transaction of a change with (conversation, user_id, role): the member's
-# new role, None once removed. Registered from AppConfig.ready() by the apps above chat (the
-# questions a participant was assigned go back to everyone when they can no longer answer).
-AccessListener = Callable[[Conversation, int, str | None], None]
-_listeners: list[AccessListener] = []
-
-
-def on_access_changed(listener: AccessListener) -> None:
-    if listener not in _listeners:
-        _listeners.append(listener)
+# Sent inside the transaction of a change, holding the conversation's lock, as
+# `receiver(sender=Conversation, conversation=..., user_id=..., role=...)`: the member's new
+# role, None once removed. The apps above chat connect from AppConfig.ready() (the questions
+# a participant was assigned go back to everyone when they can no longer answer).
+access_changed = Signal()
 
 
 @transaction.atomic
@@ -93,8 +87,7 @@ def remove_member(*, user, conversation_id: int, member_id: int) -> None:
 
 
 def _changed(conversation: Conversation, user_id: int, role: str | None) -> None:
-    for listener in _listeners:
-        listener(conversation, user_id, role)
+    access_changed.send(sender=Conversation, conversation=conversation, user_id=user_id, role=role)
     events.send_on_commit(
         events.user_group(user_id), events.access_changed(user_id, conversation.pk)
     )

@@ -14,7 +14,9 @@ from collections.abc import Callable
 from django.db import transaction
 from django.dispatch import Signal
 
-_jobs: list[Callable[[], None]] = []
+from core.registry import Registry
+
+_jobs: Registry[Callable[[], None]] = Registry("background jobs")
 
 # Sent after a commit that made jobs due (`run_soon_on_commit`).
 jobs_due = Signal()
@@ -22,8 +24,7 @@ jobs_due = Signal()
 
 def every_sweep(job: Callable[[], None]) -> None:
     """Run the sync `job` (it may use the database) on every sweep of every process."""
-    if job not in _jobs:
-        _jobs.append(job)
+    _jobs.add(job)
 
 
 def registered() -> list[Callable[[], None]]:

@@ -22,4 +22,4 @@ class QuestionsConfig(AppConfig):
         tools.register_action(ELICITATION_TYPE, "questions/elicitation.html")
         tools.resolve_pauses_by_message(tool_requests.deny_by_message)
         jobs.every_sweep(deadlines.sweep)
-        sharing.on_access_changed(services.members_changed)
+        sharing.access_changed.connect(services.members_changed, dispatch_uid="questions")

@@ -1,14 +1,16 @@
 """What happens to questions, told to the apps that listen (webhooks): asked, answered,
 rejected, expired, and the reminder before a deadline.
 
-Listeners register from their AppConfig.ready() and are called inside the transaction that
-made the change, so what they write (an outbox row) commits or rolls back with it; anything
-that leaves the process must wait for the commit.
+Apps connect receivers to the `question_changed` signal from their AppConfig.ready(); each is
+called as `receiver(sender=QuestionEvent, event=...)` inside the transaction that made the
+change, so what it writes (an outbox row) commits or rolls back with it; anything that leaves
+the process must wait for the commit. A receiver that raises rolls the change back.
 """
 
-from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import datetime
+
+from django.dispatch import Signal
 
 from questions.models import Question, QuestionKind, QuestionStatus
 
@@ -71,16 +73,9 @@ class QuestionEvent:
     recipient_ids: tuple[int, ...]
 
 
-Listener = Callable[[QuestionEvent], None]
-_listeners: list[Listener] = []
-
-
-def listen(listener: Listener) -> None:
-    if listener not in _listeners:
-        _listeners.append(listener)
+question_changed = Signal()
 
 
 def publish(event: QuestionEvent) -> None:
-    """Call every listener, inside the caller's transaction."""
-    for listener in _listeners:
-        listener(event)
+    """Call every receiver of `question_changed`, inside the caller's transaction."""
+    question_changed.send(sender=QuestionEvent, event=event)

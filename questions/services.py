@@ -514,11 +514,13 @@ def _assign(question: Question, assignee_id: int | None, *, by, escalated: bool 
     turns.attention_changed(conversation, waiting=True)
 
 
-def members_changed(conversation: Conversation, user_id: int, role: str | None) -> None:
-    """Someone was added to the conversation, removed, or given another role (chat.sharing's
-    listener; the caller holds the conversation's lock): each pending question's block is
-    written again, so every page offers the new choice of assignees, and a question assigned
-    to someone who can no longer answer waits for everyone again."""
+def members_changed(
+    sender, *, conversation: Conversation, user_id: int, role: str | None, **kwargs
+) -> None:
+    """Someone was added to the conversation, removed, or given another role (a receiver of
+    chat.sharing.access_changed; the caller holds the conversation's lock): each pending
+    question's block is written again, so every page offers the new choice of assignees, and
+    a question assigned to someone who can no longer answer waits for everyone again."""
     pending = Question.objects.select_related("message", "assigned_to").filter(
         conversation=conversation, status=QuestionStatus.PENDING
     )

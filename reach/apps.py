@@ -15,7 +15,7 @@ class ReachConfig(AppConfig):
         from webhooks import channels
         from webhooks.models import DeliveryChannel
 
-        notifications.listen(outbox.enqueue)
+        notifications.question_changed.connect(outbox.enqueue, dispatch_uid="reach.outbox")
         channels.register(
             DeliveryChannel.EMAIL,
             channels.Channel(prepare=mail.prepare, timeout=mail.attempt_seconds),

@@ -35,7 +35,7 @@ def reaches(event: QuestionEvent) -> bool:
     )
 
 
-def enqueue(event: QuestionEvent) -> None:
+def enqueue(sender, *, event: QuestionEvent, **kwargs) -> None:
     """Queue an e-mail for each recipient who asked for them (and has an address), and a push
     to each browser of each recipient with no Parley page open (core.presence). What is sent
     is read when it is sent: a question resolved by then is not sent at all."""

@@ -14,5 +14,5 @@ class WebhooksConfig(AppConfig):
         from questions import notifications
         from webhooks import delivery, services
 
-        notifications.listen(services.enqueue)
+        notifications.question_changed.connect(services.enqueue, dispatch_uid="webhooks")
         jobs.every_sweep(delivery.deliver_due)

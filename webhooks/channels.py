@@ -7,6 +7,7 @@ from dataclasses import dataclass
 
 from django.conf import settings
 
+from core.registry import Registry
 from webhooks.models import Delivery
 from webhooks.sending import Post
 
@@ -42,16 +43,17 @@ class Channel:
         return self.timeout() if self.timeout is not None else settings.WEBHOOK_TIMEOUT
 
 
-_channels: dict[str, Channel] = {}
+# Every channel by the name its deliveries carry.
+registry: Registry[Channel] = Registry("outbox channels")
 
 
 def register(name: str, channel: Channel) -> None:
-    _channels[name] = channel
+    registry.add(channel, key=name)
 
 
 def channel(name: str) -> Channel | None:
-    return _channels.get(name)
+    return registry.get(name)
 
 
 def registered() -> list[Channel]:
-    return list(_channels.values())
+    return list(registry)

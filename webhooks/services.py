@@ -93,7 +93,7 @@ def event_body(event: QuestionEvent) -> str:
     )
 
 
-def enqueue(event: QuestionEvent) -> None:
+def enqueue(sender, *, event: QuestionEvent, **kwargs) -> None:
     """The outbox: one delivery per enabled webhook that wants the event, in the caller's
     transaction; delivered after commit (core.jobs: the outbox's sweep job)."""
     hook_ids = list(

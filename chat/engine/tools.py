@@ -15,6 +15,7 @@ from typing import TYPE_CHECKING
 from pydantic import BaseModel, ConfigDict, ValidationError
 
 from chat.blocks import ToolCallBlock, ToolResultBlock
+from core.registry import Registry
 from core.text import drop_invisible
 
 if TYPE_CHECKING:
@@ -161,44 +162,43 @@ def invalid_arguments(name: str, error: ValidationError) -> str:
 
 # --- The registry ----------------------------------------------------------------------------
 
-_tools: dict[str, Tool] = {}
+# Every tool by name, offered now or not (a call stored earlier names one).
+registry: Registry[Tool] = Registry("tools")
 # Awaited before each model request: apps whose tools come and go (MCP servers) bring the
 # registry up to date there.
-_preparations: list[Callable[[], Awaitable[None]]] = []
+preparations: Registry[Callable[[], Awaitable[None]]] = Registry("tool preparations")
 
 
 def register(tool: Tool) -> Tool:
-    _tools[tool.name] = tool
-    return tool
+    return registry.add(tool, key=tool.name)
 
 
 def unregister(name: str) -> None:
-    _tools.pop(name, None)
+    registry.remove(name)
 
 
 def before_offering(prepare: Callable[[], Awaitable[None]]) -> None:
     """Have `prepare` awaited before the tools are offered to the model (`prepare()`)."""
-    if prepare not in _preparations:
-        _preparations.append(prepare)
+    preparations.add(prepare)
 
 
 async def prepare() -> None:
-    for preparation in _preparations:
+    for preparation in preparations:
         await preparation()
 
 
 def registered(name: str) -> Tool | None:
     """The tool of this name, whether offered now or not (a call stored earlier)."""
-    return _tools.get(name)
+    return registry.get(name)
 
 
 def all_registered() -> list[Tool]:
     """Every registered tool, offered now or not."""
-    return list(_tools.values())
+    return list(registry)
 
 
 def offered(name: str) -> Tool | None:
-    tool = _tools.get(name)
+    tool = registry.get(name)
     return tool if tool is not None and tool.enabled() else None
 
 
@@ -206,7 +206,7 @@ def specs(*, is_subagent: bool = False) -> list[ToolSpec]:
     """Every tool offered to the model (to a sub-agent: those it may call)."""
     return [
         tool.spec()
-        for tool in list(_tools.values())
+        for tool in registry
         if tool.enabled() and not (is_subagent and tool.subagent_refusal is not None)
     ]
 
@@ -224,7 +224,7 @@ async def run(call: ToolCallBlock, context: ToolContext) -> Outcome:
     """Run one call; never raises for the tool's own failures."""
     tool = offered(call.name)
     if tool is None:
-        known = ", ".join(sorted(t.name for t in _tools.values() if t.enabled()))
+        known = ", ".join(sorted(t.name for t in registry if t.enabled()))
         return ToolResultBlock.error(
             call.id, f"Unknown tool {call.name!r}. Available tools: {known}."
         )
@@ -238,32 +238,27 @@ async def run(call: ToolCallBlock, context: ToolContext) -> Outcome:
 
 # Ways a pause may be resolved by the user's message before its tool's own (an approval, which
 # the process that gets the message may not have the tool of): each returns a Next or None.
-_message_resolvers: list[Callable] = []
+message_resolvers: Registry[Callable] = Registry("pause resolvers")
 
 
 def resolve_pauses_by_message(resolver: Callable) -> None:
     """`resolver(transcript, reply, user)` is asked first when the user sends a message while
     the turn is paused (chat.services); it returns what happens next, or None."""
-    if resolver not in _message_resolvers:
-        _message_resolvers.append(resolver)
-
-
-def message_resolvers() -> list[Callable]:
-    return list(_message_resolvers)
+    message_resolvers.add(resolver)
 
 
 # Action blocks that no one tool shows (an approval before any tool runs): their templates.
-_action_templates: dict[str, str] = {}
+action_templates: Registry[str] = Registry("action block templates")
 
 
 def register_action(action_type: str, template_name: str) -> None:
     """Have action blocks of `action_type` rendered by `template_name` (as a pausing tool's
     are by its own), with `block` and `conversation` in the context."""
-    _action_templates[action_type] = template_name
+    action_templates.add(template_name, key=action_type)
 
 
 def template_for_action(action_type: str) -> str | None:
     """The template of an action block's type (None if none is registered)."""
-    if action_type in _action_templates:
-        return _action_templates[action_type]
-    return next((t.template_name for t in _tools.values() if t.action_type == action_type), None)
+    if (template := action_templates.get(action_type)) is not None:
+        return template
+    return next((t.template_name for t in registry if t.action_type == action_type), None)

@@ -24,14 +24,15 @@ class FileInput(ToolInput):
 
 
 @pytest.fixture
-def file_tool(monkeypatch):
+def file_tool():
     tool = FunctionTool(
         name="describe_file",
         description="Describe a file.",
         input_model=FileInput,
         function=lambda arguments, context: f"{arguments.path} is 3 KB",
     )
-    monkeypatch.setattr(tools, "_tools", {**tools._tools, tool.name: tool})
+    with tools.registry.added(tool, key=tool.name):
+        yield tool
 
 
 @pytest.fixture

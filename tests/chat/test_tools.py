@@ -72,10 +72,10 @@ def echo(arguments: EchoInput, context: ToolContext) -> str:
 
 
 @pytest.fixture
-def echo_tool(monkeypatch):
+def echo_tool():
     tool = FunctionTool(name="echo", description="Echo.", input_model=EchoInput, function=echo)
-    monkeypatch.setattr(tools, "_tools", {**tools._tools, tool.name: tool})
-    return tool
+    with tools.registry.added(tool, key=tool.name):
+        yield tool
 
 
 async def test_a_tools_own_failure_is_an_error_result_and_long_results_are_cut(echo_tool):

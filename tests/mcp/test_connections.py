@@ -84,8 +84,9 @@ async def connected() -> AsyncIterator[Connections]:
         here = mcp_tools._connections.pop(loop, None)
         if here is not None:
             await here.close()
-        for name in [n for n, t in tools._tools.items() if isinstance(t, McpTool)]:
-            tools.unregister(name)
+        for tool in tools.registry:
+            if isinstance(tool, McpTool):
+                tools.unregister(tool.name)
     assert server_processes() == []
 
 

@@ -144,10 +144,17 @@ def test_the_page_shows_assign_to_with_the_owner_and_participants(asked, user):
     assert ">ada<" in select and ">bob<" in select and ">vera<" not in select
 
 
-def test_events_name_their_recipients(asked, user, bob, committed, monkeypatch):
+def test_events_name_their_recipients(asked, user, bob, committed):
     published: list[notifications.QuestionEvent] = []
-    monkeypatch.setattr(notifications, "_listeners", [published.append])
-    assign(user, asked, bob, committed)
+
+    def record(sender, event, **kwargs):
+        published.append(event)
+
+    notifications.question_changed.connect(record)
+    try:
+        assign(user, asked, bob, committed)
+    finally:
+        notifications.question_changed.disconnect(record)
     assert [(e.type, e.recipient_ids, e.owner_id) for e in published] == [
         (notifications.ASSIGNED, (bob.pk,), user.pk)
     ]
