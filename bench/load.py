@@ -4,13 +4,18 @@ two workers, PostgreSQL (a database of its own, dropped afterwards) and Redis.
 Each flow is a person on one of the two web processes (alternately): a new conversation with
 its tab open, a message, the agent's question, the answer; measured from the answer's POST to
 the tab receiving the completed reply (the final message, rendered). Errors are flows that
-failed or timed out. Peak DB connections: pg_stat_activity for the database, sampled.
+failed or timed out. Peak DB connections: pg_stat_activity for the database, sampled. CPU
+per flow: the CPU seconds (user and system, /proc) every Parley process (web and worker) spent
+while the level's flows ran, divided by the flows: what an operator pays for each answered
+question, whatever the machine's number of cores.
 """
 
 import asyncio
+import os
 import statistics
 import threading
 import time
+from collections.abc import Callable
 
 import psycopg
 
@@ -42,20 +47,37 @@ async def flow(person: Person) -> float:
         await tab.close()
 
 
-async def level(urls: list[str], n: int) -> tuple[list[float], int]:
+def cpu_seconds(pids: list[int]) -> float:
+    """The CPU time (user and system) the processes have used so far."""
+    ticks = 0
+    for pid in pids:
+        with open(f"/proc/{pid}/stat") as stat:
+            # After the command's name, in parentheses: utime and stime are fields 14 and 15.
+            fields = stat.read().rsplit(")", 1)[1].split()
+        ticks += int(fields[11]) + int(fields[12])
+    return ticks / os.sysconf("SC_CLK_TCK")
+
+
+async def level(
+    urls: list[str], n: int, cpu: Callable[[], float] = lambda: 0.0
+) -> tuple[list[float], int, float]:
+    """The flows' times, the number that failed, and the CPU seconds the servers spent on
+    them (`cpu()` before and after)."""
     # Signed in before the flows start: a login's password hashing is not what is measured.
     people = [Person(url) for url in urls]
     for person in people:
         await person.log_in()
     try:
+        before = cpu()
         results = await asyncio.gather(
             *(flow(people[i % len(people)]) for i in range(n)), return_exceptions=True
         )
+        spent = cpu() - before
     finally:
         for person in people:
             await person.close()
     times = [r for r in results if isinstance(r, float)]
-    return times, len(results) - len(times)
+    return times, len(results) - len(times), spent
 
 
 class ConnectionCounter:
@@ -98,16 +120,18 @@ def run(model_url: str) -> dict:
         ) as servers,
     ):
         urls = [server.url for server in servers]
+        pids = servers.pids()
         asyncio.run(level(urls, 2))  # warm up
         counter = ConnectionCounter(database_url)
         try:
             for n in LEVELS:
                 counter.reset()
-                times, errors = asyncio.run(level(urls, n))
+                times, errors, spent = asyncio.run(level(urls, n, lambda: cpu_seconds(pids)))
                 ms = sorted(t * 1000 for t in times)
                 results[str(n)] = {
                     "flows": n,
                     "errors": errors,
+                    "cpu_ms_per_flow": round(spent * 1000 / n, 1),
                     "p50_ms": round(statistics.median(ms), 1) if ms else None,
                     "p95_ms": round(ms[min(len(ms) - 1, round(0.95 * (len(ms) - 1)))], 1)
                     if ms

@@ -47,9 +47,19 @@ def flush_redis(url: str) -> None:
     redis.Redis.from_url(url).flushdb()
 
 
+class Servers(list):
+    """The web servers (LiveServer), and the worker processes beside them (`workers`)."""
+
+    workers: list[subprocess.Popen]
+
+    def pids(self) -> list[int]:
+        """Every Parley process: the web servers' and the workers'."""
+        return [server.process.pid for server in self] + [w.pid for w in self.workers]
+
+
 @contextlib.contextmanager
 def parley(model_url: str, *, webs: int = 1, workers: int = 0, database_url: str = "", **env):
-    """`webs` daphne processes (and `workers` workers) on one database; yields the servers."""
+    """`webs` daphne processes (and `workers` workers) on one database; yields `Servers`."""
     workdir = Path(tempfile.mkdtemp(prefix="parley-bench-"))
     env = {**model_env(model_url), **env}
     first = LiveServer(workdir, database_url=database_url, **env)
@@ -65,7 +75,9 @@ def parley(model_url: str, *, webs: int = 1, workers: int = 0, database_url: str
         for server in servers:
             server.start()
         running = [first.start_worker() for _ in range(workers)]
-        yield servers
+        started = Servers(servers)
+        started.workers = running
+        yield started
     finally:
         for process in running:
             process.terminate()
