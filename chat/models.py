@@ -157,6 +157,42 @@ class Conversation(models.Model):
     def __str__(self) -> str:
         return self.title or str(_("Untitled conversation"))
 
+    @classmethod
+    def from_db(cls, db, field_names, values, **kwargs):
+        """As Django's "customizing model loading" shows: the values read, so that a save
+        writes only the fields set since (`changed_fields`)."""
+        instance = super().from_db(db, field_names, values, **kwargs)
+        instance._saved_values = dict(zip(field_names, values, strict=True))
+        return instance
+
+    def save(self, *args, **kwargs) -> None:
+        super().save(*args, **kwargs)
+        saved = kwargs.get("update_fields")
+        fields = self._meta.concrete_fields
+        known = getattr(self, "_saved_values", {})
+        deferred = self.get_deferred_fields()
+        for field in fields:
+            if (saved is None and field.attname not in deferred) or (
+                saved is not None and field.name in saved
+            ):
+                known[field.attname] = getattr(self, field.attname)
+        self._saved_values = known
+
+    def changed_fields(self) -> list[str] | None:
+        """The fields set to another value since the row was read or saved (compared by
+        value: every field of a conversation holds an immutable value); None for a row not
+        read from the database."""
+        known = getattr(self, "_saved_values", None)
+        if known is None:
+            return None
+        deferred = self.get_deferred_fields()
+        return [
+            field.name
+            for field in self._meta.concrete_fields
+            if field.attname not in deferred
+            and (field.attname not in known or getattr(self, field.attname) != known[field.attname])
+        ]
+
     @property
     def is_running(self) -> bool:
         return self.agent_state in RUNNING_STATES

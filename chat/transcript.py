@@ -72,9 +72,14 @@ class Transcript:
         return self.conversation.seq - self.seq_before
 
     def save(self) -> None:
-        """Save the conversation's row and announce the newest change (after commit)."""
+        """Save what changed of the conversation's row and announce the newest change (after
+        commit)."""
         conversation = self.conversation
-        conversation.save(force_update=True)
+        changed = conversation.changed_fields()
+        if changed is None:
+            conversation.save(force_update=True)
+        elif changed:
+            conversation.save(update_fields=changed)
         if not self.changes:
             return
         appended = self._appended if self.changes == 1 else None

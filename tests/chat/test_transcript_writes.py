@@ -7,7 +7,8 @@ import asyncio
 import logging
 
 import pytest
-from django.db import transaction
+from django.db import connection, transaction
+from django.test.utils import CaptureQueriesContext
 
 from chat import services
 from chat.blocks import TextBlock, ToolCallBlock, ToolResultBlock
@@ -359,3 +360,22 @@ async def test_waits_on_changes_skip_text_streamed_ahead_of_its_change():
         await events.publish(group, events.conversation_changed(7, 99))
         assert await asyncio.wait_for(subscription.wait(5), 5)
         assert subscription.last_event["seq"] == 99
+
+
+def test_an_edit_writes_only_the_columns_it_changed(conversation):
+    """A transcript edit saves the conversation's row with the fields it set, not every
+    column: a long summary is not sent again, and a field another writer set (a pin) is not
+    put back."""
+    conversation.context_summary = "x" * 10_000
+    conversation.save()
+    read = Conversation.objects.get(pk=conversation.pk)
+    Conversation.objects.filter(pk=conversation.pk).update(pinned=True)  # another request
+
+    with CaptureQueriesContext(connection) as captured, Transcript(read) as transcript:
+        transcript.touch()
+
+    (update,) = [q["sql"] for q in captured if q["sql"].startswith("UPDATE")]
+    assert '"seq"' in update and '"updated_at"' in update
+    assert "context_summary" not in update and '"pinned"' not in update
+    read.refresh_from_db()
+    assert read.pinned and read.seq == conversation.seq + 1
