@@ -1,5 +1,5 @@
-"""The settings page: the user's preferences, signing out everywhere, and links to tokens
-and webhooks."""
+"""The settings page: the user's preferences and signing out everywhere (the sections other
+apps add to it: accounts.settings_page)."""
 
 from django.conf import settings
 from django.contrib import messages
@@ -11,7 +11,7 @@ from django.utils.translation import activate, get_language, gettext_lazy
 from django.utils.translation import gettext as _
 from django.views.decorators.http import require_http_methods, require_POST
 
-from accounts import services
+from accounts import services, settings_page
 from accounts.forms import PreferencesForm, ThemeForm
 from accounts.selectors import preferences_for
 
@@ -35,19 +35,8 @@ def preferences(request: HttpRequest) -> HttpResponse:
             response = redirect("accounts:preferences")
             remember_language(response, language)
             return response
-        return render_preferences(request, form=form, status=400)
-    return render_preferences(request, form=form)
-
-
-def render_preferences(
-    request: HttpRequest, *, form: PreferencesForm | None = None, status: int = 200, **context
-) -> HttpResponse:
-    """The settings page; `context` adds what another app's section shows (the e-mail
-    address typed and its refusal)."""
-    if form is None:
-        form = PreferencesForm(instance=preferences_for(request.user))
-    context = {"form": form, "vapid_public_key": settings.VAPID_PUBLIC_KEY, **context}
-    return render(request, "accounts/preferences.html", context, status=status)
+        return settings_page.render(request, form=form, status=400)
+    return settings_page.render(request, form=form)
 
 
 def remember_language(response: HttpResponse, language: str) -> None:

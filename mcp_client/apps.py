@@ -9,7 +9,17 @@ class McpClientConfig(AppConfig):
     verbose_name = _("Tools from MCP servers")
 
     def ready(self) -> None:
+        from accounts import settings_page
         from chat.engine import tools
         from mcp_client import tools as mcp_tools
 
         tools.before_offering(mcp_tools.connect)
+        settings_page.add_link(
+            settings_page.Link(
+                name="mcp_client.tools",
+                label=_("Tools"),
+                description=_("The tools the agent can use, and which ones ask you first."),
+                url_name="mcp_client:tools",
+                order=300,
+            )
+        )

@@ -8,3 +8,16 @@ class McpServerConfig(AppConfig):
 
     name = "mcp_server"
     verbose_name = _("Agents outside Parley (MCP)")
+
+    def ready(self) -> None:
+        from accounts import settings_page
+        from mcp_server.connecting import connect_context
+
+        settings_page.add_section(
+            settings_page.Section(
+                name="mcp_server.connect",
+                template="mcp_server/connect.html#settings",
+                order=300,
+                context=connect_context,
+            )
+        )

@@ -10,8 +10,9 @@ class ReachConfig(AppConfig):
     verbose_name = _("E-mail and push")
 
     def ready(self) -> None:
+        from accounts import settings_page
         from questions import notifications
-        from reach import mail, outbox, push
+        from reach import mail, outbox, push, views
         from webhooks import channels
         from webhooks.models import DeliveryChannel
 
@@ -22,4 +23,18 @@ class ReachConfig(AppConfig):
         )
         channels.register(
             DeliveryChannel.PUSH, channels.Channel(prepare=push.prepare, gone=push.gone)
+        )
+        settings_page.add_section(
+            settings_page.Section(
+                name="reach.push",
+                template="reach/settings.html#push",
+                order=100,
+                slot=settings_page.Slot.NOTIFICATIONS,
+                context=views.push_switch,
+            )
+        )
+        settings_page.add_section(
+            settings_page.Section(
+                name="reach.address", template="reach/settings.html#address", order=100
+            )
         )

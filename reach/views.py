@@ -1,5 +1,6 @@
 """An e-mail's answer links (no login: the signed link is the credential), the service
-worker, this browser's push subscription and the user's e-mail address (Settings)."""
+worker, this browser's push subscription and the user's e-mail address (Settings: reach's
+sections of it are added in reach/apps.py)."""
 
 import json
 
@@ -13,8 +14,8 @@ from django.utils.translation import gettext as _
 from django.views.decorators.cache import never_cache
 from django.views.decorators.http import require_http_methods, require_POST
 
+from accounts import settings_page
 from accounts.selectors import preferences_for
-from accounts.views import render_preferences
 from core.errors import RateLimited
 from questions.selectors import context_line, question_url
 from reach import addresses, links, push
@@ -66,6 +67,11 @@ def service_worker(request: HttpRequest) -> HttpResponse:
     return response
 
 
+def push_switch(request: HttpRequest) -> dict:
+    """What Settings' "Notify this browser" switch needs (reach/settings.html#push)."""
+    return {"vapid_public_key": settings.VAPID_PUBLIC_KEY}
+
+
 @require_POST
 def subscribe(request: HttpRequest) -> HttpResponse:
     """Save this browser's PushSubscription (its toJSON(), as the request's JSON body)."""
@@ -96,9 +102,8 @@ def change_address(request: HttpRequest) -> HttpResponse:
     try:
         address = addresses.request_change(user=request.user, address=typed)
     except (addresses.AddressRefused, RateLimited) as refused:
-        response = render_preferences(
-            request, status=refused.status, address=typed, address_error=refused.message
-        )
+        shown = {"address": typed, "address_error": refused.message}
+        response = settings_page.render(request, status=refused.status, shown=shown)
         if isinstance(refused, RateLimited):
             response["Retry-After"] = str(refused.retry_after)
         return response

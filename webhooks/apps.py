@@ -10,9 +10,19 @@ class WebhooksConfig(AppConfig):
     verbose_name = _("Webhooks")
 
     def ready(self) -> None:
+        from accounts import settings_page
         from core import jobs
         from questions import notifications
         from webhooks import delivery, services
 
         notifications.question_changed.connect(services.enqueue, dispatch_uid="webhooks")
         jobs.every_sweep(delivery.deliver_due)
+        settings_page.add_link(
+            settings_page.Link(
+                name="webhooks.settings",
+                label=_("Webhooks"),
+                description=_("Tell another service when a question is asked or answered."),
+                url_name="webhooks:settings",
+                order=200,
+            )
+        )
