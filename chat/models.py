@@ -157,14 +157,6 @@ class Conversation(models.Model):
     def __str__(self) -> str:
         return self.title or str(_("Untitled conversation"))
 
-    @classmethod
-    def from_db(cls, db, field_names, values, **kwargs):
-        """As Django's "customizing model loading" shows: the values read, so that a save
-        writes only the fields set since (`changed_fields`)."""
-        instance = super().from_db(db, field_names, values, **kwargs)
-        instance._saved_values = dict(zip(field_names, values, strict=True))
-        return instance
-
     def save(self, *args, **kwargs) -> None:
         super().save(*args, **kwargs)
         saved = kwargs.get("update_fields")
@@ -177,6 +169,14 @@ class Conversation(models.Model):
             ):
                 known[field.attname] = getattr(self, field.attname)
         self._saved_values = known
+
+    @classmethod
+    def from_db(cls, db, field_names, values, **kwargs):
+        """As Django's "customizing model loading" shows: the values read, so that a save
+        writes only the fields set since (`changed_fields`)."""
+        instance = super().from_db(db, field_names, values, **kwargs)
+        instance._saved_values = dict(zip(field_names, values, strict=True))
+        return instance
 
     def changed_fields(self) -> list[str] | None:
         """The fields set to another value since the row was read or saved (compared by
