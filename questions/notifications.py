@@ -1,5 +1,5 @@
-"""What happens to questions, told to the apps that listen (webhooks): asked, answered,
-rejected, expired, and the reminder before a deadline.
+"""What happens to questions, told to the apps that listen (webhooks, mail and push): asked,
+answered, rejected, expired, assigned, and the reminder before a deadline.
 
 Listeners register from their AppConfig.ready() and are called inside the transaction that
 made the change, so what they write (an outbox row) commits or rolls back with it; anything
@@ -11,6 +11,7 @@ from dataclasses import dataclass
 from datetime import datetime
 
 from questions.models import Question, QuestionKind, QuestionStatus
+from questions.selectors import recipient_ids
 
 ASKED = "question.asked"
 ANSWERED = "question.answered"
@@ -84,3 +85,17 @@ def publish(event: QuestionEvent) -> None:
     """Call every listener, inside the caller's transaction."""
     for listener in _listeners:
         listener(event)
+
+
+def tell(event: str, question: Question, *, at: datetime) -> None:
+    """Publish that `event` (one of EVENT_TYPES) happened to `question` at `at`, for those it
+    waits for now (read here: `recipient_ids`), inside the caller's transaction."""
+    publish(
+        QuestionEvent(
+            type=event,
+            question=question,
+            owner_id=question.conversation.owner_id,
+            at=at,
+            recipient_ids=recipient_ids(question),
+        )
+    )
