@@ -12,7 +12,7 @@ from ninja.security import HttpBearer, SessionAuth
 from api.events import Credential
 from api.tokens import token_record, token_still_valid
 from chat.live.sessions import session_still_valid
-from questions.blocks import API, TERMINAL, Via
+from questions.payloads import API, TERMINAL, Via
 
 # The terminal client (`manage.py chat`) names itself in this header; the audit then records
 # its answers as given through the terminal rather than the API.

@@ -7,8 +7,8 @@ from ninja import Field, Schema
 from pydantic import create_model
 
 from chat.models import MemberRole
-from questions.approvals import FormField
-from questions.schemas import Question
+from questions.payloads import FormField
+from questions.schemas import AskedQuestion
 
 # Seconds a call may wait for the agent before it answers (`wait`).
 MAX_WAIT = 120.0
@@ -20,6 +20,12 @@ MAX_PAGE_SIZE = 500
 
 class Message(Schema):
     message: str
+
+
+# An asked question (questions.schemas.AskedQuestion) under the name the document has always
+# given it.
+class Question(AskedQuestion):
+    pass
 
 
 # Every error is JSON with a message (api.api's exception handlers).

@@ -1,5 +1,5 @@
 """The API's own writes: what its endpoints decide before calling the services every channel
-shares (questions.services, chat.sharing)."""
+shares (questions.resolving, chat.sharing)."""
 
 from django.db import transaction
 from django.utils.translation import gettext as _
@@ -8,9 +8,9 @@ from chat import sharing
 from chat.models import Conversation, Message
 from chat.selectors import Need, conversation_for_user, members_of
 from core.errors import ParleyError
-from questions import services as questions
-from questions.blocks import Via
+from questions import resolving
 from questions.models import QuestionKind
+from questions.payloads import Via
 from questions.selectors import pending_questions
 
 
@@ -29,7 +29,7 @@ def answer_by_text(
     tool_call_id: str | None,
     via: Via,
 ) -> Message:
-    """questions.services.answer_question_by_text, once the pending thing is known to be a
+    """questions.resolving.answer_question_by_text, once the pending thing is known to be a
     question: NotAQuestion (naming the endpoint that answers it) when everything that waits
     is an approval or an elicitation. The conversation stays locked from the check to the
     answer."""
@@ -48,7 +48,7 @@ def answer_by_text(
                 "/api/v1/conversations/%(id)s/elicitations/%(call)s."
             )
         raise NotAQuestion(message % {"id": conversation_id, "call": first.tool_call_id})
-    return questions.answer_question_by_text(
+    return resolving.answer_question_by_text(
         user=user,
         conversation_id=conversation_id,
         answers=answers,

@@ -32,11 +32,11 @@ from core.text import drop_invisible
 from mcp_client.config import ALLOW, ASK, DENY, ServerConfig
 from mcp_client.connections import Call, Connections, ServerConnection
 from mcp_client.models import ToolRun
-from questions import tool_requests
-from questions.approvals import DENY as DENIED_DECISION
-from questions.approvals import MAX_SHOWN_CHARS, ApprovalRequest, ElicitationRequest
+from questions import approvals, asking, resolving, selectors
 from questions.links import safe_link
 from questions.models import QuestionStatus
+from questions.payloads import DENY as DENIED_DECISION
+from questions.payloads import MAX_SHOWN_CHARS, ApprovalRequest, ElicitationRequest
 
 logger = logging.getLogger("parley.mcp_client")
 
@@ -119,16 +119,16 @@ class McpTool(Tool):
 
     async def run(self, call: ToolCallBlock, context: ToolContext) -> Outcome:
         conversation_id = context.conversation_id
-        decided = await db(tool_requests.decision_for)(conversation_id, call.id)
+        decided = await db(approvals.decision_for)(conversation_id, call.id)
         arguments, edited = call.arguments, False
         if decided is None:
-            if self.policy == ASK and not await db(tool_requests.always_allowed)(
+            if self.policy == ASK and not await db(approvals.always_allowed)(
                 conversation_id, self.name
             ):
                 if context.is_subagent:
                     return ToolResultBlock.error(call.id, SUBAGENT)
                 asks = await db(_approvals_to_ask)(context.lease, call)
-                await db(tool_requests.ask_approvals)(context.lease, asks)
+                await db(asking.ask_approvals)(context.lease, asks)
                 return PAUSED
         elif decided.status == QuestionStatus.EXPIRED:
             return ToolResultBlock.error(call.id, EXPIRED)
@@ -147,8 +147,8 @@ class McpTool(Tool):
         """Make the call, at most once for this tool call id."""
         conversation_id = context.conversation_id
         if not await db(_record_start)(conversation_id, call.id, self.name):
-            for key in await db(tool_requests.pending_elicitation_keys)(conversation_id, call.id):
-                await db(tool_requests.end_elicitation)(conversation_id, key)
+            for key in await db(selectors.pending_elicitation_keys)(conversation_id, call.id):
+                await db(resolving.end_elicitation)(conversation_id, key)
             return ToolResultBlock.error(call.id, INTERRUPTED)
         prefix = (
             EDITED.format(arguments=json.dumps(arguments, ensure_ascii=False)) if edited else ""
@@ -209,8 +209,8 @@ def _approvals_to_ask(
         if not isinstance(tool, McpTool) or tool.policy != ASK:
             continue
         if later.id != call.id and (
-            tool_requests.always_allowed(lease.conversation_id, tool.name)
-            or tool_requests.decision_for(lease.conversation_id, later.id) is not None
+            approvals.always_allowed(lease.conversation_id, tool.name)
+            or approvals.decision_for(lease.conversation_id, later.id) is not None
         ):
             continue
         asks.append((later, tool.approval_request(later)))
@@ -252,11 +252,11 @@ async def elicit(call: Call, server: str, params: Any) -> types.ElicitResult:
     )
     conversation_id = call.lease.conversation_id
     key = f"elicit_{uuid.uuid4().hex[:24]}"
-    await db(tool_requests.ask_elicitation)(call.lease, call.call, request, key=key)
+    await db(asking.ask_elicitation)(call.lease, call.call, request, key=key)
     try:
         async with events.subscribe(events.conversation_group(conversation_id)) as changes:
             while True:
-                outcome = await db(tool_requests.elicitation_outcome)(conversation_id, key)
+                outcome = await db(selectors.elicitation_outcome)(conversation_id, key)
                 if outcome is not None:
                     action, content = outcome
                     accepted = action == "accept" and mode == "form"
@@ -265,7 +265,7 @@ async def elicit(call: Call, server: str, params: Any) -> types.ElicitResult:
     finally:
         # The call ended first (it failed, timed out, or the turn was stopped): the request
         # can no longer be answered.
-        await asyncio.shield(db(tool_requests.end_elicitation)(conversation_id, key))
+        await asyncio.shield(db(resolving.end_elicitation)(conversation_id, key))
 
 
 # --- The connections of this process -----------------------------------------------------------

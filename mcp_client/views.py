@@ -8,7 +8,7 @@ from django.views.decorators.http import require_GET, require_POST
 from mcp_client import status
 from mcp_client.config import ALLOW, ASK, DENY, load
 from mcp_client.tools import exposed_name
-from questions import tool_requests
+from questions import approvals
 from questions.models import ToolPermission
 
 
@@ -38,5 +38,5 @@ def tools_page(request: HttpRequest) -> HttpResponse:
 
 @require_POST
 def revoke(request: HttpRequest) -> HttpResponse:
-    tool_requests.revoke_permission(user=request.user, tool=request.POST.get("tool", ""))
+    approvals.revoke_permission(user=request.user, tool=request.POST.get("tool", ""))
     return redirect("mcp_client:tools")

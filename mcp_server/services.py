@@ -4,7 +4,7 @@ A call is asked in a conversation of that client's (chat.models.Agent.EXTERNAL),
 client session, titled after the client: the call is stored as the agent's message, and the
 question shown and the conversation paused in the same transaction, by the same services as
 Parley's own agent's question tools (chat.engine.turns.begin_external_call, then
-questions.services.ask). From there it is a question like any other: the inbox, the count,
+questions.asking.ask). From there it is a question like any other: the inbox, the count,
 notifications, webhooks, its deadline and its audit. An answer ends that conversation's turn
 instead of asking a model (chat.engine.turns.resume), and the waiting call reads the row.
 """
@@ -26,7 +26,7 @@ from chat.transcript import Transcript
 from core import limits
 from core.text import clean_text
 from mcp_server.models import AgentCall
-from questions import services as questions
+from questions import asking
 from questions.models import Question
 from questions.schemas import QuestionRequest, normalise
 
@@ -93,7 +93,7 @@ def _ask(
     with Transcript(conversation) as transcript:
         lease, call = turns.begin_external_call(transcript, name=request.tool, arguments=arguments)
     # A new turn of a conversation with no pause yet: within any limit of pauses.
-    asked = questions.ask(lease, call, request, limit=1)
+    asked = asking.ask(lease, call, request, limit=1)
     assert asked
     question = Question.objects.get(conversation_id=conversation.pk, tool_call_id=call.id)
     return AgentCall.objects.create(

@@ -1,15 +1,22 @@
 """What an answer says, without writing anything: an answer checked against its question
 (`validated`), mapped from {question text: value} (`answers_by_question_text`), and what it
-reads as: the user message it inserts, the seeds' `answers` object, what the model receives."""
+reads as: the user message it inserts, the seeds' `answers` object, what the model receives
+(also when nobody answers: declined, expired); a draft as it is kept; an ordinary message's
+text as an answer (`reply_text`); a running tool's form filled in (`form_values`)."""
 
 import json
+import math
+from typing import Any
 
 from django.conf import settings
 from django.utils.translation import gettext_lazy as _
+from django.utils.translation import gettext_noop
 
-from core.text import clean_text
-from questions.blocks import Answer
-from questions.errors import InvalidAnswer
+from chat.blocks import TextBlock
+from chat.models import Message
+from core.text import clean_text, drop_invisible
+from questions.errors import DraftTooLong, InvalidAnswer
+from questions.payloads import MAX_ARGUMENTS_CHARS, Answer, FormField
 from questions.schemas import (
     TOOL_ASK_USER_QUESTION,
     TOOL_CONFIRM_ACTION,
@@ -27,6 +34,25 @@ EMPTY = _("Choose an option or type an answer first.")
 TOO_MANY_ANSWERS = _("There are more answers than questions.")
 NO_SUCH_QUESTION = _("No such question: %(text)s")
 MISSING_ANSWER = _("Missing an answer to: %(text)s")
+# A decision, or an elicitation's action, that is none of those offered.
+APPROVALS_PENDING = gettext_noop("Decide every tool call the agent asked to make.")
+FIELD_REQUIRED = _("%(field)s is required.")
+FIELD_NOT_NUMBER = _("%(field)s must be a number.")
+FIELD_NOT_INTEGER = _("%(field)s must be a whole number.")
+FIELD_TOO_SMALL = _("%(field)s must be at least %(limit)s.")
+FIELD_TOO_LARGE = _("%(field)s must be at most %(limit)s.")
+FIELD_TOO_SHORT = _("%(field)s must be at least %(limit)s characters long.")
+FIELD_TOO_LONG = _("%(field)s must be at most %(limit)s characters long.")
+FIELD_NOT_A_CHOICE = _("Pick one of the choices for %(field)s.")
+
+# What the model reads when the user rejects its question, and for calls it made after it.
+DECLINED = "The user declined to answer this question."
+NOT_RUN_AFTER_DECLINE = "Not run: the user declined the question asked before this call."
+# ... and when nobody answered in time.
+EXPIRED_RESULT = (
+    "The user did not answer this question in time: it expired. Proceed with your best "
+    "judgement, and state the assumptions you make."
+)
 
 
 def answers_by_question_text(
@@ -121,3 +147,85 @@ def validated(request: QuestionRequest, answers: list[Answer]) -> list[Answer]:
             )
         cleaned.append(Answer(labels=labels, custom=custom))
     return cleaned
+
+
+def reply_text(reply: Message) -> str:
+    """The text of an ordinary message that answers (or denies) what waits: its text blocks,
+    one per line."""
+    return "\n".join(b.text for b in reply.parsed_blocks if isinstance(b, TextBlock))
+
+
+def draft_data(request: QuestionRequest, answers: list[Answer]) -> list[dict]:
+    """An unsent answer as a draft keeps it: only each question's own labels, and typed text,
+    checked for nothing else (a draft never answers). Raises DraftTooLong."""
+    questions = request.questions
+    if len(answers) > len(questions) or any(
+        len(answer.custom) > settings.PARLEY_MAX_MESSAGE_CHARS for answer in answers
+    ):
+        raise DraftTooLong
+    return [
+        Answer(
+            labels=[label for label in answer.labels if label in item.labels],
+            custom=answer.custom,
+        ).model_dump()
+        for item, answer in zip(questions, answers, strict=False)
+    ]
+
+
+# --- A running tool's form (an elicitation), filled in ------------------------------------------
+
+
+def form_values(fields: list[FormField], given: dict[str, Any]) -> dict[str, Any]:
+    """The content to send back for an accepted form: each field's value from `given` (form
+    strings, or JSON values from the API), converted to its type and checked against its
+    limits. Raises InvalidAnswer naming the field."""
+    content: dict[str, Any] = {}
+    for field in fields:
+        raw = given.get(field.name)
+        label = field.label
+        if field.kind == "boolean":
+            content[field.name] = raw in (True, "true", "on", "1", 1)
+            continue
+        if raw is None or (isinstance(raw, str) and not raw.strip()):
+            if field.required:
+                raise InvalidAnswer(FIELD_REQUIRED % {"field": label})
+            continue
+        if field.kind in ("number", "integer"):
+            content[field.name] = _to_number(field, raw)
+        elif field.kind == "enum":
+            if str(raw) not in {c.value for c in field.choices}:
+                raise InvalidAnswer(FIELD_NOT_A_CHOICE % {"field": label})
+            content[field.name] = str(raw)
+        else:
+            text = drop_invisible(str(raw))
+            if field.min_length is not None and len(text) < field.min_length:
+                raise InvalidAnswer(FIELD_TOO_SHORT % {"field": label, "limit": field.min_length})
+            if field.max_length is not None and len(text) > field.max_length:
+                raise InvalidAnswer(FIELD_TOO_LONG % {"field": label, "limit": field.max_length})
+            if len(text) > MAX_ARGUMENTS_CHARS:
+                raise InvalidAnswer(FIELD_TOO_LONG % {"field": label, "limit": MAX_ARGUMENTS_CHARS})
+            content[field.name] = text
+    return content
+
+
+def _to_number(field: FormField, raw: Any) -> int | float:
+    label = field.label
+    try:
+        number = float(raw) if not isinstance(raw, int | float) or isinstance(raw, bool) else raw
+    except ValueError:
+        raise InvalidAnswer(FIELD_NOT_NUMBER % {"field": label}) from None
+    if isinstance(raw, bool) or not math.isfinite(number):
+        raise InvalidAnswer(FIELD_NOT_NUMBER % {"field": label})
+    if field.kind == "integer":
+        if number != int(number):
+            raise InvalidAnswer(FIELD_NOT_INTEGER % {"field": label})
+        number = int(number)
+    if field.minimum is not None and number < field.minimum:
+        raise InvalidAnswer(FIELD_TOO_SMALL % {"field": label, "limit": _plain(field.minimum)})
+    if field.maximum is not None and number > field.maximum:
+        raise InvalidAnswer(FIELD_TOO_LARGE % {"field": label, "limit": _plain(field.maximum)})
+    return number
+
+
+def _plain(number: float) -> str:
+    return str(int(number)) if number == int(number) else str(number)

@@ -12,14 +12,14 @@ class QuestionsConfig(AppConfig):
         from chat import sharing
         from chat.engine import tools
         from core import jobs
-        from questions import deadlines, services, tool_requests
-        from questions.approvals import APPROVAL_TYPE, ELICITATION_TYPE
+        from questions import approvals, deadlines, resolving
+        from questions.payloads import APPROVAL_TYPE, ELICITATION_TYPE
         from questions.tools import TOOLS
 
         for tool in TOOLS:
             tools.register(tool)
         tools.register_action(APPROVAL_TYPE, "questions/approval.html")
         tools.register_action(ELICITATION_TYPE, "questions/elicitation.html")
-        tools.resolve_pauses_by_message(tool_requests.deny_by_message)
+        tools.resolve_pauses_by_message(approvals.deny_by_message)
         jobs.every_sweep(deadlines.sweep)
-        sharing.access_changed.connect(services.members_changed, dispatch_uid="questions")
+        sharing.access_changed.connect(resolving.members_changed, dispatch_uid="questions")

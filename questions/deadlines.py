@@ -6,7 +6,7 @@ exactly once however many processes sweep."""
 
 from django.utils import timezone
 
-from questions import services
+from questions import resolving
 from questions.models import Question, QuestionStatus
 
 # At most this many of each per sweep; the next sweep takes the rest.
@@ -22,11 +22,11 @@ def sweep() -> None:
     )
     due = pending.filter(expires_at__lte=now).order_by("expires_at")
     for question_id in list(due.values_list("pk", flat=True)[:BATCH]):
-        services.expire_question(question_id=question_id)
+        resolving.expire_question(question_id=question_id)
     reminders = pending.filter(reminded_at__isnull=True, remind_at__lte=now).order_by("remind_at")
     for question_id in list(reminders.values_list("pk", flat=True)[:BATCH]):
-        services.send_reminder(question_id=question_id)
+        resolving.send_reminder(question_id=question_id)
     # Assigned questions still waiting past QUESTION_ESCALATE_AFTER go back to the owner.
     escalations = pending.filter(escalate_at__lte=now).order_by("escalate_at")
     for question_id in list(escalations.values_list("pk", flat=True)[:BATCH]):
-        services.escalate_question(question_id=question_id)
+        resolving.escalate_question(question_id=question_id)

@@ -2,7 +2,7 @@
 
 The row is what the inbox, deadlines, drafts, the API's listings and the webhooks read, and
 its `status` is the first-wins switch: a question is resolved by a conditional update of a
-pending row (questions.services). The transcript renders the question_request block stored in
+pending row (questions.resolving). The transcript renders the question_request block stored in
 the asking message's JSON (spec 5.3), which every resolution rewrites in the same
 transaction, so the two never disagree.
 """
@@ -15,24 +15,22 @@ from django.utils.translation import gettext
 from django.utils.translation import gettext_lazy as _
 
 from chat.blocks import ActionBlock
-from questions.approvals import (
-    ApprovalPayload,
-    ApprovalRequest,
-    ElicitationPayload,
-    ElicitationRequest,
-    approval_block,
-    elicitation_block,
-    form_fields,
-)
-from questions.blocks import (
+from questions.payloads import (
     ASKED,
     CANCELLED,
     EXPIRED,
     REJECTED,
     REPLIED,
     Answer,
+    ApprovalPayload,
+    ApprovalRequest,
+    ElicitationPayload,
+    ElicitationRequest,
     QuestionPayload,
     Resolution,
+    approval_block,
+    elicitation_block,
+    form_fields,
     question_block,
 )
 from questions.schemas import QuestionRequest
@@ -99,13 +97,13 @@ class Question(models.Model):
     )
     tool_call_id = models.CharField(_("tool call"), max_length=64)
     kind = models.CharField(_("kind"), max_length=20, choices=QuestionKind.choices)
-    # The normalised questions (questions.schemas.Question, under their wire names); for an
-    # approval or an elicitation, one questions.approvals.ApprovalRequest or ElicitationRequest.
+    # The normalised questions (questions.schemas.AskedQuestion, under their wire names); for an
+    # approval or an elicitation, one questions.payloads.ApprovalRequest or ElicitationRequest.
     questions = models.JSONField(_("questions"))
     status = models.CharField(
         _("status"), max_length=16, choices=QuestionStatus.choices, default=QuestionStatus.PENDING
     )
-    # When answered with choices: one {"labels", "custom"} per question (questions.blocks.
+    # When answered with choices: one {"labels", "custom"} per question (questions.payloads.
     # Answer); when answered by a message, null. An approval's {"decision", "arguments",
     # "feedback"}; an elicitation's {"action", "content"}. The text the answer inserted or was.
     answers = models.JSONField(_("answers"), null=True, blank=True)
@@ -302,7 +300,7 @@ class Question(models.Model):
 
     @property
     def question_payload(self) -> QuestionPayload:
-        """The question_request block's payload (questions.blocks), made from this row: what
+        """The question_request block's payload (questions.payloads), made from this row: what
         every write of the block stores, and what pages and the API show of the row. Reads
         `answered_by` (select_related it for many)."""
         request = self.request
@@ -356,7 +354,7 @@ class QuestionDraft(models.Model):
         related_name="question_drafts",
         verbose_name=_("user"),
     )
-    # One answer per question, as questions.blocks.Answer stores it: {"labels", "custom"}.
+    # One answer per question, as questions.payloads.Answer stores it: {"labels", "custom"}.
     data = models.JSONField(_("draft"), default=list)
     # The page (one tab) that saved it last: other tabs say it is being answered elsewhere.
     client = models.CharField(_("client"), max_length=64, blank=True)

@@ -1,5 +1,5 @@
-"""What happens to questions, told to the apps that listen (webhooks): asked, answered,
-rejected, expired, and the reminder before a deadline.
+"""What happens to questions, told to the apps that listen (webhooks, mail and push): asked,
+answered, rejected, expired, assigned, and the reminder before a deadline.
 
 Apps connect receivers to the `question_changed` signal from their AppConfig.ready(); each is
 called as `receiver(sender=QuestionEvent, event=...)` inside the transaction that made the
@@ -13,6 +13,7 @@ from datetime import datetime
 from django.dispatch import Signal
 
 from questions.models import Question, QuestionKind, QuestionStatus
+from questions.selectors import recipient_ids
 
 ASKED = "question.asked"
 ANSWERED = "question.answered"
@@ -79,3 +80,17 @@ question_changed = Signal()
 def publish(event: QuestionEvent) -> None:
     """Call every receiver of `question_changed`, inside the caller's transaction."""
     question_changed.send(sender=QuestionEvent, event=event)
+
+
+def tell(event: str, question: Question, *, at: datetime) -> None:
+    """Publish that `event` (one of EVENT_TYPES) happened to `question` at `at`, for those it
+    waits for now (read here: `recipient_ids`), inside the caller's transaction."""
+    publish(
+        QuestionEvent(
+            type=event,
+            question=question,
+            owner_id=question.conversation.owner_id,
+            at=at,
+            recipient_ids=recipient_ids(question),
+        )
+    )

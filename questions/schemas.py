@@ -2,7 +2,7 @@
 normalise into.
 
 Tool-provided strings are plain text: they are cleaned of invisible characters (core.text) and
-always shown escaped, never as HTML or markdown. The normalised `Question` is also what the
+always shown escaped, never as HTML or markdown. The normalised `AskedQuestion` is also what the
 question block stores and the API returns, under the contract's wire names (spec 5.3).
 """
 
@@ -162,7 +162,10 @@ class Option(_Stored):
     description: str = ""
 
 
-class Question(_Stored):
+class AskedQuestion(_Stored):
+    """One question as asked, whichever tool asked it: what the Question row stores (in its
+    `questions`), the question block holds and the API returns (its schema `Question`)."""
+
     header: str = ""
     text: str = Field(alias="question")
     details: str = ""
@@ -184,7 +187,7 @@ ToolName = Literal["question", "ask_user_question", "confirm_action"]
 
 class QuestionRequest(_Stored):
     tool: ToolName
-    questions: list[Question] = Field(min_length=1)
+    questions: list[AskedQuestion] = Field(min_length=1)
 
 
 def normalise(tool: str, arguments: object) -> QuestionRequest:
@@ -193,7 +196,7 @@ def normalise(tool: str, arguments: object) -> QuestionRequest:
         if tool == TOOL_QUESTION:
             data = QuestionInput.model_validate(arguments)
             questions = [
-                Question(
+                AskedQuestion(
                     header=data.header,
                     text=data.question,
                     options=[
@@ -206,7 +209,7 @@ def normalise(tool: str, arguments: object) -> QuestionRequest:
         elif tool == TOOL_ASK_USER_QUESTION:
             data = AskUserQuestionInput.model_validate(arguments)
             questions = [
-                Question(
+                AskedQuestion(
                     header=q.header,
                     text=q.question,
                     options=[Option(label=o.label, description=o.description) for o in q.options],
@@ -218,7 +221,7 @@ def normalise(tool: str, arguments: object) -> QuestionRequest:
         elif tool == TOOL_CONFIRM_ACTION:
             data = ConfirmActionInput.model_validate(arguments)
             questions = [
-                Question(
+                AskedQuestion(
                     text=data.action,
                     details=data.details,
                     options=[Option(label=YES), Option(label=NO)],

@@ -20,9 +20,9 @@ from chat.selectors import (
     check_role,
     conversation_for_user,
 )
-from questions.blocks import Answer
 from questions.errors import QuestionAlreadyResolved
 from questions.models import Question, QuestionDraft, QuestionKind, QuestionStatus
+from questions.payloads import CANCEL, Answer
 
 
 def question_for_user(
@@ -162,7 +162,7 @@ def context_line(message: Message) -> str:
 
 
 def draft_answers(conversation_id: int, tool_call_id: str) -> list[Answer]:
-    """The saved, unsent answer to a question (questions.services.save_draft), if any; the
+    """The saved, unsent answer to a question (questions.resolving.save_draft), if any; the
     caller has checked access to the conversation."""
     try:
         draft = QuestionDraft.objects.only("data").get(
@@ -207,3 +207,36 @@ def question_url(question: Question) -> str:
     and the agents that asked it)."""
     link = reverse("chat:conversation_detail", args=[question.conversation_id])
     return f"{settings.PUBLIC_URL}{link}#question-{question.tool_call_id}"
+
+
+# --- A running tool's requests (elicitations), for the call that waits on them -------------
+
+
+def pending_elicitation_keys(conversation_id: int, call_id: str) -> list[str]:
+    """The keys of the call's elicitations still pending (a call its process left behind)."""
+    return [
+        question.tool_call_id
+        for question in Question.objects.filter(
+            conversation_id=conversation_id,
+            kind=QuestionKind.ELICITATION,
+            status=QuestionStatus.PENDING,
+        ).only("tool_call_id", "questions")
+        if question.elicitation.call_id == call_id
+    ]
+
+
+def elicitation_outcome(conversation_id: int, key: str) -> tuple[str, dict | None] | None:
+    """(action, content) once the elicitation is resolved; None while it is pending. Expired
+    and cancelled ones are a cancel."""
+    row = (
+        Question.objects.filter(conversation_id=conversation_id, tool_call_id=key)
+        .only("status", "answers")
+        .first()
+    )
+    if row is None:
+        return CANCEL, None
+    if row.status == QuestionStatus.PENDING:
+        return None
+    decided = row.answers if isinstance(row.answers, dict) else {}
+    action = decided.get("action") if row.status != QuestionStatus.EXPIRED else CANCEL
+    return action or CANCEL, decided.get("content")

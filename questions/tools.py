@@ -14,8 +14,8 @@ from chat.engine.dispatch import Next
 from chat.engine.tools import PAUSED, Outcome, Refusal, Tool, ToolContext
 from chat.models import Message
 from chat.transcript import Transcript
-from questions import services
-from questions.blocks import ACTION_TYPE
+from questions import asking, resolving
+from questions.payloads import ACTION_TYPE
 from questions.schemas import (
     QUESTION_TOOL_NAMES,
     TOOL_ASK_USER_QUESTION,
@@ -116,14 +116,14 @@ class QuestionTool(Tool):
                 detail=str(error),
             )
         limit = settings.QUESTION_MAX_PER_TURN
-        if await database_sync_to_async(services.ask)(context.lease, call, request, limit=limit):
+        if await database_sync_to_async(asking.ask)(context.lease, call, request, limit=limit):
             return PAUSED
         return LIMIT
 
     def resolve_by_message(
         self, transcript: Transcript, call: ToolCallBlock, reply: Message, user
     ) -> Next | None:
-        return services.auto_resolve_question(transcript, call=call, reply=reply, user=user)
+        return resolving.auto_resolve_question(transcript, call=call, reply=reply, user=user)
 
 
 TOOLS = [QuestionTool(name) for name in QUESTION_TOOL_NAMES]

@@ -9,8 +9,8 @@ from django.shortcuts import redirect, render
 from django.views.decorators.http import require_GET, require_POST
 
 from chat.views import control_response, conversation_view
-from questions import services, tool_requests
-from questions.blocks import BROWSER, Answer
+from questions import approvals, resolving
+from questions.payloads import BROWSER, Answer
 from questions.selectors import inbox_questions_for_user
 
 INBOX = "questions/inbox.html"
@@ -47,7 +47,7 @@ def answer(request: HttpRequest, conversation_id: int, tool_call_id: str) -> Htt
     response = control_response(
         request,
         conversation_id,
-        lambda: services.answer_question(
+        lambda: resolving.answer_question(
             user=request.user,
             conversation_id=conversation_id,
             tool_call_id=tool_call_id,
@@ -65,7 +65,7 @@ def reject(request: HttpRequest, conversation_id: int, tool_call_id: str) -> Htt
     response = control_response(
         request,
         conversation_id,
-        lambda: services.reject_question(
+        lambda: resolving.reject_question(
             user=request.user,
             conversation_id=conversation_id,
             tool_call_id=tool_call_id,
@@ -88,7 +88,7 @@ def assign(request: HttpRequest, conversation_id: int, tool_call_id: str) -> Htt
     return control_response(
         request,
         conversation_id,
-        lambda: services.assign_question(
+        lambda: resolving.assign_question(
             user=request.user,
             conversation_id=conversation_id,
             tool_call_id=tool_call_id,
@@ -105,7 +105,7 @@ def draft(request: HttpRequest, conversation_id: int, tool_call_id: str) -> Http
     return control_response(
         request,
         conversation_id,
-        lambda: services.save_draft(
+        lambda: resolving.save_draft(
             user=request.user,
             conversation_id=conversation_id,
             tool_call_id=tool_call_id,
@@ -126,7 +126,7 @@ def decide(request: HttpRequest, conversation_id: int, tool_call_id: str) -> Htt
     response = control_response(
         request,
         conversation_id,
-        lambda: tool_requests.decide(
+        lambda: approvals.decide(
             user=request.user,
             conversation_id=conversation_id,
             tool_call_id=tool_call_id,
@@ -150,7 +150,7 @@ def respond(request: HttpRequest, conversation_id: int, tool_call_id: str) -> Ht
     response = control_response(
         request,
         conversation_id,
-        lambda: tool_requests.answer_elicitation(
+        lambda: resolving.answer_elicitation(
             user=request.user,
             conversation_id=conversation_id,
             tool_call_id=tool_call_id,

@@ -4,8 +4,8 @@ JSON API and its event stream (api.results), webhooks (webhooks.services) and MC
 the parts it sends. Keys are camelCase, times ISO 8601. Reads `answered_by` and `assigned_to`
 (select_related them for many)."""
 
-from questions.approvals import APPROVAL_TYPE, ELICITATION_TYPE, ApprovalPayload
 from questions.models import Question
+from questions.payloads import APPROVAL_TYPE, ELICITATION_TYPE, ApprovalPayload
 from questions.selectors import question_url
 
 # Who resolved a question, how, when and through which channel; its deadline and assignee.

@@ -2,7 +2,7 @@
 (django.core.signing), single use, ending with the question, needing no login.
 
 Opening one (a GET, which mail scanners do too) only shows the question and that answer;
-confirming it (a POST) answers through questions.services with `answered_via` email and the
+confirming it (a POST) answers through questions.resolving with `answered_via` email and the
 recipient as `answered_by`. The link's row is marked used by a conditional update in the same
 transaction as the answer: of two confirmations, only one answers, and a confirmation whose
 answer fails (the question was resolved meanwhile) leaves the link unused.
@@ -20,10 +20,10 @@ from django.utils import timezone
 from chat.errors import ConversationNotFound, NotAllowed
 from chat.models import ACTING_ROLES
 from chat.selectors import role_of
-from questions import services as questions
-from questions.blocks import EMAIL, Answer
+from questions import resolving
 from questions.errors import QuestionAlreadyResolved
 from questions.models import Question, QuestionKind, QuestionStatus
+from questions.payloads import EMAIL, Answer
 from questions.schemas import Option
 from reach.errors import (
     ANSWERED_ALREADY,
@@ -155,7 +155,7 @@ def answer_by_link(*, token: str) -> OpenedLink:
         raise LinkUsed
     question = opened.question
     try:
-        questions.answer_question(
+        resolving.answer_question(
             user=opened.link.recipient,
             conversation_id=question.conversation_id,
             tool_call_id=question.tool_call_id,

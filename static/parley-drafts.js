@@ -1,4 +1,4 @@
-/* Drafts of pending questions (questions.services.save_draft): the block posts what is chosen
+/* Drafts of pending questions (questions.resolving.save_draft): the block posts what is chosen
    or typed as the user goes (htmx, debounced); this file names the page that typed it, restores
    a saved draft when a block appears, and shows "being answered in another tab" only in the
    other tabs. */

@@ -14,7 +14,7 @@ from datetime import datetime
 import httpx
 import pytest
 
-from questions.services import EXPIRED_RESULT
+from questions.answers import EXPIRED_RESULT
 from tests.fake_llm import FakeLLM
 from tests.fakes import WebhookReceiver
 from tests.live_server import ROOT, LiveServer, postgres_database, wait_for
@@ -110,8 +110,8 @@ print(conversation.pk)
 RACE = """
 import time
 from django.contrib.auth.models import User
-from questions import services
-from questions.blocks import Answer
+from questions import resolving
+from questions.payloads import Answer
 from questions.errors import QuestionAlreadyResolved
 from questions.models import Question
 conversation_id, start_at, kind = {conversation_id}, {start_at}, {kind!r}
@@ -120,7 +120,7 @@ question = Question.objects.get(conversation_id=conversation_id, tool_call_id="s
 time.sleep(max(0, start_at - time.time()))
 if kind == "answer":
     try:
-        services.answer_question(
+        resolving.answer_question(
             user=user, conversation_id=conversation_id, tool_call_id="scripted-1-0",
             answers=[Answer(labels=["Funghi"])],
         )
@@ -128,7 +128,7 @@ if kind == "answer":
     except QuestionAlreadyResolved:
         print("lost")
 else:
-    won = services.expire_question(question_id=question.pk)
+    won = resolving.expire_question(question_id=question.pk)
     print("won" if won else "lost")
 """
 

@@ -3,8 +3,9 @@ from django.utils.translation import gettext_lazy as _
 
 
 class WebhooksConfig(AppConfig):
-    """Signed webhooks (Standard Webhooks) for what happens to questions, through a durable
-    outbox delivered by every process's sweep."""
+    """The outbox of every channel (see the package's docstring): webhooks, and the e-mail
+    and Web Push that `reach` registers. It writes a question event's webhook rows and
+    delivers every row on each sweep."""
 
     name = "webhooks"
     verbose_name = _("Webhooks")

@@ -10,7 +10,7 @@ from api.auth import channel
 from api.replies import agent_reply
 from api.schemas import ERRORS, AgentResult, Cancel, Respond
 from api.selectors import next_order
-from questions import services as questions
+from questions import resolving
 
 router = Router()
 
@@ -37,7 +37,7 @@ async def respond(request, conversation_id: int, body: Respond):
 async def cancel(request, conversation_id: int, body: Cancel | None = None):
     """Reject the pending question, or stop the running turn."""
     since = await sync_to_async(next_order)(user=request.user, conversation_id=conversation_id)
-    await sync_to_async(questions.cancel)(
+    await sync_to_async(resolving.cancel)(
         user=request.user, conversation_id=conversation_id, via=channel(request)
     )
     return await agent_reply(

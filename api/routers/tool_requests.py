@@ -1,5 +1,6 @@
 """POST /conversations/{id}/approvals/{call} and /elicitations/{call}: decide whether a tool
-from an MCP server may run, and answer what a running tool asks (questions.tool_requests)."""
+from an MCP server may run (questions.approvals), and answer what a running tool asks
+(questions.resolving)."""
 
 from asgiref.sync import sync_to_async
 from ninja import Router
@@ -8,8 +9,8 @@ from api.auth import channel
 from api.replies import agent_reply
 from api.schemas import ERRORS, AgentResult, Decide, Elicit
 from api.selectors import next_order
-from questions import tool_requests
-from questions.approvals import storable
+from questions import approvals, resolving
+from questions.payloads import storable
 
 router = Router()
 
@@ -23,7 +24,7 @@ async def decide(request, conversation_id: int, tool_call_id: str, body: Decide)
     """Decide a pending approval of a tool call (`toolCallId` of the approval). The paused
     step goes on once every approval it waits for is decided."""
     since = await sync_to_async(next_order)(user=request.user, conversation_id=conversation_id)
-    await sync_to_async(tool_requests.decide)(
+    await sync_to_async(approvals.decide)(
         user=request.user,
         conversation_id=conversation_id,
         tool_call_id=tool_call_id,
@@ -44,7 +45,7 @@ async def elicitation(request, conversation_id: int, tool_call_id: str, body: El
     """Answer a running tool's elicitation (`toolCallId` of the elicitation): accept with the
     form's `content`, decline or cancel. The tool goes on with the answer."""
     since = await sync_to_async(next_order)(user=request.user, conversation_id=conversation_id)
-    await sync_to_async(tool_requests.answer_elicitation)(
+    await sync_to_async(resolving.answer_elicitation)(
         user=request.user,
         conversation_id=conversation_id,
         tool_call_id=tool_call_id,

@@ -230,7 +230,7 @@ def begin_external_call(
     """An agent outside Parley (an MCP client) calls the pausing tool `name` in its
     conversation, where no model runs: the call is stored as that agent's message and the turn
     moves to tool_executing, its lease taken for the caller, who pauses it in this same
-    transaction (questions.services.ask) — so no runner or sweep ever sees it running. Returns
+    transaction (questions.asking.ask) — so no runner or sweep ever sees it running. Returns
     that lease and the stored call. The caller holds the row lock; raises AgentBusy unless the
     conversation is an external agent's and neither runs nor waits for the user."""
     conversation = transcript.conversation
@@ -456,7 +456,7 @@ def pause(
     """Show `actions` under the message that made `call` (the calls they are about are all
     in it) and wait for the user: tool_executing -> awaiting_user. None (nothing changes) if
     the turn already paused `limit` times. In the caller's transaction, which records what the
-    pause is for (questions.services.ask, questions.tool_requests.ask_approvals)."""
+    pause is for (questions.asking.ask, questions.asking.ask_approvals)."""
     conversation = _held(lease, AgentState.TOOL_EXECUTING)
     if limit is not None and conversation.turn_pauses >= limit:
         _keep_lease(conversation)

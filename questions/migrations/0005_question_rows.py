@@ -5,7 +5,7 @@ is cancelled, and its block says so (the block and the row never disagree). Back
 deadlines and drafts are written back from the rows, and cancelled blocks are pending again.
 
 Blocks are read here as stored JSON, without the app's code, which may change after this
-migration: the fields are the contract's camelCase names (questions.blocks)."""
+migration: the fields are the contract's camelCase names (questions.payloads)."""
 
 from datetime import datetime
 

@@ -7,10 +7,15 @@ from django import template
 from django.utils.dateparse import parse_datetime
 from django.utils.translation import gettext_lazy as _
 
-from questions.approvals import ApprovalPayload, ElicitationPayload
-from questions.blocks import Answer, QuestionPayload, payload_of
 from questions.models import AnsweredVia
-from questions.schemas import Question
+from questions.payloads import (
+    Answer,
+    ApprovalPayload,
+    ElicitationPayload,
+    QuestionPayload,
+    payload_of,
+)
+from questions.schemas import AskedQuestion
 from questions.selectors import assignees, draft_answers
 
 register = template.Library()
@@ -55,7 +60,7 @@ class QuestionCard:
     version does not know (such as the audit of who answered) are read from the stored JSON."""
 
     resolution: str
-    answered: list[tuple[Question, Answer | None]]
+    answered: list[tuple[AskedQuestion, Answer | None]]
     answer_text: str
     answered_by: str
     answered_at: datetime | str

@@ -7,9 +7,9 @@ from chat import services
 from chat.engine.providers.base import ToolCallRequest
 from chat.models import AgentState
 from questions import deadlines
-from questions import services as questions
-from questions.blocks import Answer
+from questions import resolving as questions
 from questions.models import QuestionStatus
+from questions.payloads import Answer
 from tests.factories import set_state
 from tests.fakes import PIZZA
 

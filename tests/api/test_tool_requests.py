@@ -14,13 +14,8 @@ from api.tokens import create_token
 from api.waiting import wait_until_settled
 from chat import services
 from chat.models import AgentState, Conversation
-from questions.approvals import (
-    ARGUMENTS_TOO_DEEP,
-    FIELD_NOT_A_CHOICE,
-    FIELD_REQUIRED,
-    FIELD_TOO_LARGE,
-    MAX_ARGUMENTS_DEPTH,
-)
+from questions.answers import FIELD_NOT_A_CHOICE, FIELD_REQUIRED, FIELD_TOO_LARGE
+from questions.approvals import ARGUMENTS_TOO_DEEP, MAX_ARGUMENTS_DEPTH
 from questions.errors import QuestionAlreadyResolved
 from questions.models import Question, QuestionStatus, ToolPermission
 from tests.api.tool_requests import (

@@ -1,11 +1,11 @@
 """Approvals and elicitations without an MCP server: a turn that made tool calls (its lease held,
-tool_executing), then asks through questions.tool_requests as mcp_client does."""
+tool_executing), then asks through questions.asking as mcp_client does."""
 
 from chat.blocks import ToolCallBlock
 from chat.engine import turns
-from questions import tool_requests
-from questions.approvals import ApprovalRequest, ElicitationRequest
+from questions import asking
 from questions.models import Question
+from questions.payloads import ApprovalRequest, ElicitationRequest
 from tests.factories import started_step
 
 WRITE_NOTE = "mcp__notes__write_note"
@@ -63,7 +63,7 @@ def ask_approvals(conversation_id: int, *calls: ToolCallBlock) -> list[ToolCallB
     turn is paused (awaiting_user)."""
     calls = calls or (write_call(),)
     lease = tool_calls(conversation_id, *calls)
-    tool_requests.ask_approvals(lease, [(call, approval_of(call)) for call in calls])
+    asking.ask_approvals(lease, [(call, approval_of(call)) for call in calls])
     return list(calls)
 
 
@@ -81,4 +81,4 @@ def ask_elicitation(
         message="Details for the new note",
         requested_schema=FORM if schema is None else schema,
     )
-    return tool_requests.ask_elicitation(lease, call, request, key=key)
+    return asking.ask_elicitation(lease, call, request, key=key)

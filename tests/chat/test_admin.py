@@ -10,8 +10,8 @@ from django.urls import reverse
 from chat import services
 from chat.blocks import ActionBlock
 from chat.models import Conversation
-from questions import services as questions
-from questions.blocks import Answer
+from questions import resolving as questions
+from questions.payloads import Answer
 from tests.factories import add_message
 
 # Also run on PostgreSQL (make test): the admin's search of the stored JSON differs by backend.

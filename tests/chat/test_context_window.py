@@ -12,8 +12,8 @@ from chat.engine import tools, turns, window
 from chat.engine.providers import SYSTEM_PROMPT
 from chat.engine.providers.base import REPLY_TOKENS, HistoryMessage, TextDelta, ToolCallRequest
 from chat.models import AgentState, Role
-from questions import services as questions
-from questions.blocks import Answer
+from questions import resolving as questions
+from questions.payloads import Answer
 from tests.fake_llm import FakeLLM
 from tests.fakes import FakeProvider
 

@@ -212,8 +212,8 @@ def test_the_last_turn_includes_its_answered_question_at_any_batch_size(
 ):
     """The user's answer to a question is part of the turn that asked it, however the
     backwards read of the transcript splits the turn."""
-    from questions import services as questions
-    from questions.blocks import Answer
+    from questions import resolving as questions
+    from questions.payloads import Answer
 
     monkeypatch.setattr(selectors, "NEWEST_FIRST_BATCH", batch)
     post(user, conversation, "earlier")

@@ -15,8 +15,8 @@ from chat.engine import dispatch, runner, runtime, turns
 from chat.engine.providers.base import TextDelta
 from chat.engine.runner import Runner
 from chat.models import AgentState, Conversation, Role
-from questions import services as questions
-from questions.blocks import Answer
+from questions import resolving as questions
+from questions.payloads import Answer
 from tests.fakes import FakeProvider
 
 

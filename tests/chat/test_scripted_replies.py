@@ -9,9 +9,10 @@ from django.utils import timezone
 
 from chat.blocks import TextBlock, parse_blocks
 from chat.models import Role
-from questions import services as questions
-from questions.blocks import Answer
+from questions import resolving as questions
+from questions.answers import EXPIRED_RESULT
 from questions.models import Question
+from questions.payloads import Answer
 
 pytestmark = pytest.mark.django_db
 
@@ -55,4 +56,4 @@ def test_an_expired_question_gets_the_agents_own_words(conversation, user, post,
         assert questions.expire_question(question_id=question.pk)
     reply = last_reply(conversation)
     assert reply == "No answer came, so I left the files as they are."
-    assert questions.EXPIRED_RESULT not in reply
+    assert EXPIRED_RESULT not in reply

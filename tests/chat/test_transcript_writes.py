@@ -17,8 +17,8 @@ from chat.models import AgentState, Conversation, Message, Role
 from chat.selectors import NEWEST_FIRST_BATCH, messages_changed_since
 from chat.transcript import Transcript, lock
 from core import events
-from questions import services as questions
-from questions.blocks import Answer
+from questions import resolving as questions
+from questions.payloads import Answer
 from tests.factories import add_message, claim, count_loaded_messages, set_state, started_step
 
 # Also run on PostgreSQL (make test): events leave after a real transaction's commit.

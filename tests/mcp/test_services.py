@@ -14,9 +14,9 @@ from core.errors import TooManyMessages
 from mcp_server import results, services
 from mcp_server.services import Client
 from mcp_server.streams import RecentEvents, SessionEvents, serving
-from questions import services as questions
-from questions.blocks import Answer
+from questions import resolving as questions
 from questions.models import QuestionStatus
+from questions.payloads import Answer
 from questions.selectors import pending_questions_for_user
 from webhooks.models import Delivery
 from webhooks.services import create_webhook

@@ -5,8 +5,8 @@ import pytest
 
 from chat import services
 from chat.blocks import parse_blocks
-from questions.blocks import payload_of
 from questions.models import Question
+from questions.payloads import payload_of
 
 
 @pytest.fixture

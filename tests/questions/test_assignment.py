@@ -12,12 +12,12 @@ from chat import sharing
 from chat.errors import NotAllowed
 from core import events
 from questions import deadlines, notifications
-from questions import services as questions
-from questions.blocks import Answer, payload_of
+from questions import resolving as questions
 from questions.errors import InvalidAnswer
 from questions.models import Question
+from questions.payloads import Answer, payload_of
+from questions.resolving import NOT_AN_ASSIGNEE
 from questions.selectors import pending_questions_for_user
-from questions.services import NOT_AN_ASSIGNEE
 from webhooks.models import Delivery
 from webhooks.services import create_webhook
 

@@ -7,8 +7,8 @@ from django.urls import reverse
 
 from chat.blocks import parse_blocks
 from chat.models import Role
-from questions import services as questions
-from questions.blocks import Answer, QuestionPayload, payload_of
+from questions import resolving as questions
+from questions.payloads import Answer, QuestionPayload, payload_of
 
 pytestmark = pytest.mark.django_db
 

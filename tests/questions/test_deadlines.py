@@ -14,11 +14,11 @@ from chat.blocks import ToolResultBlock, parse_blocks
 from chat.models import AgentState
 from core import events
 from questions import deadlines, notifications
-from questions import services as questions
-from questions.blocks import Answer, payload_of
+from questions import resolving as questions
+from questions.answers import EXPIRED_RESULT
 from questions.errors import QuestionAlreadyResolved
 from questions.models import QuestionStatus
-from questions.services import EXPIRED_RESULT
+from questions.payloads import Answer, payload_of
 from tests.factories import set_state
 
 # Also run on PostgreSQL (make test): the sweep's partial indexes and conditional updates.

@@ -16,10 +16,10 @@ from chat.errors import ConversationNotFound
 from chat.models import AgentState, Role
 from chat.routing import websocket_urlpatterns
 from core import events
-from questions import services as questions
-from questions.blocks import Answer
+from questions import resolving as questions
 from questions.errors import DraftTooLong
 from questions.models import QuestionDraft
+from questions.payloads import Answer
 from tests.fakes import PIZZA
 
 pytestmark = pytest.mark.django_db

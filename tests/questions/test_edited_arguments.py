@@ -13,15 +13,11 @@ from django.test import Client
 from django.utils.html import escape
 
 from chat.blocks import ToolCallBlock
-from questions import tool_requests
-from questions.approvals import (
-    ARGUMENTS_TOO_DEEP,
-    MAX_ARGUMENTS_DEPTH,
-    PATTERN_UNCHECKABLE,
-    ApprovalRequest,
-)
+from questions import approvals, asking
+from questions.approvals import ARGUMENTS_TOO_DEEP, MAX_ARGUMENTS_DEPTH, PATTERN_UNCHECKABLE
 from questions.errors import InvalidAnswer
 from questions.models import Question, QuestionStatus
+from questions.payloads import ApprovalRequest
 from tests.api.tool_requests import tool_calls
 
 # Also run on PostgreSQL (make test): the edit and the other request are two connections.
@@ -74,7 +70,7 @@ def ask_approval(conversation, schema: dict) -> None:
         arguments=call.arguments,
         input_schema=schema,
     )
-    tool_requests.ask_approvals(lease, [(call, request)])
+    asking.ask_approvals(lease, [(call, request)])
 
 
 def logged_in(user) -> Client:
@@ -128,7 +124,7 @@ def test_a_hostile_edit_is_refused_at_once_and_others_are_answered_meanwhile(
 
 
 def decide_edit(user, conversation, edited: dict):
-    return tool_requests.decide(
+    return approvals.decide(
         user=user,
         conversation_id=conversation.pk,
         tool_call_id="e1",
@@ -143,7 +139,7 @@ def test_a_pattern_still_decides_an_edit(user, conversation, dispatched):
     with pytest.raises(InvalidAnswer, match="does not match"):
         decide_edit(user, conversation, {"name": "notes.txt"})
     decide_edit(user, conversation, {"name": "notes.md"})
-    assert tool_requests.decision_for(conversation.pk, "e1").arguments == {"name": "notes.md"}
+    assert approvals.decision_for(conversation.pk, "e1").arguments == {"name": "notes.md"}
 
 
 @pytest.mark.django_db
@@ -153,7 +149,7 @@ def test_a_schemas_remote_ref_is_never_fetched(user, conversation, dispatched, m
     ask_approval(conversation, {"$ref": "http://127.0.0.1:9/schema.json"})
     decide_edit(user, conversation, {"name": "anything"})
     assert fetched == []
-    assert tool_requests.decision_for(conversation.pk, "e1").arguments == {"name": "anything"}
+    assert approvals.decision_for(conversation.pk, "e1").arguments == {"name": "anything"}
 
 
 @pytest.mark.django_db
@@ -169,7 +165,7 @@ def test_an_edit_against_a_schema_that_is_not_json_schema_is_left_to_the_server(
     as the person wrote it (the server judges the call), never a 500."""
     ask_approval(conversation, schema)
     decide_edit(user, conversation, {"name": "anything"})
-    assert tool_requests.decision_for(conversation.pk, "e1").arguments == {"name": "anything"}
+    assert approvals.decision_for(conversation.pk, "e1").arguments == {"name": "anything"}
 
 
 def nested(levels: int) -> str:
@@ -197,4 +193,4 @@ def test_deeply_nested_edited_arguments_are_a_400_saying_why(
     assert Question.objects.get(tool_call_id="e1").status == QuestionStatus.PENDING
     # As deep as allowed is allowed.
     decide_edit(user, conversation, json.loads(nested(MAX_ARGUMENTS_DEPTH)))
-    assert tool_requests.decision_for(conversation.pk, "e1").decision == "allow"
+    assert approvals.decision_for(conversation.pk, "e1").decision == "allow"

@@ -18,8 +18,9 @@ from chat.routing import websocket_urlpatterns as conversation_websockets
 from config.asgi import application
 from core import events
 from questions import consumers as live
-from questions import services as questions
+from questions import resolving as questions
 from questions.errors import QuestionAlreadyResolved
+from questions.payloads import Answer
 from questions.routing import websocket_urlpatterns
 from questions.selectors import pending_questions_for_user
 from tests.fakes import PIZZA
@@ -63,7 +64,7 @@ async def answer_funghi(user, conversation) -> None:
         user=user,
         conversation_id=conversation.pk,
         tool_call_id="q1",
-        answers=[questions.Answer(labels=["Funghi"])],
+        answers=[Answer(labels=["Funghi"])],
     )
 
 
@@ -116,7 +117,7 @@ def test_asking_and_answering_tell_the_users_live_channels(
             user=user,
             conversation_id=conversation.pk,
             tool_call_id="q1",
-            answers=[questions.Answer(labels=["Funghi"])],
+            answers=[Answer(labels=["Funghi"])],
         )
     assert sent == [asked, ended]
     with committed():

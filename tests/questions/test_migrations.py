@@ -10,8 +10,8 @@ from django.db.migrations.executor import MigrationExecutor
 from django.utils import timezone
 
 from chat.blocks import ActionBlock
-from questions.blocks import payload_of
 from questions.models import Question, QuestionDraft, QuestionStatus
+from questions.payloads import payload_of
 
 # Also run on PostgreSQL (make test): the migration runs on both backends.
 pytestmark = pytest.mark.postgres

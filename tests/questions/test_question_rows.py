@@ -7,10 +7,10 @@ from datetime import timedelta
 import pytest
 
 from chat.models import Message, Role
-from questions import services as questions
-from questions.blocks import Answer, payload_of
+from questions import resolving as questions
 from questions.errors import QuestionAlreadyResolved
 from questions.models import QuestionDraft, QuestionKind, QuestionStatus
+from questions.payloads import Answer, payload_of
 from questions.schemas import normalise
 from questions.selectors import question_for_user
 from tests.fakes import PIZZA

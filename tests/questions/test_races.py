@@ -14,9 +14,9 @@ from chat import services
 from chat.blocks import ToolResultBlock, parse_blocks
 from chat.errors import AgentBusy
 from chat.models import Role
-from questions import services as questions
-from questions.blocks import Answer, payload_of
+from questions import resolving as questions
 from questions.errors import QuestionAlreadyResolved
+from questions.payloads import Answer, payload_of
 from tests.live_server import ROOT, LiveServer, postgres_database
 
 # Also run on PostgreSQL (make test): first wins across threads and processes (row locks and
@@ -101,14 +101,14 @@ def test_two_threads_resolving_at_once_one_wins(conversation, user, model, secon
 RESOLVE = """
 import time
 from django.contrib.auth.models import User
-from questions import services
-from questions.blocks import Answer, payload_of
+from questions import resolving
+from questions.payloads import Answer, payload_of
 from questions.errors import QuestionAlreadyResolved
 conversation_id, start_at, label = {conversation_id}, {start_at}, {label!r}
 user = User.objects.get(username="demo")
 time.sleep(max(0, start_at - time.time()))
 try:
-    services.answer_question(
+    resolving.answer_question(
         user=user, conversation_id=conversation_id, tool_call_id="scripted-1-0",
         answers=[Answer(labels=[label])],
     )

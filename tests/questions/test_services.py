@@ -15,11 +15,11 @@ from chat.engine.turns import Lease
 from chat.errors import ConversationNotFound
 from chat.models import AgentState, Conversation, Message, Role
 from chat.transcript import Transcript, lock
-from questions import answers
-from questions import services as questions
-from questions.blocks import Answer, payload_of
+from questions import answers, asking
+from questions import resolving as questions
 from questions.errors import InvalidAnswer, QuestionAlreadyResolved
 from questions.models import Question
+from questions.payloads import Answer, payload_of
 from questions.schemas import normalise
 from questions.selectors import pending_question, question_for_user
 from questions.tools import INVALID_QUESTION, QuestionTool
@@ -196,7 +196,7 @@ def test_rejecting_inserts_nothing_stops_and_the_model_later_learns_it(
     assert conversation.agent_state == AgentState.IDLE
     assert conversation.messages.filter(role=Role.USER).count() == 1
     [result] = results(conversation)
-    assert (result.content, result.is_error) == (questions.DECLINED, True)
+    assert (result.content, result.is_error) == (answers.DECLINED, True)
     assert len(model.histories) == 1  # the agent stopped
 
     start(conversation, user, "Never mind")
@@ -361,9 +361,7 @@ def test_asking_in_a_conversation_that_is_gone_is_refused(conversation, user):
     call = ToolCallBlock(id="q1", name="question", arguments=PIZZA)
     request = normalise("question", PIZZA)
     with pytest.raises(ConversationNotFound):
-        questions.ask(
-            Lease(conversation_id=conversation.pk + 1000, token=1), call, request, limit=3
-        )
+        asking.ask(Lease(conversation_id=conversation.pk + 1000, token=1), call, request, limit=3)
     assert not Question.objects.exists()
 
 

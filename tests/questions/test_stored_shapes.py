@@ -9,8 +9,8 @@ from django.urls import reverse
 from chat.blocks import ActionBlock, TextBlock, ToolCallBlock, dump_blocks
 from chat.engine.runtime import build_history
 from chat.models import AgentState, Message, Role
-from questions.blocks import Answer, QuestionPayload, payload_of, question_block
-from questions.schemas import Option, Question
+from questions.payloads import Answer, QuestionPayload, payload_of, question_block
+from questions.schemas import AskedQuestion, Option
 
 FUNGHI = {"label": "Funghi", "description": ""}
 # A replied block exactly as the first release stored it.
@@ -52,7 +52,7 @@ def test_a_block_of_the_previous_shape_loads_as_the_typed_payload():
     question = payload_of(ActionBlock.model_validate(PREVIOUS_SHAPE))
     assert question.tool_call_id == "q1"
     assert question.questions == [
-        Question(
+        AskedQuestion(
             header="Pizza",
             text="Which pizza?",
             options=[Option(label="Margherita", description="Tomato"), Option(label="Funghi")],

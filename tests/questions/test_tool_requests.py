@@ -1,7 +1,8 @@
-"""Approvals and tools' requests, resolved exactly once (questions.tool_requests): several
-approvals of one step asked together and decided one by one, Always allow, Deny with
-feedback, edited arguments checked against the tool's schema, a message instead, expiry;
-an elicitation answered, expired, or ended with its call."""
+"""Approvals and tools' requests, asked (questions.asking) and resolved exactly once
+(questions.approvals, questions.resolving): several approvals of one step asked together and
+decided one by one, Always allow, Deny with feedback, edited arguments checked against the
+tool's schema, a message instead, expiry; an elicitation answered, expired, or ended with its
+call."""
 
 import pytest
 
@@ -10,11 +11,11 @@ from chat.blocks import ToolCallBlock, parse_blocks
 from chat.engine import turns
 from chat.errors import ConversationNotFound
 from chat.models import AgentState
-from questions import services as questions
-from questions import tool_requests
-from questions.approvals import ApprovalRequest, ElicitationRequest
+from questions import approvals, asking, resolving, selectors
+from questions import resolving as questions
 from questions.errors import InvalidAnswer, QuestionAlreadyResolved
 from questions.models import Question, QuestionKind, QuestionStatus, ToolPermission
+from questions.payloads import ApprovalRequest, ElicitationRequest
 
 pytestmark = [pytest.mark.django_db, pytest.mark.postgres]
 
@@ -59,12 +60,12 @@ def running(user, conversation):
 def asked(running):
     """Two write calls of one step, both asking for approval."""
     lease, calls = running("mcp__notes__write_note", "mcp__notes__write_note")
-    assert tool_requests.ask_approvals(lease, [(c, request_for(c)) for c in calls])
+    assert asking.ask_approvals(lease, [(c, request_for(c)) for c in calls])
     return calls
 
 
 def decide(user, conversation, call, decision, **options):
-    return tool_requests.decide(
+    return approvals.decide(
         user=user,
         conversation_id=conversation.pk,
         tool_call_id=call.id,
@@ -94,8 +95,8 @@ def test_approvals_of_one_step_are_asked_together_and_the_step_goes_on_when_all_
     decide(user, conversation, asked[1], "deny", feedback="  Not this one  ")
     assert state(conversation) == AgentState.TOOL_EXECUTING
 
-    first = tool_requests.decision_for(conversation.pk, "c0")
-    second = tool_requests.decision_for(conversation.pk, "c1")
+    first = approvals.decision_for(conversation.pk, "c0")
+    second = approvals.decision_for(conversation.pk, "c1")
     assert (first.status, first.decision, first.arguments) == ("answered", "allow", None)
     assert (second.status, second.decision, second.feedback) == ("rejected", "deny", "Not this one")
     row = Question.objects.get(conversation=conversation, tool_call_id="c1")
@@ -105,14 +106,14 @@ def test_approvals_of_one_step_are_asked_together_and_the_step_goes_on_when_all_
 def test_always_allow_is_the_users_own_and_revocable(user, conversation, asked):
     decide(user, conversation, asked[0], "always")
     # The user started this turn: their "Always allow" counts in it (tests/mcp/test_always_allow).
-    assert tool_requests.always_allowed(conversation.pk, "mcp__notes__write_note")
+    assert approvals.always_allowed(conversation.pk, "mcp__notes__write_note")
     assert list(ToolPermission.objects.values_list("user", "tool")) == [
         (user.pk, "mcp__notes__write_note")
     ]
-    assert tool_requests.revoke_permission(user=user, tool="mcp__notes__write_note")
-    assert not tool_requests.always_allowed(conversation.pk, "mcp__notes__write_note")
+    assert approvals.revoke_permission(user=user, tool="mcp__notes__write_note")
+    assert not approvals.always_allowed(conversation.pk, "mcp__notes__write_note")
     assert not ToolPermission.objects.exists()
-    assert not tool_requests.revoke_permission(user=user, tool="mcp__notes__write_note")
+    assert not approvals.revoke_permission(user=user, tool="mcp__notes__write_note")
 
 
 @pytest.mark.parametrize(
@@ -137,8 +138,8 @@ def test_a_bad_edit_says_what_is_wrong_and_changes_nothing(
 def test_an_edit_is_stored_and_an_unchanged_one_is_not_an_edit(user, conversation, asked):
     decide(user, conversation, asked[0], "allow", arguments='{"name": "n0", "text": "t"}')
     decide(user, conversation, asked[1], "allow", arguments='{"name": "new", "text": "t"}')
-    assert tool_requests.decision_for(conversation.pk, "c0").arguments is None
-    assert tool_requests.decision_for(conversation.pk, "c1").arguments == {
+    assert approvals.decision_for(conversation.pk, "c0").arguments is None
+    assert approvals.decision_for(conversation.pk, "c1").arguments == {
         "name": "new",
         "text": "t",
     }
@@ -152,14 +153,14 @@ def test_a_decision_counts_once_and_only_for_the_owner(user, other_user, convers
         decide(other_user, conversation, asked[1], "allow")
     with pytest.raises(InvalidAnswer):
         decide(user, conversation, asked[1], "maybe")
-    assert tool_requests.decision_for(conversation.pk, "c0").decision == "allow"
+    assert approvals.decision_for(conversation.pk, "c0").decision == "allow"
 
 
 def test_a_message_instead_denies_every_waiting_call_with_it_as_feedback(user, conversation, asked):
     services.post_user_message(user=user, conversation_id=conversation.pk, text="Stop, use X")
     assert state(conversation) == AgentState.TOOL_EXECUTING
     for call in asked:
-        decided = tool_requests.decision_for(conversation.pk, call.id)
+        decided = approvals.decision_for(conversation.pk, call.id)
         assert (decided.decision, decided.feedback) == ("deny", "Stop, use X")
 
 
@@ -169,7 +170,7 @@ def test_an_expired_approval_runs_nothing_and_the_step_goes_on(user, conversatio
     for row in Question.objects.filter(conversation=conversation):
         assert questions.expire_question(question_id=row.pk)
     assert state(conversation) == AgentState.TOOL_EXECUTING
-    assert tool_requests.decision_for(conversation.pk, "c0").status == QuestionStatus.EXPIRED
+    assert approvals.decision_for(conversation.pk, "c0").status == QuestionStatus.EXPIRED
 
 
 def clock_now():
@@ -205,11 +206,11 @@ def elicited(running):
     request = ElicitationRequest(
         server="notes", call_id=call.id, message="Details <i>please</i>", requested_schema=FORM
     )
-    return tool_requests.ask_elicitation(lease, call, request, key="elicit_1")
+    return asking.ask_elicitation(lease, call, request, key="elicit_1")
 
 
 def respond(user, conversation, action, values=None):
-    return tool_requests.answer_elicitation(
+    return resolving.answer_elicitation(
         user=user,
         conversation_id=conversation.pk,
         tool_call_id="elicit_1",
@@ -223,7 +224,7 @@ def test_an_elicitation_waits_without_pausing_the_turn_and_is_answered_with_type
 ):
     assert state(conversation) == AgentState.TOOL_EXECUTING  # the tool is still running
     assert elicited.is_pending and elicited.kind == QuestionKind.ELICITATION
-    assert tool_requests.elicitation_outcome(conversation.pk, "elicit_1") is None
+    assert selectors.elicitation_outcome(conversation.pk, "elicit_1") is None
     fields = [(f.name, f.kind, f.label, f.required) for f in elicited.payload.fields]
     assert fields == [
         ("name", "string", "Note name", True),
@@ -242,7 +243,7 @@ def test_an_elicitation_waits_without_pausing_the_turn_and_is_answered_with_type
     with pytest.raises(InvalidAnswer, match="at most 10 characters"):
         respond(user, conversation, "accept", {"name": "a" * 11})
     respond(user, conversation, "accept", {"name": "a", "priority": "4", "pinned": "true"})
-    assert tool_requests.elicitation_outcome(conversation.pk, "elicit_1") == (
+    assert selectors.elicitation_outcome(conversation.pk, "elicit_1") == (
         "accept",
         {"name": "a", "priority": 4, "pinned": True},
     )
@@ -254,16 +255,16 @@ def test_an_elicitation_waits_without_pausing_the_turn_and_is_answered_with_type
 @pytest.mark.parametrize("action", ["decline", "cancel"])
 def test_decline_and_cancel_send_no_values(user, conversation, elicited, action):
     respond(user, conversation, action)
-    assert tool_requests.elicitation_outcome(conversation.pk, "elicit_1") == (action, None)
+    assert selectors.elicitation_outcome(conversation.pk, "elicit_1") == (action, None)
 
 
 def test_an_elicitation_whose_call_ended_or_expired_is_a_cancel(
     user, conversation, elicited, clock
 ):
-    tool_requests.end_elicitation(conversation.pk, "elicit_1")
+    resolving.end_elicitation(conversation.pk, "elicit_1")
     elicited.refresh_from_db()
     assert elicited.status == QuestionStatus.CANCELLED
-    assert tool_requests.elicitation_outcome(conversation.pk, "elicit_1") == ("cancel", None)
+    assert selectors.elicitation_outcome(conversation.pk, "elicit_1") == ("cancel", None)
     with pytest.raises(QuestionAlreadyResolved):
         respond(user, conversation, "accept", {"name": "late"})
 
@@ -326,7 +327,7 @@ def ask_to_open(running, url: str) -> None:
     request = ElicitationRequest(
         server="bank", call_id=call.id, message="Sign in to your bank", mode="url", url=url
     )
-    tool_requests.ask_elicitation(lease, call, request, key="elicit_url")
+    asking.ask_elicitation(lease, call, request, key="elicit_url")
 
 
 def test_a_link_to_open_is_shown_with_its_host_and_opens_only_on_the_persons_click(
@@ -338,10 +339,10 @@ def test_a_link_to_open_is_shown_with_its_host_and_opens_only_on_the_persons_cli
     # As the browser serializes it: the query's < and > percent-encoded.
     assert 'data-open-url="https://login.example.org/authorize?state=%3Cx%3E"' in html
     assert "<x>" not in html
-    tool_requests.answer_elicitation(
+    resolving.answer_elicitation(
         user=user, conversation_id=conversation.pk, tool_call_id="elicit_url", action="accept"
     )
-    assert tool_requests.elicitation_outcome(conversation.pk, "elicit_url") == ("accept", None)
+    assert selectors.elicitation_outcome(conversation.pk, "elicit_url") == ("accept", None)
 
 
 @pytest.mark.parametrize(

@@ -3,8 +3,8 @@ from django.urls import reverse
 
 from chat.models import AgentState, Role
 from questions.answers import NOT_AN_OPTION, TOO_MANY_ANSWERS
-from questions.blocks import payload_of
 from questions.errors import QuestionAlreadyResolved
+from questions.payloads import payload_of
 from questions.selectors import pending_question
 
 pytestmark = pytest.mark.django_db

@@ -15,9 +15,9 @@ from django.utils import timezone
 from accounts.models import Preferences
 from chat import services
 from chat.models import Message, Role
-from questions import services as questions
-from questions.blocks import Answer
+from questions import resolving as questions
 from questions.models import Question, QuestionStatus
+from questions.payloads import Answer
 from reach import links
 from reach.models import AnswerLink
 from tests.api.tool_requests import ask_approvals

@@ -160,8 +160,8 @@ def test_no_push_while_one_of_the_users_pages_is_open(user, conversation, subscr
 def test_a_push_for_a_question_answered_first_is_not_sent(
     user, conversation, subscribed, push_service, ask, sweep
 ):
-    from questions import services as questions
-    from questions.blocks import Answer
+    from questions import resolving as questions
+    from questions.payloads import Answer
 
     ask(user, conversation)
     questions.answer_question(

@@ -15,9 +15,9 @@ from standardwebhooks import Webhook as Verifier
 from standardwebhooks.webhooks import WebhookVerificationError
 
 from chat import services
-from questions import deadlines, tool_requests
-from questions import services as questions
-from questions.blocks import Answer
+from questions import approvals, deadlines, resolving
+from questions import resolving as questions
+from questions.payloads import Answer
 from tests.api.tool_requests import SHOPPING, WRITE_NOTE, ask_approvals, ask_elicitation
 from tests.fakes import WebhookReceiver
 from webhooks import addresses, delivery, sending
@@ -204,7 +204,7 @@ def test_an_approval_is_requested_and_resolved_signed_with_its_data(
     _, secret = hooked
     ask_approvals(conversation.pk)
     edited = {**SHOPPING, "text": "Milk"}
-    tool_requests.decide(
+    approvals.decide(
         user=user,
         conversation_id=conversation.pk,
         tool_call_id="w1",
@@ -255,7 +255,7 @@ def test_an_approval_is_requested_and_resolved_signed_with_its_data(
 
 def test_a_denied_approval_is_resolved_with_the_feedback(user, conversation, hooked, dispatched):
     ask_approvals(conversation.pk)
-    tool_requests.decide(
+    approvals.decide(
         user=user,
         conversation_id=conversation.pk,
         tool_call_id="w1",
@@ -285,7 +285,7 @@ def test_an_elicitation_is_asked_with_its_form_and_its_answer_tells_nobody(
         "colour",
     ]
     assert (data["action"], data["content"]) == (None, None)
-    tool_requests.answer_elicitation(
+    resolving.answer_elicitation(
         user=user, conversation_id=conversation.pk, tool_call_id="elicit_x", action="decline"
     )
     assert Delivery.objects.count() == 1  # the tool that asked reads the answer itself

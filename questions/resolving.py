@@ -1,18 +1,22 @@
-"""Asking and resolving questions, exactly once: answer, reject, auto-resolve by an ordinary
-message, expire; and the drafts saved while a question waits.
+"""Resolving what waits for a person, exactly once: a question answered (by its form, by text
+through the API, by an ordinary message), rejected, cancelled, expired; a running tool's
+elicitation answered or ended; whom a pending question waits for (assigned, given back when
+its assignee leaves, escalated); the reminder before a deadline; and the drafts saved while a
+question waits. An approval's decision is questions.approvals', through `resolve` here.
 
 Every resolution locks the conversation (after checking the user may act on it), then
 resolves the question's row by a conditional update of a pending row: only one resolution of
 a question can win, so a second answer, a double click, a stale id or the loser of a race
 between tabs or processes changes nothing and gets QuestionAlreadyResolved. In that same
-transaction it rewrites the question_request block the transcript shows, deletes the draft,
-tells the listeners (webhooks), and moves the turn on (chat.engine.turns), whose next step
-dispatch starts after commit. The web views, the API and the terminal client all resolve
-questions here.
+transaction it rewrites the block the transcript shows, deletes the draft, tells the
+listeners (webhooks, mail, push), and moves the turn on (chat.engine.turns), whose next step
+dispatch starts after commit. The web views, the API, the terminal client and e-mail links all
+resolve questions here.
 """
 
 import re
-from datetime import datetime, timedelta
+from datetime import timedelta
+from typing import Any
 
 from django.conf import settings
 from django.db import transaction
@@ -20,7 +24,7 @@ from django.utils import timezone
 from django.utils.translation import gettext_lazy as _
 from django.utils.translation import gettext_noop
 
-from chat.blocks import ActionBlock, TextBlock, ToolCallBlock, ToolResultBlock, parse_blocks
+from chat.blocks import TextBlock, ToolCallBlock, ToolResultBlock, parse_blocks
 from chat.engine import dispatch, turns
 from chat.errors import ConversationNotFound, NothingToStop
 from chat.models import AgentState, Conversation, MemberRole, Message, Role
@@ -29,30 +33,35 @@ from chat.transcript import Transcript, lock
 from core import events
 from questions import notifications
 from questions.answers import (
+    APPROVALS_PENDING,
+    DECLINED,
+    EXPIRED_RESULT,
+    NOT_RUN_AFTER_DECLINE,
     answer_text,
     answers_by_question_text,
+    draft_data,
+    form_values,
+    reply_text,
     result_for_model,
     validated,
 )
-from questions.approvals import APPROVAL_TYPE, ELICITATION_TYPE
-from questions.blocks import ACTION_TYPE, API, AUTO_RESOLVE, BROWSER, EXPIRY, Answer, Via
-from questions.errors import DraftTooLong, InvalidAnswer, QuestionAlreadyResolved
+from questions.errors import InvalidAnswer, QuestionAlreadyResolved
 from questions.models import Question, QuestionDraft, QuestionKind, QuestionStatus
-from questions.schemas import (
-    QuestionRequest,
+from questions.payloads import (
+    ACCEPT,
+    API,
+    AUTO_RESOLVE,
+    BROWSER,
+    CANCEL,
+    DECLINE,
+    EXPIRY,
+    Answer,
+    Via,
+    form_fields,
+    replace_block,
 )
-from questions.selectors import pending_question, question_for_user, recipient_ids
+from questions.selectors import pending_question, question_for_user
 
-# The blocks a Question row writes (its `block`), found by their call id.
-ACTION_TYPES = (ACTION_TYPE, APPROVAL_TYPE, ELICITATION_TYPE)
-
-# What the model reads when the user rejects its question, and for calls it made after it.
-DECLINED = "The user declined to answer this question."
-NOT_RUN_AFTER_DECLINE = "Not run: the user declined the question asked before this call."
-EXPIRED_RESULT = (
-    "The user did not answer this question in time: it expired. Proceed with your best "
-    "judgement, and state the assumptions you make."
-)
 # The websocket event a reminder sends to the user's open pages (their attention group).
 REMINDER_EVENT = "questions.reminder"
 STOPPED_AFTER_REJECT = gettext_noop(
@@ -61,80 +70,7 @@ STOPPED_AFTER_REJECT = gettext_noop(
 # The same for an agent outside Parley (an MCP client), which reads the rejection itself.
 REJECTED_EXTERNAL = gettext_noop("You rejected the question. The agent that asked it was told.")
 
-# --- Asking -----------------------------------------------------------------------------------
-
-
-@transaction.atomic
-def ask(lease: turns.Lease, call: ToolCallBlock, request: QuestionRequest, *, limit: int) -> bool:
-    """Show the question under `call` and pause the turn (chat.engine.turns.pause), with its
-    deadline fixed now if the owner's questions expire (their own setting, else
-    QUESTION_EXPIRE_AFTER). False, and nothing changes, if the turn already asked `limit`
-    questions."""
-    question = new_question(
-        lease.conversation_id,
-        tool_call_id=call.id,
-        kind=request.tool,
-        questions=[q.model_dump(mode="json") for q in request.questions],
-    )
-    now = question.created_at
-    paused = turns.pause(lease, call, question.block, limit=limit)
-    if paused is None:
-        return False
-    question.conversation = paused.conversation
-    question.message = paused.message
-    question.save(force_insert=True)
-    _publish(notifications.asked_event(question), question, at=now)
-    return True
-
-
-def new_question(conversation_id: int, **fields) -> Question:
-    """A Question row for the conversation, not saved (see `new_questions`)."""
-    return new_questions(conversation_id, [fields])[0]
-
-
-def new_questions(conversation_id: int, rows: list[dict]) -> list[Question]:
-    """Question rows for the conversation, one per dict of fields, not saved, asked now, with
-    their deadline (and reminder) fixed now if the owner's questions expire (their own
-    setting, else QUESTION_EXPIRE_AFTER). Raises ConversationNotFound."""
-    owner_id, own_setting = Conversation.objects.filter(pk=conversation_id).values_list(
-        "owner_id", "owner__preferences__question_expire_after"
-    ).first() or (None, None)
-    if owner_id is None:
-        raise ConversationNotFound
-    now = timezone.now()
-    seconds = expire_after(own_setting)
-    expires_at = now + timedelta(seconds=seconds) if seconds else None
-    return [
-        Question(
-            conversation_id=conversation_id,
-            expires_at=expires_at,
-            remind_at=remind_at(expires_at, seconds) if expires_at else None,
-            created_at=now,
-            updated_at=now,
-            **fields,
-        )
-        for fields in rows
-    ]
-
-
-def expire_after(own_setting: int | None) -> int | None:
-    """Seconds a question stays open: the owner's own setting, else the server's
-    QUESTION_EXPIRE_AFTER; None (or 0 in either) means never."""
-    seconds = own_setting if own_setting is not None else settings.QUESTION_EXPIRE_AFTER
-    return seconds or None
-
-
-def remind_at(expires_at: datetime, seconds: int) -> datetime | None:
-    """When to remind: QUESTION_REMIND_BEFORE seconds before the deadline (by default a fifth
-    of the time before it, that is at 80%); None for no reminder (0, or not before the ask)."""
-    before = settings.QUESTION_REMIND_BEFORE
-    before = seconds / 5 if before is None else before
-    if not before or before >= seconds:
-        return None
-    return expires_at - timedelta(seconds=before)
-
-
-# --- Resolving --------------------------------------------------------------------------------
+# --- Questions ------------------------------------------------------------------------------
 
 
 @transaction.atomic
@@ -221,9 +157,9 @@ def auto_resolve_question(
     if question is None:
         return None
     question.conversation = transcript.conversation
-    text = "\n".join(b.text for b in reply.parsed_blocks if isinstance(b, TextBlock))
+    text = reply_text(reply)
     answers = [Answer(custom=text) for _ in question.request.questions]
-    _resolve(
+    resolve(
         transcript,
         question,
         status=QuestionStatus.AUTO_RESOLVED,
@@ -273,13 +209,13 @@ def expire_question(*, question_id: int) -> bool:
     with Transcript(conversation) as transcript:
         if question.kind == QuestionKind.ELICITATION:
             # The running tool that asked reads the expiry as a cancel.
-            _resolve(transcript, question, status=QuestionStatus.EXPIRED, by=None, via=EXPIRY)
+            resolve(transcript, question, status=QuestionStatus.EXPIRED, by=None, via=EXPIRY)
             turns.attention_changed(conversation)
             return True
         if conversation.agent_state != AgentState.AWAITING_USER:
-            _resolve(transcript, question, status=QuestionStatus.CANCELLED, by=None, via="")
+            resolve(transcript, question, status=QuestionStatus.CANCELLED, by=None, via="")
             return False
-        _resolve(transcript, question, status=QuestionStatus.EXPIRED, by=None, via=EXPIRY)
+        resolve(transcript, question, status=QuestionStatus.EXPIRED, by=None, via=EXPIRY)
         if question.kind == QuestionKind.TOOL_APPROVAL:
             # The call will not run (the runner tells the model); the step goes on once no
             # other approval of it waits.
@@ -306,7 +242,7 @@ def send_reminder(*, question_id: int) -> bool:
     if not claimed:
         return False
     question = Question.objects.select_related("conversation").get(pk=question_id)
-    _publish(notifications.REMINDER, question, at=now)
+    notifications.tell(notifications.REMINDER, question, at=now)
     owner_id = question.conversation.owner_id
     events.send_on_commit(
         events.attention_group(owner_id),
@@ -339,7 +275,7 @@ def _answer(question: Question, answers: list[Answer], *, by, via: Via) -> Messa
         reply = transcript.append(
             role=Role.USER, blocks=[TextBlock(text=text, shown_elsewhere=True)], author=by
         )
-        _resolve(
+        resolve(
             transcript,
             question,
             status=QuestionStatus.ANSWERED,
@@ -364,10 +300,10 @@ def _reject(question: Question, *, by, via: Via) -> None:
     """No message is inserted and the agent stops (idle); the model later reads that the
     user declined. Rejecting one approval of a step rejects the others it waits on too."""
     with Transcript(question.conversation) as transcript:
-        _resolve(transcript, question, status=QuestionStatus.REJECTED, by=by, via=via)
+        resolve(transcript, question, status=QuestionStatus.REJECTED, by=by, via=via)
         if question.kind == QuestionKind.TOOL_APPROVAL:
             for other in _pending_approvals(question.conversation):
-                _resolve(transcript, other, status=QuestionStatus.REJECTED, by=by, via=via)
+                resolve(transcript, other, status=QuestionStatus.REJECTED, by=by, via=via)
         declined = ToolResultBlock.error(question.tool_call_id, DECLINED)
         turns.decline(
             transcript,
@@ -377,7 +313,7 @@ def _reject(question: Question, *, by, via: Via) -> None:
         )
 
 
-def _resolve(
+def resolve(
     transcript: Transcript,
     question: Question,
     *,
@@ -415,21 +351,13 @@ def _resolve(
     _write_block(transcript, question)
     QuestionDraft.objects.filter(question=question).delete()
     if (event := notifications.resolved_event(question)) is not None:
-        _publish(event, question, at=now)
+        notifications.tell(event, question, at=now)
 
 
 def _write_block(transcript: Transcript, question: Question) -> None:
     """Write the question's block, as its row now is, into the message that asked it."""
     message = question.message
-    blocks = parse_blocks(message.blocks)
-    for index, block in enumerate(blocks):
-        if (
-            isinstance(block, ActionBlock)
-            and block.action_type in ACTION_TYPES
-            and block.extra.get("toolCallId") == question.tool_call_id
-        ):
-            blocks[index] = question.block
-    transcript.update(message, blocks=blocks)
+    transcript.update(message, blocks=replace_block(parse_blocks(message.blocks), question.block))
 
 
 def _pending_approvals(conversation: Conversation) -> list[Question]:
@@ -451,16 +379,65 @@ def resume_if_decided(transcript: Transcript) -> None:
         dispatch.on_commit(turns.resume_tools(transcript))
 
 
-def _publish(event: str, question: Question, *, at: datetime) -> None:
-    notifications.publish(
-        notifications.QuestionEvent(
-            type=event,
-            question=question,
-            owner_id=question.conversation.owner_id,
-            at=at,
-            recipient_ids=recipient_ids(question),
-        )
+# --- Elicitations: what a running tool asks ----------------------------------------------------
+
+
+@transaction.atomic
+def answer_elicitation(
+    *,
+    user,
+    conversation_id: int,
+    tool_call_id: str,
+    action: str,
+    values: dict[str, Any] | None = None,
+    via: Via = BROWSER,
+) -> Question:
+    """Answer a running tool's elicitation: accept (with the form's `values`, converted and
+    checked against its schema), decline or cancel. The tool reads the row. Raises
+    InvalidAnswer, QuestionAlreadyResolved, ConversationNotFound."""
+    question = question_for_user(
+        user=user, conversation_id=conversation_id, tool_call_id=tool_call_id, lock=True
     )
+    if question.kind != QuestionKind.ELICITATION or not question.is_pending:
+        raise QuestionAlreadyResolved
+    request = question.elicitation
+    stored: dict[str, Any] = {"action": action}
+    if action == ACCEPT and request.mode == "form":
+        fields = form_fields(request.requested_schema, request.order)
+        stored["content"] = form_values(fields, values or {})
+    elif action not in (ACCEPT, DECLINE, CANCEL):
+        raise InvalidAnswer(APPROVALS_PENDING)
+    status = {
+        ACCEPT: QuestionStatus.ANSWERED,
+        DECLINE: QuestionStatus.REJECTED,
+        CANCEL: QuestionStatus.CANCELLED,
+    }[action]
+    with Transcript(question.conversation) as transcript:
+        resolve(transcript, question, status=status, by=user, via=via, answers=stored)
+        turns.attention_changed(question.conversation)
+    return question
+
+
+@transaction.atomic
+def end_elicitation(conversation_id: int, key: str) -> None:
+    """The call that asked is over (it returned, failed, or its process died): a still
+    pending elicitation of it can no longer be answered, and ends as cancelled."""
+    question = (
+        Question.objects.select_related("message", "conversation")
+        .filter(
+            conversation_id=conversation_id,
+            tool_call_id=key,
+            kind=QuestionKind.ELICITATION,
+            status=QuestionStatus.PENDING,
+        )
+        .select_for_update(of=("conversation",))
+        .first()
+    )
+    if question is None:
+        return
+    with Transcript(question.conversation) as transcript:
+        resolve(transcript, question, status=QuestionStatus.CANCELLED, by=None, via="")
+        turns.attention_changed(question.conversation)
 
 
 # --- Assigning: whom a pending question waits for ------------------------------------------
@@ -510,7 +487,7 @@ def _assign(question: Question, assignee_id: int | None, *, by, escalated: bool 
         setattr(question, field, value)
     with Transcript(conversation) as transcript:
         _write_block(transcript, question)
-    _publish(notifications.ASSIGNED, question, at=now)
+    notifications.tell(notifications.ASSIGNED, question, at=now)
     turns.attention_changed(conversation, waiting=True)
 
 
@@ -577,19 +554,7 @@ def save_draft(
         question = _pending(user=user, conversation_id=conversation_id, tool_call_id=tool_call_id)
     except QuestionAlreadyResolved:
         return None
-    questions = question.request.questions
-    if len(answers) > len(questions) or any(
-        len(answer.custom) > settings.PARLEY_MAX_MESSAGE_CHARS for answer in answers
-    ):
-        raise DraftTooLong
-    # Only the question's own labels are kept; nothing here is validated as an answer yet.
-    data = [
-        Answer(
-            labels=[label for label in answer.labels if label in item.labels],
-            custom=answer.custom,
-        ).model_dump()
-        for item, answer in zip(questions, answers, strict=False)
-    ]
+    data = draft_data(question.request, answers)
     client = client if DRAFT_CLIENT.fullmatch(client) else ""
     draft, _created = QuestionDraft.objects.update_or_create(
         question=question,
