@@ -20,7 +20,7 @@ from core.text import drop_invisible
 if TYPE_CHECKING:
     from chat.engine.dispatch import Next
     from chat.engine.turns import Lease
-    from chat.models import Message
+    from chat.models import Conversation, Message
     from chat.transcript import Transcript
 
 MAX_RESULT_CHARS = 20_000
@@ -267,3 +267,21 @@ def template_for_action(action_type: str) -> str | None:
     if action_type in _action_templates:
         return _action_templates[action_type]
     return next((t.template_name for t in _tools.values() if t.action_type == action_type), None)
+
+
+# What names the messages whose waiting cards show state the transcript does not hold (whom a
+# question waits for, who may answer it): each returns their ids, for a paused conversation.
+_live_cards: list[Callable[["Conversation"], list[int]]] = []
+
+
+def register_live_cards(finder: Callable[["Conversation"], list[int]]) -> None:
+    """`finder(conversation)` names the messages of its waiting cards that render state kept
+    outside the transcript, which changes with no write to the messages (core.events.refresh):
+    a page that reconnects renders them again (chat.live.consumers)."""
+    if finder not in _live_cards:
+        _live_cards.append(finder)
+
+
+def live_card_messages(conversation: "Conversation") -> list[int]:
+    """The ids of the messages whose waiting cards render state outside the transcript."""
+    return [message_id for finder in _live_cards for message_id in finder(conversation)]
