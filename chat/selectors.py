@@ -342,6 +342,29 @@ def messages_changed_since(
     return sorted(newest, key=lambda message: message.order)
 
 
+def messages_shown(
+    conversation: Conversation, message_ids: list[int], *, upto: int
+) -> list[Message]:
+    """The conversation's messages among `message_ids` that a page at cursor `upto` shows
+    (created at or before it; streaming drafts left to their own changes), in transcript
+    order, with their cards' tool results read together; for rendering them again
+    (core.events.refresh). One query, and one for the results if a card asks."""
+    if not message_ids:
+        return []
+    messages = list(
+        Message.objects.select_related("author")
+        .filter(
+            conversation_id=conversation.pk,
+            pk__in=message_ids,
+            created_seq__lte=upto,
+            is_draft=False,
+        )
+        .order_by("order")
+    )
+    ToolResults.share(messages)
+    return messages
+
+
 @dataclass(frozen=True)
 class TranscriptChanges:
     """What changed after a client's cursor, and the cursor that covers it."""

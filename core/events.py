@@ -138,6 +138,19 @@ def conversation_fragment(conversation_id: int, template: str, context: dict) ->
     }
 
 
+REFRESH = "chat.refresh"
+
+
+def refresh(conversation_id: int, message_ids: list[int]) -> dict:
+    """What the open pages of a conversation show of these messages changed outside the
+    transcript: a card that waits for a person shows rows the transcript does not hold (whom
+    a question waits for, who may answer it). Each page renders the messages again as they
+    are now; neither they nor the change cursor changed, so the transcript's readers (event
+    streams, waits) have nothing to read. A page that reconnects renders such cards again
+    (chat.live.consumers), in case it missed this."""
+    return {"type": REFRESH, "conversation_id": conversation_id, "messages": message_ids}
+
+
 def attention_changed(user_id: int, conversation_id: int, *, waiting: bool = False) -> dict:
     """Sent to the user's attention group: `conversation_id` began (`waiting`) or stopped
     waiting for the user, so the number of questions waiting for them changed."""

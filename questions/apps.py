@@ -12,7 +12,7 @@ class QuestionsConfig(AppConfig):
         from chat import sharing
         from chat.engine import tools
         from core import jobs
-        from questions import approvals, deadlines, resolving
+        from questions import approvals, deadlines, resolving, selectors
         from questions.payloads import APPROVAL_TYPE, ELICITATION_TYPE
         from questions.tools import TOOLS
 
@@ -21,5 +21,6 @@ class QuestionsConfig(AppConfig):
         tools.register_action(APPROVAL_TYPE, "questions/approval.html")
         tools.register_action(ELICITATION_TYPE, "questions/elicitation.html")
         tools.resolve_pauses_by_message(approvals.deny_by_message)
+        tools.register_live_cards(selectors.live_cards)
         jobs.every_sweep(deadlines.sweep)
         sharing.access_changed.connect(resolving.members_changed, dispatch_uid="questions")

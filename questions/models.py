@@ -1,10 +1,13 @@
-"""A question the agent asked, one row each: what was asked, and how it was resolved.
+"""A question the agent asked, one row each: what was asked, how it was resolved, and whom it
+waits for.
 
 The row is what the inbox, deadlines, drafts, the API's listings and the webhooks read, and
 its `status` is the first-wins switch: a question is resolved by a conditional update of a
 pending row (questions.resolving). The transcript renders the question_request block stored in
-the asking message's JSON (spec 5.3), which every resolution rewrites in the same
-transaction, so the two never disagree.
+the asking message's JSON (spec 5.3): what was asked, and the resolution, which every
+resolution writes there from the row in the same transaction, so the two never disagree. Whom
+a pending question waits for is the row's alone: its card reads it when rendered
+(questions.selectors.card_state), and a change of it writes no message.
 """
 
 from django.conf import settings

@@ -12,6 +12,11 @@ transaction it rewrites the block the transcript shows, deletes the draft, tells
 listeners (webhooks, mail, push), and moves the turn on (chat.engine.turns), whose next step
 dispatch starts after commit. The web views, the API, the terminal client and e-mail links all
 resolve questions here.
+
+Whom a pending question waits for is its row's alone (docs/developers/architecture.md, "Where
+a question's state lives"): an assignment, an escalation or a change of the conversation's
+members writes no message, and asks the open pages to render the question's card again
+(core.events.refresh).
 """
 
 import re
@@ -456,16 +461,18 @@ def assign_question(
     question = _pending(user=user, conversation_id=conversation_id, tool_call_id=tool_call_id)
     if assignee_id is not None and assignee_id not in acting_ids(question.conversation_id):
         raise InvalidAnswer(NOT_AN_ASSIGNEE)
-    _assign(question, assignee_id, by=user)
+    if _assign(question, assignee_id, by=user):
+        _refresh_cards(question.conversation_id, [question])
     return question
 
 
-def _assign(question: Question, assignee_id: int | None, *, by, escalated: bool = False) -> None:
-    """Record the (re)assignment on the row and in its block, and tell those it waits for
-    now (notifications, webhooks) and everyone's pages (the counts). The conversation's row
-    is locked by the caller."""
+def _assign(question: Question, assignee_id: int | None, *, by, escalated: bool = False) -> bool:
+    """Record the (re)assignment on the row (the transcript is not written: its card reads
+    the row), and tell those it waits for now (notifications, webhooks) and everyone's live
+    channels (the counts). The conversation's row is locked by the caller. False if nothing
+    changed."""
     if question.assigned_to_id == assignee_id and not escalated:
-        return
+        return False
     now = timezone.now()
     conversation = question.conversation
     escalate = settings.QUESTION_ESCALATE_AFTER
@@ -485,29 +492,38 @@ def _assign(question: Question, assignee_id: int | None, *, by, escalated: bool 
     Question.objects.filter(pk=question.pk).update(**fields)
     for field, value in fields.items():
         setattr(question, field, value)
-    with Transcript(conversation) as transcript:
-        _write_block(transcript, question)
     notifications.tell(notifications.ASSIGNED, question, at=now)
     turns.attention_changed(conversation, waiting=True)
+    return True
 
 
 def members_changed(
     sender, *, conversation: Conversation, user_id: int, role: str | None, **kwargs
 ) -> None:
     """Someone was added to the conversation, removed, or given another role (a receiver of
-    chat.sharing.access_changed; the caller holds the conversation's lock): each pending
-    question's block is written again, so every page offers the new choice of assignees, and
-    a question assigned to someone who can no longer answer waits for everyone again."""
-    pending = Question.objects.select_related("message", "assigned_to").filter(
-        conversation=conversation, status=QuestionStatus.PENDING
+    chat.sharing.access_changed; the caller holds the conversation's lock): a question
+    assigned to someone who can no longer answer waits for everyone again, and the open pages
+    render each pending question's card again with the new choice of assignees. No message is
+    written."""
+    pending = list(
+        Question.objects.filter(conversation=conversation, status=QuestionStatus.PENDING)
     )
     for question in pending:
         question.conversation = conversation
         if question.assigned_to_id == user_id and role != MemberRole.PARTICIPANT:
             _assign(question, None, by=None)
-        else:
-            with Transcript(conversation) as transcript:
-                _write_block(transcript, question)
+    _refresh_cards(conversation.pk, pending)
+
+
+def _refresh_cards(conversation_id: int, questions: list[Question]) -> None:
+    """After commit, the conversation's open pages render these questions' cards again: their
+    rows, or who may answer them, changed, and their blocks did not (core.events.refresh)."""
+    message_ids = sorted({q.message_id for q in questions if not q.is_tool_request})
+    if message_ids:
+        events.send_on_commit(
+            events.conversation_group(conversation_id),
+            events.refresh(conversation_id, message_ids),
+        )
 
 
 @transaction.atomic
@@ -524,7 +540,7 @@ def escalate_question(*, question_id: int) -> bool:
         conversation = lock(conversation_id)
     except ConversationNotFound:
         return False
-    question = Question.objects.select_related("message").filter(pk=question_id).first()
+    question = Question.objects.filter(pk=question_id).first()
     if (
         question is None
         or not question.is_pending
@@ -535,6 +551,7 @@ def escalate_question(*, question_id: int) -> bool:
         return False
     question.conversation = conversation
     _assign(question, conversation.owner_id, by=None, escalated=True)
+    _refresh_cards(conversation.pk, [question])
     return True
 
 

@@ -1,5 +1,7 @@
 """Reads of questions. Access to a conversation is checked through chat.selectors first."""
 
+from dataclasses import dataclass
+
 from django.conf import settings
 from django.db.models import Exists, OuterRef, Q, QuerySet
 from django.urls import reverse
@@ -21,7 +23,12 @@ from chat.selectors import (
     conversation_for_user,
 )
 from questions.errors import QuestionAlreadyResolved
-from questions.models import Question, QuestionDraft, QuestionKind, QuestionStatus
+from questions.models import (
+    TOOL_REQUEST_KINDS,
+    Question,
+    QuestionKind,
+    QuestionStatus,
+)
 from questions.payloads import CANCEL, Answer
 
 
@@ -161,24 +168,41 @@ def context_line(message: Message) -> str:
     return text
 
 
-def draft_answers(conversation_id: int, tool_call_id: str) -> list[Answer]:
-    """The saved, unsent answer to a question (questions.resolving.save_draft), if any; the
-    caller has checked access to the conversation."""
-    try:
-        draft = QuestionDraft.objects.only("data").get(
-            question__conversation_id=conversation_id, question__tool_call_id=tool_call_id
-        )
-    except QuestionDraft.DoesNotExist:
-        return []
-    if not isinstance(draft.data, list):
-        return []
-    answers = []
-    for item in draft.data:
+@dataclass(frozen=True)
+class CardState:
+    """What a pending question's card shows besides its block, read from its row when the card
+    is rendered: whom it waits for alone (None: everyone who acts), and the draft saved for it
+    (questions.resolving.save_draft), if any."""
+
+    assigned_to_id: int | None
+    draft: list[Answer]
+
+
+def card_state(conversation_id: int, tool_call_id: str) -> CardState:
+    """The card state of the question of the call `tool_call_id` (the caller has checked
+    access to the conversation): its row and its draft, in one query."""
+    row = (
+        Question.objects.filter(conversation_id=conversation_id, tool_call_id=tool_call_id)
+        .values_list("assigned_to_id", "draft__data")
+        .first()
+    )
+    assigned_to_id, data = row or (None, None)
+    draft = []
+    for item in data if isinstance(data, list) else []:
         try:
-            answers.append(Answer.model_validate(item))
+            draft.append(Answer.model_validate(item))
         except ValueError:
-            answers.append(Answer())
-    return answers
+            draft.append(Answer())
+    return CardState(assigned_to_id=assigned_to_id, draft=draft)
+
+
+def live_cards(conversation: Conversation) -> list[int]:
+    """The messages whose pending question cards show state the transcript does not hold
+    (whom each waits for, who may answer: chat.engine.tools.register_live_cards)."""
+    pending = Question.objects.filter(conversation=conversation, status=QuestionStatus.PENDING)
+    return sorted(
+        set(pending.exclude(kind__in=TOOL_REQUEST_KINDS).values_list("message_id", flat=True))
+    )
 
 
 def recipient_ids(question: Question) -> tuple[int, ...]:

@@ -45,9 +45,14 @@
 
   // Every time the socket opens (first time and after each reconnect) tell the server the last
   // change this page has; it answers with everything after it, so nothing is missed or doubled.
+  // After a reconnect ("again") it also renders the waiting cards again: what they show outside
+  // the transcript (whom a question waits for) may have changed while the socket was down.
   document.addEventListener("htmx:wsOpen", function (event) {
     var cursor = byId("sync-cursor");
-    event.detail.socketWrapper.send(JSON.stringify({ type: "sync", after: cursor ? Number(cursor.value) : 0 }));
+    var sync = { type: "sync", after: cursor ? Number(cursor.value) : 0 };
+    if (event.target.hasAttribute("data-synced")) { sync.again = true; }
+    event.target.setAttribute("data-synced", "");
+    event.detail.socketWrapper.send(JSON.stringify(sync));
     if (event.target.id === "conversation-live") { setConnectionLost(false); }
   });
 

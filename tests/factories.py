@@ -1,5 +1,6 @@
 """Test data written through the same writes the app uses."""
 
+import time
 from datetime import timedelta
 
 from django.contrib.auth import get_user_model
@@ -9,6 +10,7 @@ from django.utils import timezone
 from chat import sharing
 from chat.blocks import TextBlock
 from chat.engine import turns
+from chat.live.consumers import ConversationConsumer
 from chat.models import AgentState, Conversation, MemberRole, Message, Role
 from chat.transcript import Transcript, lock
 
@@ -85,3 +87,16 @@ def count_loaded_messages(monkeypatch) -> list:
         classmethod(lambda *args, **kwargs: loaded.append(1) or from_db(*args, **kwargs)),
     )
     return loaded
+
+
+def tab_on(user, conversation_id: int, *, sent_seq: int | None = None) -> ConversationConsumer:
+    """A conversation socket's consumer, as `connect` leaves it, its session just read (and
+    synced at `sent_seq`), to call its renders on the test's thread."""
+    tab = ConversationConsumer()
+    tab.scope = {"cookies": {}, "headers": []}
+    tab.user, tab.conversation_id = user, conversation_id
+    tab.sent_subagents, tab.sent_drafts, tab.header_key = {}, {}, None
+    tab.sent_seq = sent_seq
+    tab.session_read_at = time.monotonic()
+    tab.created_at = Conversation.objects.get(pk=conversation_id).created_at
+    return tab

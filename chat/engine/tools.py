@@ -21,7 +21,7 @@ from core.text import drop_invisible
 if TYPE_CHECKING:
     from chat.engine.dispatch import Next
     from chat.engine.turns import Lease
-    from chat.models import Message
+    from chat.models import Conversation, Message
     from chat.transcript import Transcript
 
 MAX_RESULT_CHARS = 20_000
@@ -262,3 +262,20 @@ def template_for_action(action_type: str) -> str | None:
     if (template := action_templates.get(action_type)) is not None:
         return template
     return next((t.template_name for t in registry if t.action_type == action_type), None)
+
+
+# What names the messages whose waiting cards show state the transcript does not hold (whom a
+# question waits for, who may answer it): each returns their ids, for a paused conversation.
+live_cards: Registry[Callable[["Conversation"], list[int]]] = Registry("live cards")
+
+
+def register_live_cards(finder: Callable[["Conversation"], list[int]]) -> None:
+    """`finder(conversation)` names the messages of its waiting cards that render state kept
+    outside the transcript, which changes with no write to the messages (core.events.refresh):
+    a page that reconnects renders them again (chat.live.consumers)."""
+    live_cards.add(finder)
+
+
+def live_card_messages(conversation: "Conversation") -> list[int]:
+    """The ids of the messages whose waiting cards render state outside the transcript."""
+    return [message_id for finder in live_cards for message_id in finder(conversation)]

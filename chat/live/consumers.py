@@ -18,6 +18,13 @@ database read.
 Sub-agents stream into their parent's page: each change of a child is also announced to the
 parent's group (`chat.subagent_changed`), and the consumer then pushes the status and
 transcript of every child changed since the child cursor it last sent.
+
+A card that waits for a person may show state the transcript does not hold (whom a question
+waits for, who may answer it: the apps above chat keep it in rows of their own). When that
+changes, nothing in the transcript does: `chat.refresh` names the messages, and the consumer
+renders them again as they are now. A page says in its sync when its socket opened again
+(`"again": true`): it may have missed such a refresh while it was down, so its live cards
+(chat.engine.tools.live_card_messages) are rendered again too.
 """
 
 import asyncio
@@ -35,6 +42,7 @@ from django.template.loader import render_to_string
 from django.utils import translation
 from django.utils.html import format_html
 
+from chat.engine.tools import live_card_messages
 from chat.errors import ConversationNotFound
 from chat.live import sessions
 from chat.live.renders import Render, shared_renders
@@ -45,6 +53,7 @@ from chat.selectors import (
     conversation_exists,
     conversation_for_user,
     conversation_page,
+    messages_shown,
     role_of,
     transcript_changes,
 )
@@ -255,6 +264,7 @@ class ConversationConsumer(SignedInConsumer):
         self.sent_subagents: dict[int, int] = {}  # child id -> the child's cursor sent
         self.sent_drafts: dict[int, str] = {}  # draft message id -> the text this tab has
         self.header_key: tuple | None = None  # what the header last sent was rendered from
+        self.refresh_after_sync: set[int] = set()  # messages to render again once synced
         self.recheck: asyncio.Task | None = None
         try:
             conversation = await database_sync_to_async(conversation_for_user)(
@@ -277,12 +287,18 @@ class ConversationConsumer(SignedInConsumer):
         try:
             data = json.loads(text_data or "")
             after = int(data["after"]) if data.get("type") == "sync" else None
+            again = data.get("again") is True
         except (ValueError, TypeError, KeyError, AttributeError, OverflowError):
             after = None
         if after is None or after < 0:
             return  # the only message a client sends is a sync; anything else is ignored
         self.sent_seq = after
         await self.push_changes()
+        # Refreshes that came before the sync; after a reconnect, every live card (a refresh
+        # sent while the socket was down never reached it).
+        missed, self.refresh_after_sync = self.refresh_after_sync, set()
+        if again or missed:
+            await self.push_refreshed(None if again else sorted(missed))
 
     def wants_fragment(self, event: dict) -> bool:
         return event["conversation_id"] == self.conversation_id
@@ -329,6 +345,25 @@ class ConversationConsumer(SignedInConsumer):
         self.recheck_later()
         return True
 
+    async def chat_refresh(self, event: dict) -> None:
+        """Messages whose cards show state outside the transcript that changed
+        (core.events.refresh): rendered again as they are now, once the tab has synced."""
+        if event["conversation_id"] != self.conversation_id:
+            return
+        if self.sent_seq is None:
+            self.refresh_after_sync.update(event["messages"])
+            return
+        await self.push_refreshed(event["messages"])
+
+    async def push_refreshed(self, message_ids: list[int] | None) -> None:
+        """Push these messages again (None: the conversation's live cards)."""
+        async with self.pushing:
+            if self.signed_out:
+                return
+            html = await self.rendered(self.render_refreshed, message_ids)
+            if html:
+                await self.send(text_data=html)
+
     async def chat_streamed(self, event: dict) -> None:
         """Text the runner is about to store in a draft (core.events.draft_streamed):
         shown now by a tab that has that draft up to where it goes; the change that stores it
@@ -358,23 +393,28 @@ class ConversationConsumer(SignedInConsumer):
         async with self.pushing:
             if self.signed_out or (upto is not None and upto <= self.sent_seq):
                 return
-            try:
-                html, cursor, running = await database_sync_to_async(self.render_changes)(
-                    self.sent_seq, upto
-                )
-            except ConversationNotFound:
-                there = await database_sync_to_async(conversation_exists)(self.conversation_id)
-                await self.close(code=CLOSE_NO_ACCESS if there else CLOSE_NOT_FOUND)
+            pushed = await self.rendered(self.render_changes, self.sent_seq, upto)
+            if pushed is None:
                 return
-            except SignedOut:
-                self.signed_out = True
-                await self.close(code=CLOSE_SIGNED_OUT)
-                return
+            html, cursor, running = pushed
             if html:
                 self.sent_seq = cursor
                 await self.send(text_data=html)
         if running:
             self.recheck_later()
+
+    async def rendered(self, render, *args):
+        """`render(*args)`, on a thread that may read the database; None once the socket is
+        closed instead: the user may no longer read the conversation, or signed out."""
+        try:
+            return await database_sync_to_async(render)(*args)
+        except ConversationNotFound:
+            there = await database_sync_to_async(conversation_exists)(self.conversation_id)
+            await self.close(code=CLOSE_NO_ACCESS if there else CLOSE_NOT_FOUND)
+        except SignedOut:
+            self.signed_out = True
+            await self.close(code=CLOSE_SIGNED_OUT)
+        return None
 
     def recheck_later(self) -> None:
         if self.recheck is not None:
@@ -470,6 +510,24 @@ class ConversationConsumer(SignedInConsumer):
             )
         self.sent_subagents.update({s.pk: s.conversation.seq for s in subagents})
         return html.strip(), changes.cursor, running
+
+    def render_refreshed(self, message_ids: list[int] | None) -> str:
+        """The OOB fragments of these messages as they are now, those this tab has (None: the
+        live cards of a conversation that waits for the person)."""
+        self.check_session()
+        conversation = conversation_for_user(user=self.user, conversation_id=self.conversation_id)
+        if message_ids is None:
+            waiting = conversation.agent_state == AgentState.AWAITING_USER
+            message_ids = live_card_messages(conversation) if waiting else []
+        messages = messages_shown(conversation, message_ids, upto=self.sent_seq)
+        with translation.override(self.language):
+            return "".join(
+                render_to_string(
+                    "chat/conversation.html#message",
+                    {"conversation": conversation, "message": message, "oob": True},
+                )
+                for message in messages
+            ).strip()
 
     def render_newest_page(self, parent, subagents: list) -> tuple[str, int, bool]:
         """For a tab that missed more changes than a page holds: the newest page in place of

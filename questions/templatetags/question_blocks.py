@@ -16,7 +16,7 @@ from questions.payloads import (
     payload_of,
 )
 from questions.schemas import AskedQuestion
-from questions.selectors import assignees, draft_answers
+from questions.selectors import CardState, assignees, card_state
 
 register = template.Library()
 
@@ -37,10 +37,17 @@ def question_payload(block) -> QuestionPayload | None:
 
 
 @register.simple_tag
-def question_draft_json(conversation, payload: QuestionPayload) -> str:
-    """The saved draft of a pending question as JSON ("" if none), for static/parley-drafts.js
-    to restore; the page has checked access to `conversation`."""
-    answers = draft_answers(conversation.pk, payload.tool_call_id)
+def question_state(conversation, payload: QuestionPayload) -> CardState:
+    """What a pending question's card shows besides its block, read from its row as the card
+    is rendered (whom it waits for, its draft); the page has checked access to
+    `conversation`."""
+    return card_state(conversation.pk, payload.tool_call_id)
+
+
+@register.filter
+def draft_json(state: CardState) -> str:
+    """A card's saved draft as JSON ("" if none), for static/parley-drafts.js to restore."""
+    answers = state.draft
     return json.dumps([a.model_dump() for a in answers], ensure_ascii=False) if answers else ""
 
 

@@ -33,7 +33,7 @@ LOAD_EARLIER = 5
 API_CONVERSATION = 4
 API_PAGE_OF_MESSAGES = 4
 SHARE = 14
-ASSIGN_QUESTION = 14
+ASSIGN_QUESTION = 11
 OPEN_SHARED_CONVERSATION = 10
 API_MEMBERS = 4
 ADMIN_TRANSCRIPT = {"the conversation's page": 7, "a page of earlier messages": 5}
@@ -111,7 +111,14 @@ def teammates(django_user_model) -> list:
     return [django_user_model.objects.create_user(username=f"mate{index}") for index in range(3)]
 
 
-def test_sharing_a_conversation(browser, conversation, teammates, django_assert_max_num_queries):
+@pytest.mark.parametrize("waiting", [False, True], ids=["nothing waits", "a question waits"])
+def test_sharing_a_conversation(
+    request, browser, conversation, teammates, waiting, django_assert_max_num_queries
+):
+    """The same while a question waits: its card is pushed again after commit, and no
+    message is written for it."""
+    if waiting:
+        request.getfixturevalue("asked")
     for mate in teammates[:2]:
         browser.post(
             reverse("chat:share", args=[conversation.pk]),

@@ -7,7 +7,6 @@ own (Channels' database_sync_to_async), which a test that rolls back would not s
 """
 
 import re
-import time
 
 import pytest
 from channels.db import database_sync_to_async
@@ -21,13 +20,12 @@ from chat import services
 from chat.blocks import TextBlock
 from chat.errors import ConversationNotFound
 from chat.live import sessions
-from chat.live.consumers import ConversationConsumer
-from chat.models import AgentState, Conversation, Role
+from chat.models import AgentState, Role
 from chat.routing import websocket_urlpatterns
 from chat.selectors import PAGE_MESSAGES
 from chat.transcript import Transcript, lock
 from config.asgi import application
-from tests.factories import add_message, fail_turn, set_state
+from tests.factories import add_message, fail_turn, set_state, tab_on
 
 pytestmark = pytest.mark.django_db(transaction=True)
 
@@ -353,17 +351,6 @@ async def test_every_quiet_socket_of_an_ended_session_closes_without_its_event(
 
     for tab in (quiet, pushed):
         assert await tab.receive_output(timeout=5) == {"type": "websocket.close", "code": 4401}
-
-
-def tab_on(user, conversation_id):
-    """A conversation socket's consumer, as `connect` leaves it, its session just read."""
-    tab = ConversationConsumer()
-    tab.scope = {"cookies": {}, "headers": []}
-    tab.user, tab.conversation_id = user, conversation_id
-    tab.sent_subagents, tab.sent_drafts, tab.header_key = {}, {}, None
-    tab.session_read_at = time.monotonic()
-    tab.created_at = Conversation.objects.get(pk=conversation_id).created_at
-    return tab
 
 
 # Rendered on the test's thread: the test rolls back.
