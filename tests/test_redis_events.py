@@ -7,8 +7,10 @@ import os
 import runpy
 
 import pytest
+import redis
 from django.utils.module_loading import import_string
 
+from tests.live_clients import eventually
 from tests.live_server import ROOT
 
 REDIS = os.environ.get("TEST_REDIS_URL", "redis://127.0.0.1:6379")
@@ -27,6 +29,19 @@ def events_layer(url: str):
     return import_string(config["BACKEND"])(**config["CONFIG"])
 
 
+async def subscribed(*listening: tuple) -> None:
+    """Wait until Redis has taken the subscription of each (layer, group): the layer sends
+    SUBSCRIBE without waiting for its reply, and a message published before Redis took it is
+    not delivered."""
+    names = [layer._get_layer()._get_group_channel_name(group) for layer, group in listening]
+    with redis.Redis.from_url(REDIS) as client:
+        await eventually(
+            lambda: all(count for _, count in client.pubsub_numsub(*names)),
+            5,
+            "Redis to take the subscriptions",
+        )
+
+
 async def test_sites_on_one_redis_get_only_their_own_events():
     site, same_site, other_site = (events_layer(f"{REDIS}/{db}") for db in (3, 3, 4))
     try:
@@ -35,7 +50,7 @@ async def test_sites_on_one_redis_get_only_their_own_events():
             channel = await layer.new_channel()
             await layer.group_add("conversation.5", channel)
             listening.append((layer, channel))
-        await asyncio.sleep(0.2)  # Redis has taken both subscriptions
+        await subscribed((site, "conversation.5"), (other_site, "conversation.5"))
         await same_site.group_send("conversation.5", {"type": "chat.changed", "seq": 7})
 
         (layer, channel), (other, other_channel) = listening
@@ -43,8 +58,13 @@ async def test_sites_on_one_redis_get_only_their_own_events():
             "type": "chat.changed",
             "seq": 7,
         }
-        with pytest.raises(TimeoutError):
-            await asyncio.wait_for(other.receive(other_channel), 0.5)
+        # The other site's own event, published after that one: Redis delivers in the order
+        # it published, so had the other site got the first, it would come before this one.
+        await other.group_send("conversation.5", {"type": "chat.changed", "seq": 8})
+        assert await asyncio.wait_for(other.receive(other_channel), 5) == {
+            "type": "chat.changed",
+            "seq": 8,
+        }
     finally:
         for layer in (site, same_site, other_site):
             await layer.flush()
@@ -64,7 +84,7 @@ async def test_a_channel_gets_its_messages_in_order():
     try:
         channel = await layer.new_channel()
         await layer.group_add("conversation.9", channel)
-        await asyncio.sleep(0.2)  # Redis has taken the subscription
+        await subscribed((layer, "conversation.9"))
         for seq in range(5):
             await layer.group_send("conversation.9", {"type": "chat.changed", "seq": seq})
         received = [(await asyncio.wait_for(layer.receive(channel), 5))["seq"] for _ in range(5)]
