@@ -64,6 +64,7 @@ class LiveServer:
         }
         if "REDIS_URL" not in env:
             self.env.pop("REDIS_URL", None)
+        self.daphne_args: list[str] = []  # more options for daphne, such as --ping-interval
         self.process: subprocess.Popen | None = None
 
     def set_up_database(self) -> None:
@@ -95,7 +96,7 @@ class LiveServer:
         accepts TCP connections: no request reaches the application)."""
         log = self.log_path.open("a")
         self.process = subprocess.Popen(
-            [*SERVE, "-b", "127.0.0.1", "-p", str(self.port)],
+            [*SERVE, "-b", "127.0.0.1", "-p", str(self.port), *self.daphne_args],
             cwd=ROOT,
             env=self.env,
             stdout=log,

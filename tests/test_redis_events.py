@@ -1,6 +1,7 @@
 """The events layer on Redis pub/sub (settings.CHANNEL_LAYERS["events"]) as config/settings.py
 makes it for a REDIS_URL: sites that share a Redis under different databases get only their
-own events, as with their queues; a channel gets what it is sent, in order."""
+own events, as with their queues; a channel gets what it is sent, in order. And the Redis read
+timeout of both layers outlasts the queue's blocking receive."""
 
 import asyncio
 import os
@@ -8,6 +9,7 @@ import runpy
 
 import pytest
 import redis
+from channels_redis.core import RedisChannelLayer
 from django.utils.module_loading import import_string
 
 from tests.live_clients import eventually
@@ -16,12 +18,17 @@ from tests.live_server import ROOT
 REDIS = os.environ.get("TEST_REDIS_URL", "redis://127.0.0.1:6379")
 
 
-def events_config(url: str) -> dict:
-    """settings.CHANNEL_LAYERS["events"] as config/settings.py makes it with REDIS_URL=url
-    (settings are read from the environment at import: run that module again)."""
+def layers_config(url: str) -> dict:
+    """settings.CHANNEL_LAYERS as config/settings.py makes it with REDIS_URL=url (settings
+    are read from the environment at import: run that module again)."""
     with pytest.MonkeyPatch.context() as patch:
         patch.setenv("REDIS_URL", url)
-        return runpy.run_path(str(ROOT / "config/settings.py"))["CHANNEL_LAYERS"]["events"]
+        return runpy.run_path(str(ROOT / "config/settings.py"))["CHANNEL_LAYERS"]
+
+
+def events_config(url: str) -> dict:
+    """settings.CHANNEL_LAYERS["events"] with REDIS_URL=url."""
+    return layers_config(url)["events"]
 
 
 def events_layer(url: str):
@@ -91,3 +98,13 @@ async def test_a_channel_gets_its_messages_in_order():
         assert received == [0, 1, 2, 3, 4]
     finally:
         await layer.flush()
+
+
+def test_the_redis_read_timeout_outlasts_the_queues_blocking_receive():
+    """An idle worker's receive is a blocking read that Redis answers after brpop_timeout
+    even when nothing came: a read timeout no longer than that failed every one (redis-py 8's
+    5 s default: the worker exited, websockets closed with 1011). tests/test_redis_idle.py
+    idles real processes past a shorter one set through REDIS_URL."""
+    for layer in layers_config(REDIS).values():
+        [host] = layer["CONFIG"]["hosts"]
+        assert host["socket_timeout"] > RedisChannelLayer.brpop_timeout
