@@ -12,6 +12,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 
 from channels.db import database_sync_to_async
+from django.conf import settings
 from django.http import StreamingHttpResponse
 
 from api import results
@@ -21,7 +22,6 @@ from chat.selectors import conversation_for_user, transcript_changes
 from core.events import conversation_group, subscribe, user_group
 from core.limits import StreamSlot
 
-KEEPALIVE_SECONDS = 15.0
 MIN_BATCH_SECONDS = 0.25
 
 
@@ -144,7 +144,7 @@ async def event_stream(
             if events:
                 quiet_since = time.monotonic()
             woke = await changes.wait(sessions.AUTH_RECHECK_SECONDS)
-            quiet = time.monotonic() - quiet_since >= KEEPALIVE_SECONDS
+            quiet = time.monotonic() - quiet_since >= settings.PARLEY_STREAM_KEEPALIVE_SECONDS
             if not woke and not changes.closed and quiet:
                 quiet_since = time.monotonic()
                 yield ": keepalive\n\n"

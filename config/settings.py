@@ -470,6 +470,9 @@ PUSH_SERVICE_HOSTS = env_list(
 )
 # The channel that `manage.py worker` serves when REDIS_URL is set.
 PARLEY_RUN_CHANNEL = "parley-runs"
+# Seconds a worker keeps trying to reach a Redis it lost before it exits, for its supervisor
+# to restart it (chat/management/commands/worker.py).
+PARLEY_WORKER_RIDE_OUT_SECONDS = float(os.environ.get("PARLEY_WORKER_RIDE_OUT_SECONDS", "30"))
 # Limits per user (0: no limit): turns running at once, messages and new conversations per
 # minute, open event streams; failed logins per account and per client address before a
 # lockout of PARLEY_LOGIN_LOCKOUT_SECONDS.
@@ -480,6 +483,9 @@ PARLEY_MAX_RUNNING_SUBAGENTS = int(os.environ.get("PARLEY_MAX_RUNNING_SUBAGENTS"
 PARLEY_MESSAGES_PER_MINUTE = int(os.environ.get("PARLEY_MESSAGES_PER_MINUTE", "30"))
 PARLEY_CONVERSATIONS_PER_MINUTE = int(os.environ.get("PARLEY_CONVERSATIONS_PER_MINUTE", "20"))
 PARLEY_MAX_STREAMS = int(os.environ.get("PARLEY_MAX_STREAMS", "10"))
+# Seconds an event stream with nothing to send waits before it sends a keepalive comment:
+# less than the read timeout of any proxy in front of Parley.
+PARLEY_STREAM_KEEPALIVE_SECONDS = float(os.environ.get("PARLEY_STREAM_KEEPALIVE_SECONDS", "15"))
 # Searches of the transcripts one user may make per minute, and how long one may take on
 # PostgreSQL before it is cancelled (seconds; 0: no limit).
 PARLEY_SEARCHES_PER_MINUTE = int(os.environ.get("PARLEY_SEARCHES_PER_MINUTE", "60"))

@@ -97,6 +97,7 @@ class WebSocket:
         self.compressed: list[bool] = []  # whether each message came compressed (RSV1)
         self.close_code: int | None = None
         self.closed_at: float | None = None
+        self.pings = 0  # pings the server sent (each answered)
         self.reading = asyncio.create_task(self.read())
 
     @classmethod
@@ -182,6 +183,7 @@ class WebSocket:
                     self.closed_at = time.time()
                     return
                 if opcode == 0x9:  # ping
+                    self.pings += 1
                     self.send(0xA, payload)
                 elif opcode in (0x0, 0x1):  # continuation, text
                     if opcode == 0x1:

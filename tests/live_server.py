@@ -19,6 +19,7 @@ import tempfile
 import time
 import urllib.request
 import uuid
+from concurrent.futures import ThreadPoolExecutor
 from contextlib import contextmanager
 from pathlib import Path
 
@@ -63,6 +64,7 @@ class LiveServer:
         }
         if "REDIS_URL" not in env:
             self.env.pop("REDIS_URL", None)
+        self.daphne_args: list[str] = []  # more options for daphne, such as --ping-interval
         self.process: subprocess.Popen | None = None
 
     def set_up_database(self) -> None:
@@ -94,7 +96,7 @@ class LiveServer:
         accepts TCP connections: no request reaches the application)."""
         log = self.log_path.open("a")
         self.process = subprocess.Popen(
-            [*SERVE, "-b", "127.0.0.1", "-p", str(self.port)],
+            [*SERVE, "-b", "127.0.0.1", "-p", str(self.port), *self.daphne_args],
             cwd=ROOT,
             env=self.env,
             stdout=log,
@@ -222,6 +224,55 @@ def wait_for(predicate, timeout: float, what: str):
             return value
         time.sleep(0.02)
     raise AssertionError(f"timed out waiting for {what}")
+
+
+# What a script that `race` runs prints once it is set up; it then waits for the word to go.
+READY = """
+import sys
+print("ready", flush=True)
+sys.stdin.readline()
+"""
+
+
+def race(env: dict[str, str], scripts: dict[str, str], timeout: float = 60) -> dict:
+    """Run each script in a `manage.py shell` of its own, all let go at once: each sets up,
+    runs READY and waits; once every one has said it is ready, all are told to go. Each
+    one's (return code, what it printed after "ready", its stderr)."""
+    processes = {
+        name: subprocess.Popen(
+            [sys.executable, "manage.py", "shell", "-v", "0", "-c", script],
+            cwd=ROOT,
+            env=env,
+            stdin=subprocess.PIPE,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            text=True,
+        )
+        for name, script in scripts.items()
+    }
+    try:
+        with ThreadPoolExecutor(len(processes)) as readers:
+            ready = {name: readers.submit(p.stdout.readline) for name, p in processes.items()}
+            deadline = time.monotonic() + timeout
+            for name, line in ready.items():
+                try:
+                    said = line.result(timeout=max(0.0, deadline - time.monotonic()))
+                except TimeoutError:
+                    said = ""
+                if said != "ready\n":
+                    for process in processes.values():
+                        process.kill()  # ends every readline still waiting
+                    raise AssertionError(f"{name} never got ready: {processes[name].stderr.read()}")
+        for process in processes.values():
+            process.stdin.write("go\n")
+            process.stdin.flush()
+        outputs = {name: p.communicate(timeout=timeout) for name, p in processes.items()}
+        return {name: (processes[name].returncode, *outputs[name]) for name in processes}
+    finally:
+        for process in processes.values():
+            if process.poll() is None:
+                process.kill()
+                process.wait()
 
 
 def holder(server, conversation_id: int) -> tuple[int, int] | None:

@@ -324,13 +324,22 @@ def test_the_sockets_of_a_session_in_a_process_share_one_read_of_it_a_beat(monke
     assert shared.recent("a-session") is None  # a beat old: read again
 
 
-async def test_a_sign_in_elsewhere_does_not_close_the_socket(user, conversation):
+async def test_a_sign_in_elsewhere_does_not_close_the_socket(user, conversation, monkeypatch):
+    monkeypatch.setattr(sessions, "AUTH_RECHECK_SECONDS", 3600)  # the next push reads it
     client = Client()
     await db(client.force_login)(user)
     communicator = await signed_in_socket(client, conversation.pk)
-    await db(Client().force_login)(user)  # saves last_login only
-    await db(Client().logout)()
-    assert await communicator.receive_nothing(timeout=1.5)
+    await say(conversation.pk, "Signed in")
+    await communicator.send_json_to({"type": "sync", "after": 0})
+    assert "sync-cursor" in await communicator.receive_from()
+    elsewhere = Client()
+    await db(elsewhere.force_login)(user)  # saves last_login only
+    await db(elsewhere.logout)()  # its auth.changed names that other session
+    # This tab's last read of its session is stale now: the push of the next change, which
+    # comes after the logout's event, reads the session again and finds it still signed in.
+    monkeypatch.setattr(sessions, "AUTH_RECHECK_SECONDS", 0)
+    await say(conversation.pk, "Still signed in here")
+    assert "Still signed in here" in await communicator.receive_from()
     await communicator.disconnect()
 
 

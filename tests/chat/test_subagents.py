@@ -234,7 +234,11 @@ def test_a_childs_changes_stream_into_the_parents_socket(conversation, user, dis
         html = await communicator.receive_from()
         assert f'id="subagent-{first.pk}-body"' in html and "Half way there" in html
         assert f"subagent-{second.pk}" not in html
-        assert await communicator.receive_nothing(0.3)
+        # Nothing more for that change: the next push is the one for a later change.
+        await db(add_message)(second.pk, "Started on it")
+        html = await communicator.receive_from()
+        assert f'id="subagent-{second.pk}-body"' in html and "Started on it" in html
+        assert "Half way there" not in html
         await communicator.disconnect()
 
         # A child's own socket is refused: it is read through its parent only.

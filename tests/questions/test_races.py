@@ -2,10 +2,7 @@
 and the transcript holds one answer and one tool result."""
 
 import os
-import subprocess
-import sys
 import threading
-import time
 
 import pytest
 from django.db import connection
@@ -17,7 +14,7 @@ from chat.models import Role
 from questions import resolving as questions
 from questions.errors import QuestionAlreadyResolved
 from questions.payloads import Answer, payload_of
-from tests.live_server import ROOT, LiveServer, postgres_database
+from tests.live_server import READY, LiveServer, postgres_database, race
 
 # Also run on PostgreSQL (make test): first wins across threads and processes (row locks and
 # conditional updates).
@@ -99,14 +96,13 @@ def test_two_threads_resolving_at_once_one_wins(conversation, user, model, secon
 
 
 RESOLVE = """
-import time
 from django.contrib.auth.models import User
 from questions import resolving
 from questions.payloads import Answer, payload_of
 from questions.errors import QuestionAlreadyResolved
-conversation_id, start_at, label = {conversation_id}, {start_at}, {label!r}
+conversation_id, label = {conversation_id}, {label!r}
 user = User.objects.get(username="demo")
-time.sleep(max(0, start_at - time.time()))
+{ready}
 try:
     resolving.answer_question(
         user=user, conversation_id=conversation_id, tool_call_id="scripted-1-0",
@@ -139,24 +135,15 @@ def test_two_processes_answering_at_once_on_postgresql_one_wins(tmp_path):
         server.set_up_database()
         conversation_id, state = server.manage("shell", "-v", "0", "-c", ASK).split()
         assert state == "awaiting_user"
-        start_at = time.time() + 3  # both processes are up by then
-        processes = [
-            subprocess.Popen(
-                [
-                    *(sys.executable, "manage.py", "shell", "-v", "0", "-c"),
-                    RESOLVE.format(conversation_id=conversation_id, start_at=start_at, label=label),
-                ],
-                cwd=ROOT,
-                env=server.env,
-                stdout=subprocess.PIPE,
-                stderr=subprocess.PIPE,
-                text=True,
-            )
-            for label in ("Funghi", "Pepperoni")
-        ]
-        outputs = [p.communicate(timeout=60) for p in processes]
-        assert [p.returncode for p in processes] == [0, 0], outputs
-        assert sorted(out.strip() for out, _ in outputs) == ["already answered", "won"]
+        outputs = race(
+            server.env,
+            {
+                label: RESOLVE.format(conversation_id=conversation_id, label=label, ready=READY)
+                for label in ("Funghi", "Pepperoni")
+            },
+        )
+        assert [code for code, _, _ in outputs.values()] == [0, 0], outputs
+        assert sorted(out.strip() for _, out, _ in outputs.values()) == ["already answered", "won"]
         rows = server.query(
             "SELECT role, blocks FROM chat_message WHERE conversation_id = %s",
             int(conversation_id),

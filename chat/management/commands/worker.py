@@ -4,7 +4,7 @@ SIGINT hands its running turns back at once and exits (chat.engine.runner.shutdo
 
 A Redis that goes away (a restart, a failover) is ridden out: the worker waits for it, trying
 again with growing pauses, and goes on taking turns once it answers. One that stays away for
-RIDE_OUT_SECONDS ends the worker, for its supervisor to restart it."""
+PARLEY_WORKER_RIDE_OUT_SECONDS (30 s) ends the worker, for its supervisor to restart it."""
 
 import asyncio
 import contextlib
@@ -23,10 +23,9 @@ from core.errors import REDIS_UNAVAILABLE
 
 logger = logging.getLogger("parley.runner")
 
-# How long after losing Redis a worker keeps trying before it exits, and its pauses between
-# tries: the first, doubled after each failed try, up to the last. Redis is back in service
-# within MAX_RETRY_SECONDS (plus a try) of answering again.
-RIDE_OUT_SECONDS = 30.0
+# A worker's pauses between tries to reach a Redis it lost (for PARLEY_WORKER_RIDE_OUT_SECONDS
+# before it exits): the first, doubled after each failed try, up to the last. Redis is back
+# in service within MAX_RETRY_SECONDS (plus a try) of answering again.
 FIRST_RETRY_SECONDS = 0.25
 MAX_RETRY_SECONDS = 2.0
 # How long one try may take: a Redis that accepts connections and never answers fails it.
@@ -53,14 +52,15 @@ class RidingOutLayer:
 
     async def wait_for_redis(self, error: Exception) -> None:
         """Return once Redis answers again; re-raise `error` if it has not within
-        RIDE_OUT_SECONDS of it."""
+        PARLEY_WORKER_RIDE_OUT_SECONDS of it."""
         loop = asyncio.get_running_loop()
         lost = loop.time()
         logger.warning("lost Redis (%s: %s); trying again", type(error).__name__, error)
         pause = FIRST_RETRY_SECONDS
+        ride_out = settings.PARLEY_WORKER_RIDE_OUT_SECONDS
         while True:
-            if loop.time() + pause - lost > RIDE_OUT_SECONDS:
-                logger.error("Redis did not answer for %ss: the worker stops", RIDE_OUT_SECONDS)
+            if loop.time() + pause - lost > ride_out:
+                logger.error("Redis did not answer for %gs: the worker stops", ride_out)
                 raise error
             await asyncio.sleep(pause)
             try:
