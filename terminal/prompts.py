@@ -12,6 +12,8 @@ from dataclasses import dataclass
 from typing import Any
 
 import questionary
+from prompt_toolkit.keys import Keys
+from questionary.prompts.common import InquirerControl
 
 from terminal.render import Screen
 from terminal.text import shown_line
@@ -32,6 +34,73 @@ def select(title: str, choices: list[tuple[str, Any]], *, default=None, instruct
     return questionary.select(
         title, choices=options, default=start, instruction=instruction
     ).unsafe_ask()
+
+
+# Number keys pick the first nine choices of a question, as on the page; a tenth and later one
+# has no key (the arrow keys reach it).
+NUMBER_KEYS = 9
+
+
+class NumberedChoice(questionary.Choice):
+    """A choice shown after its number key ("2) "), or after as much space when it has none."""
+
+    def get_shortcut_title(self) -> str:
+        return f"{self.shortcut_key}) " if self.shortcut_key else "   "
+
+
+def numbered_choices(choices: list[tuple[str, Any]]) -> list[NumberedChoice]:
+    """`choices` ((title, value)), the first nine with their number keys."""
+    return [
+        NumberedChoice(title=t, value=v, shortcut_key=str(n) if n <= NUMBER_KEYS else False)
+        for n, (t, v) in enumerate(choices, 1)
+    ]
+
+
+def number_keys(count: int) -> str:
+    """The number keys of `count` choices, as a hint says them: "1", "1-4", at most "1-9"."""
+    last = min(count, NUMBER_KEYS)
+    return "1" if last == 1 else f"1-{last}"
+
+
+def with_number_keys(question: questionary.Question, key: Keys | str) -> questionary.Question:
+    """`question` (a select or a checkbox of `numbered_choices`) with its choices' numbers
+    shown, and each number key pointing at its choice, then doing what `key` does there (Enter
+    answers a select, Space ticks or unticks a checkbox's choice)."""
+    app = question.application
+    control = next(
+        window.content
+        for window in app.layout.find_all_windows()
+        if isinstance(window.content, InquirerControl)
+    )
+    control.use_shortcuts = True  # each choice shows its number
+    act = app.key_bindings.get_bindings_for_keys((key,))[-1].handler
+
+    def bind(index: int, number: str) -> None:
+        @app.key_bindings.add(number, eager=True)
+        def press(event) -> None:
+            control.pointed_at = index
+            act(event)
+
+    for index, choice in enumerate(control.choices):
+        if choice.shortcut_key:
+            bind(index, choice.shortcut_key)
+    return question
+
+
+def select_by_number(title: str, choices: list[tuple[str, Any]]):
+    """One of `choices` ((title, value)): its number key, or the arrow keys and Enter."""
+    hint = f"({number_keys(len(choices))} to answer, or arrow keys and Enter)"
+    question = questionary.select(title, choices=numbered_choices(choices), instruction=hint)
+    return with_number_keys(question, Keys.ControlM).unsafe_ask()
+
+
+def checkbox_by_number(title: str, choices: list[tuple[str, Any]], validate):
+    """Some of `choices` ((title, value)): number keys or Space tick, Enter confirms."""
+    hint = f"({number_keys(len(choices))} or Space to tick, Enter to confirm)"
+    question = questionary.checkbox(
+        title, choices=numbered_choices(choices), instruction=hint, validate=validate
+    )
+    return with_number_keys(question, " ").unsafe_ask()
 
 
 def drop_typed_ahead() -> None:

@@ -5,7 +5,7 @@ answer) or numbered in a pipe, then answered; Ctrl+C rejects it and stops the ag
 import questionary
 
 from terminal.conversation import Conversation, Next
-from terminal.prompts import Parsed, Prompts, select
+from terminal.prompts import Parsed, Prompts, checkbox_by_number, select_by_number
 from terminal.render import option_title, question_title
 
 OTHER = "\x00other"
@@ -58,13 +58,11 @@ def ask_in_terminal(title: str, question: dict, labels: list[str]):
     if question["custom"]:
         choices.append(("Other…", OTHER))
     if not question["multiSelect"]:
-        chosen = select(title, choices)
+        chosen = select_by_number(title, choices)
         return typed_answer() if chosen == OTHER else chosen
-    chosen = questionary.checkbox(
-        title,
-        choices=[questionary.Choice(title=t, value=v) for t, v in choices],
-        validate=lambda picked: bool(picked) or "Pick at least one.",
-    ).unsafe_ask()
+    chosen = checkbox_by_number(
+        title, choices, validate=lambda picked: bool(picked) or "Pick at least one."
+    )
     if OTHER in chosen:
         chosen = [c for c in chosen if c != OTHER]
         chosen.append(typed_answer())

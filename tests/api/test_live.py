@@ -141,6 +141,52 @@ def test_the_terminal_client_answers_with_arrow_keys(server, token):
     assert child.exitstatus == 0
 
 
+def latest_reply(http) -> str:
+    """The newest message of the conversation last active, as the server stored it."""
+    latest = http.get("/conversations").json()[0]["id"]
+    return http.get(f"/conversations/{latest}").json()["messages"][-1]["text"]
+
+
+def test_the_terminal_client_answers_one_choice_with_its_number_key(server, token, http):
+    child = spawn_chat(server, token, "--new")
+    try:
+        child.expect("> ")
+        child.sendline("pizza")
+        child.expect("Which pizza should I order for the team")
+        child.expect_exact("(1-4 to answer, or arrow keys and Enter)")
+        child.expect_exact("4) Other…")  # "Other…" has the next number, as on the page
+        child.send("2")  # answers at once, as the page's number keys do
+        child.expect(r"Great, ordering: (\x1b\[[0-9;]*m)*Pepperoni")
+        child.expect("> ")
+        child.sendeof()
+        child.expect(pexpect.EOF)
+    finally:
+        child.close(force=True)
+    assert child.exitstatus == 0
+    assert latest_reply(http) == "Great, ordering: **Pepperoni**."
+
+
+def test_the_terminal_client_ticks_several_choices_with_number_keys(server, token, http):
+    child = spawn_chat(server, token, "--new")
+    try:
+        child.expect("> ")
+        child.sendline("toppings")
+        child.expect("Which extra toppings do you want")
+        child.expect_exact("(1-5 or Space to tick, Enter to confirm)")
+        child.expect_exact("5) Other…")
+        child.send("1")
+        child.send("3")
+        child.send("\r")
+        child.expect("Adding these toppings")
+        child.expect("> ")
+        child.sendeof()
+        child.expect(pexpect.EOF)
+    finally:
+        child.close(force=True)
+    assert child.exitstatus == 0
+    assert latest_reply(http) == "Adding these toppings:\n\nOlives\nPeppers"
+
+
 def test_the_terminal_client_without_a_terminal_numbers_the_choices(server, token, http):
     output = run_chat(server, token, typed="toppings\n1,3\n").stdout
     assert "  1) Olives" in output
