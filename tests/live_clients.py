@@ -76,7 +76,9 @@ def offered(deflate: bool | str) -> str:
 
 class WebSocket:
     """A minimal RFC 6455 client over asyncio streams (the suite has no websocket library):
-    keeps the text messages, answers pings, and records the close code.
+    keeps the text messages, answers pings, and records the close code. A close frame is
+    answered, as a browser does, and the socket read on until the server ends the connection
+    (`reading` is then done): a message after the close frame is kept, to be seen.
 
     With `deflate`, it offers permessage-deflate as Chromium does (or the offer given);
     `extensions` is what the server answered (None: not accepted), and then messages go both
@@ -179,9 +181,11 @@ class WebSocket:
                     self.closed_at = time.time()
                     return
                 if opcode == 0x8:  # close
-                    self.close_code = int.from_bytes(payload[:2], "big") if payload else 1005
-                    self.closed_at = time.time()
-                    return
+                    if self.close_code is None:
+                        self.close_code = int.from_bytes(payload[:2], "big") if payload else 1005
+                        self.closed_at = time.time()
+                        self.send(0x8, payload[:2])
+                    continue
                 if opcode == 0x9:  # ping
                     self.pings += 1
                     self.send(0xA, payload)
@@ -204,8 +208,9 @@ class WebSocket:
                         self.compressed.append(compressed)
                         message, wire = b"", 0
         except (asyncio.IncompleteReadError, ConnectionResetError):
-            self.close_code = 1006  # gone without a close frame (or dropped: reset)
-            self.closed_at = time.time()
+            if self.close_code is None:
+                self.close_code = 1006  # gone without a close frame (or dropped: reset)
+                self.closed_at = time.time()
 
     async def close(self) -> None:
         self.reading.cancel()
