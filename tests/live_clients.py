@@ -464,6 +464,8 @@ def flood_scenario(server) -> dict:
                 return response.status_code
 
             open_streams: list[tuple[float, float]] = []  # (opened, closed), client side
+            holding: list[int] = []  # the streams admitted so far
+            victim_done = asyncio.Event()
 
             async def flood_stream(n: int) -> int | str:
                 cid = conversations[n % len(conversations)]
@@ -472,7 +474,8 @@ def flood_scenario(server) -> dict:
                     async with http.stream("GET", url, headers=flooder) as stream:
                         if stream.status_code == 200:
                             opened = time.monotonic()
-                            await asyncio.sleep(8)  # held open while the victim's turn runs
+                            holding.append(n)
+                            await victim_done.wait()  # held open while the victim's turn runs
                     if stream.status_code == 200:
                         open_streams.append((opened, time.monotonic()))
                     return stream.status_code
@@ -481,8 +484,12 @@ def flood_scenario(server) -> dict:
 
             flood = [asyncio.create_task(flood_message(n)) for n in range(FLOOD_MESSAGES)]
             flood += [asyncio.create_task(flood_stream(n)) for n in range(FLOOD_STREAMS)]
-            await asyncio.sleep(0.5)
-            flooded = await timed_turn(http, victim)
+            try:
+                # The flood has reached the server once it holds a stream open.
+                await eventually(lambda: holding, 60, "the flood's first open stream")
+                flooded = await timed_turn(http, victim)
+            finally:
+                victim_done.set()
             statuses = await asyncio.gather(*flood)
             # The baseline once more, with the machine quiet again: a shared machine that
             # slowed down during the flood (3.7x once in CI, 1.1x when run again) slows the
