@@ -76,7 +76,9 @@ def offered(deflate: bool | str) -> str:
 
 class WebSocket:
     """A minimal RFC 6455 client over asyncio streams (the suite has no websocket library):
-    keeps the text messages, answers pings, and records the close code.
+    keeps the text messages, answers pings, and records the close code. A close frame is
+    answered, as a browser does, and the socket read on until the server ends the connection
+    (`reading` is then done): a message after the close frame is kept, to be seen.
 
     With `deflate`, it offers permessage-deflate as Chromium does (or the offer given);
     `extensions` is what the server answered (None: not accepted), and then messages go both
@@ -179,9 +181,11 @@ class WebSocket:
                     self.closed_at = time.time()
                     return
                 if opcode == 0x8:  # close
-                    self.close_code = int.from_bytes(payload[:2], "big") if payload else 1005
-                    self.closed_at = time.time()
-                    return
+                    if self.close_code is None:
+                        self.close_code = int.from_bytes(payload[:2], "big") if payload else 1005
+                        self.closed_at = time.time()
+                        self.send(0x8, payload[:2])
+                    continue
                 if opcode == 0x9:  # ping
                     self.pings += 1
                     self.send(0xA, payload)
@@ -204,8 +208,9 @@ class WebSocket:
                         self.compressed.append(compressed)
                         message, wire = b"", 0
         except (asyncio.IncompleteReadError, ConnectionResetError):
-            self.close_code = 1006  # gone without a close frame (or dropped: reset)
-            self.closed_at = time.time()
+            if self.close_code is None:
+                self.close_code = 1006  # gone without a close frame (or dropped: reset)
+                self.closed_at = time.time()
 
     async def close(self) -> None:
         self.reading.cancel()
@@ -459,6 +464,8 @@ def flood_scenario(server) -> dict:
                 return response.status_code
 
             open_streams: list[tuple[float, float]] = []  # (opened, closed), client side
+            holding: list[int] = []  # the streams admitted so far
+            victim_done = asyncio.Event()
 
             async def flood_stream(n: int) -> int | str:
                 cid = conversations[n % len(conversations)]
@@ -467,7 +474,8 @@ def flood_scenario(server) -> dict:
                     async with http.stream("GET", url, headers=flooder) as stream:
                         if stream.status_code == 200:
                             opened = time.monotonic()
-                            await asyncio.sleep(8)  # held open while the victim's turn runs
+                            holding.append(n)
+                            await victim_done.wait()  # held open while the victim's turn runs
                     if stream.status_code == 200:
                         open_streams.append((opened, time.monotonic()))
                     return stream.status_code
@@ -476,8 +484,12 @@ def flood_scenario(server) -> dict:
 
             flood = [asyncio.create_task(flood_message(n)) for n in range(FLOOD_MESSAGES)]
             flood += [asyncio.create_task(flood_stream(n)) for n in range(FLOOD_STREAMS)]
-            await asyncio.sleep(0.5)
-            flooded = await timed_turn(http, victim)
+            try:
+                # The flood has reached the server once it holds a stream open.
+                await eventually(lambda: holding, 60, "the flood's first open stream")
+                flooded = await timed_turn(http, victim)
+            finally:
+                victim_done.set()
             statuses = await asyncio.gather(*flood)
             # The baseline once more, with the machine quiet again: a shared machine that
             # slowed down during the flood (3.7x once in CI, 1.1x when run again) slows the

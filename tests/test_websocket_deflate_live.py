@@ -108,7 +108,10 @@ def test_pushes_inflate_to_what_an_uncompressed_socket_gets(server):
             try:
                 assert deflated.extensions == ACCEPTED
                 assert plain.extensions is None
-                await asyncio.sleep(0.3)  # both synced
+                # Both syncs read before the turn starts, so that both sockets see it stream. A
+                # sync of a conversation with nothing in it sends nothing back: there is no
+                # answer to wait for, only this moment (each sync was sent already).
+                await asyncio.sleep(0.3)
                 await browser.say(conversation, SAID)
                 await eventually(lambda: idle(server, conversation), 30, "the reply")
 

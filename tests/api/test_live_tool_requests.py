@@ -3,8 +3,6 @@
 edited arguments the server refuses and then takes, a form a running tool asks for, and the
 same without a terminal (deny with feedback, always allow)."""
 
-import time
-
 import httpx
 import pexpect
 import pytest
@@ -74,11 +72,14 @@ def test_an_approval_with_edited_arguments_through_the_terminal(server, token, n
         child.expect('"text": "Milk, eggs, bread"')  # the arguments, spread out
         child.expect("Your decision")
         child.send("1y")  # no key alone decides: the choice needs Enter
-        time.sleep(0.5)
+        # Keys are read in order: once the arrow key after them moves the choice, those two
+        # were read, and the menu is still asking.
+        child.send(DOWN)
+        child.expect("» Always allow")
         with api(server, token) as http:
             [pending] = http.get("/questions").json()
         assert (pending["tool"], pending["questionResolution"]) == ("tool_approval", "asked")
-        child.send(DOWN * 3 + "\r")  # Edit arguments
+        child.send(DOWN * 2 + "\r")  # Edit arguments
         child.expect("Arguments")
         child.send(CLEAR_LINE + '{"name": "shopping"}\r')
         # The server's word on what does not fit the tool's input schema, and again.

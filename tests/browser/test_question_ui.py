@@ -8,6 +8,7 @@ import pytest
 from playwright.sync_api import expect
 
 from tests.browser.pages import axe_violations, log_in, new_conversation, send, user_menu
+from tests.live_server import wait_for
 
 FORMS = {
     # what to say: (the question's group name, its screenshot name)
@@ -235,7 +236,14 @@ def test_a_refused_stop_is_shown_beside_the_button(page, console_errors):
     stop = page.get_by_role("button", name="Stop")
     expect(stop).to_be_visible()
     held["on"] = True
-    page.wait_for_timeout(3000)  # the scripted turn ends meanwhile; this tab still shows Stop
+    # The scripted turn ends, as the API says; this tab, which hears nothing, still shows Stop.
+    conversation = re.search(r"/c/(\d+)/", page.url).group(1)
+    wait_for(
+        lambda: page.request.get(f"/api/v1/conversations/{conversation}").json()["state"] == "idle",
+        20,
+        "the turn to end",
+    )
+    expect(stop).to_be_visible()
     stop.click()
     expect(page.locator("#stop-alert")).to_have_text("The agent is not running.")
 

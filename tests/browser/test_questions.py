@@ -5,7 +5,7 @@ import re
 import pytest
 from playwright.sync_api import expect
 
-from tests.browser.pages import log_in, new_conversation, send, transcript_items
+from tests.browser.pages import log_in, new_conversation, poll, send, transcript_items
 
 
 def ask(page, text="Order a pizza"):
@@ -154,6 +154,11 @@ def test_the_inbox_opens_at_its_top_on_the_newest_question_with_what_the_agent_s
             send(page, text)
             expect(page.get_by_role("group", name=header)).to_be_visible()
 
+        # Counts what the live channel pushes (static/parley.js announces each as parley:pushed).
+        page.add_init_script(
+            "window.__pushes = 0;"
+            "document.addEventListener('parley:pushed', () => { window.__pushes += 1; });"
+        )
         page.goto("/questions/")
         items = page.get_by_role("list", name="Pending questions").get_by_role("listitem")
         expect(items).to_have_count(3)
@@ -167,8 +172,9 @@ def test_the_inbox_opens_at_its_top_on_the_newest_question_with_what_the_agent_s
         # ...and what the agent said just before asking (when it said anything).
         expect(items.first).to_contain_text("Let me ask you something first.")
         expect(items.nth(1).locator(".inbox-context")).to_have_count(0)
-        # The page stays at its top, where the newest question is.
-        page.wait_for_timeout(300)
+        # The page stays at its top, where the newest question is, also once the live
+        # channel's first push (sent as its socket opens) has been handled.
+        assert poll(page, "window.__pushes", bool, timeout=10), "the live channel pushed nothing"
         assert page.evaluate("window.scrollY") == 0
         expect(items.first).to_be_in_viewport()
     finally:

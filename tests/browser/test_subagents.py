@@ -8,6 +8,8 @@ from playwright.sync_api import expect
 from tests.browser.pages import log_in, new_conversation, send
 
 CLOCK_DONE = "read from the clock tool just now."
+# The scripted agent's pause between words when the test stops it mid-reply.
+WORD_SECONDS = 0.3
 ARITHMETIC_DONE = "worked out with the calculator tool."
 
 
@@ -63,7 +65,7 @@ def test_two_subagents_stream_into_the_parents_transcript(open_page, start_serve
 
 
 def test_stop_on_the_parent_stops_its_subagents(open_page, start_server):
-    server = start_server(SCRIPTED_AGENT_DELAY="0.3")
+    server = start_server(SCRIPTED_AGENT_DELAY=str(WORD_SECONDS))
     page = open_page(server, locale="en-US")
     log_in(page)
     new_conversation(page)
@@ -77,6 +79,9 @@ def test_stop_on_the_parent_stops_its_subagents(open_page, start_server):
         expect(child.locator(".subagent-status")).to_have_text("Stopped")
         expect(child).to_contain_text("Stopped together with the agent that started it.")
     kept = clock.inner_text()
-    time.sleep(1.5)  # nothing more streams in after Stop
+    # Nothing more streams in after Stop. A child is a turn of its own, which no later event
+    # of the parent's comes after: a child still running writes a word every WORD_SECONDS,
+    # and three of them pass without one.
+    time.sleep(3 * WORD_SECONDS)
     assert clock.inner_text() == kept
     assert CLOCK_DONE not in kept
