@@ -79,6 +79,9 @@ class Conversation(models.Model):
     # A change cursor: bumped by every write to the transcript, so a client that has seen
     # everything up to N can ask for exactly what changed after N.
     seq = models.PositiveBigIntegerField(_("change sequence"), default=0)
+    # How many messages it holds, superseded ones included: the next message's `order`
+    # (chat.transcript appends under the row's lock and saves it with the row).
+    message_count = models.PositiveIntegerField(_("messages"), default=0, editable=False)
     created_at = models.DateTimeField(_("created"), default=timezone.now, editable=False)
     updated_at = models.DateTimeField(_("last activity"), default=timezone.now)
     # The running turn's lease: which runner may advance it, until when, and a fencing token

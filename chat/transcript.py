@@ -107,8 +107,7 @@ class Transcript:
         return message.seq > self.seq_before
 
     def newest(self) -> Message | None:
-        """The conversation's newest message, superseded or not (read once per edit): what
-        the next message appended follows."""
+        """The conversation's newest message, superseded or not (read once per edit)."""
         if not self._newest_read:
             self._newest = (
                 Message.objects.filter(conversation=self.conversation).order_by("-order").first()
@@ -120,8 +119,8 @@ class Transcript:
         self, *, role: Role, blocks: list[Block], is_draft: bool = False, author=None
     ) -> Message:
         """A new message at the transcript's end; `author`: the person who wrote it."""
-        newest = self.newest()
-        order = 0 if newest is None else newest.order + 1
+        order = self.conversation.message_count
+        self.conversation.message_count = order + 1
         seq = self.touch()
         if self.first_appended is None:
             self.first_appended = order
@@ -138,7 +137,7 @@ class Transcript:
             created_at=self.conversation.updated_at,
             updated_at=self.conversation.updated_at,
         )
-        self._newest = message
+        self._newest, self._newest_read = message, True
         self._show_results(blocks)
         return message
 

@@ -354,7 +354,9 @@ def resolve(
     for field, value in resolution.items():
         setattr(question, field, value)
     _write_block(transcript, question)
-    QuestionDraft.objects.filter(question=question).delete()
+    # A question read by question_for_user knows whether it has a draft; any other, ask.
+    if getattr(question, "has_draft", True):
+        QuestionDraft.objects.filter(question=question).delete()
     if (event := notifications.resolved_event(question)) is not None:
         notifications.tell(event, question, at=now)
 

@@ -26,6 +26,7 @@ from questions.errors import QuestionAlreadyResolved
 from questions.models import (
     TOOL_REQUEST_KINDS,
     Question,
+    QuestionDraft,
     QuestionKind,
     QuestionStatus,
 )
@@ -36,8 +37,9 @@ def question_for_user(
     *, user, conversation_id: int, tool_call_id: str, lock: bool = False
 ) -> Question:
     """The question of the call `tool_call_id` in one of the user's conversations, with its
-    conversation and message, in one query; with `lock`, the conversation's row is locked
-    (every resolution writes the transcript). Raises ConversationNotFound (no access),
+    conversation, its message and whether it has a draft (`has_draft`), in one query; with
+    `lock`, the conversation's row is locked (every resolution writes the transcript, and
+    save_draft takes the same lock). Raises ConversationNotFound (no access),
     QuestionAlreadyResolved (no such question: a stale or unknown id, as the losers of a race
     see it)."""
     conversation_id = accessible_conversation_id(user=user, conversation_id=conversation_id)
@@ -46,6 +48,7 @@ def question_for_user(
         .annotate(
             viewer_role=role_in_conversation(user, "conversation__"),
             shared=Exists(Membership.objects.filter(conversation=OuterRef("conversation_id"))),
+            has_draft=Exists(QuestionDraft.objects.filter(question=OuterRef("pk"))),
         )
         .filter(
             conversation_id=conversation_id,

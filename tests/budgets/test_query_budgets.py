@@ -24,10 +24,10 @@ from tests.factories import add_message
 pytestmark = [pytest.mark.django_db, pytest.mark.postgres]
 
 # The budgets (docs/developers/query-budgets.md).
-SEND_MESSAGE = {"this process": 13, "a worker": 11}
-START_CONVERSATION = {"this process": 16, "a worker": 14}
+SEND_MESSAGE = {"this process": 12, "a worker": 10}
+START_CONVERSATION = {"this process": 15, "a worker": 13}
 SIDEBAR_ACTION = 8
-ANSWER_QUESTION = {"this process": 16, "a worker": 14}
+ANSWER_QUESTION = {"this process": 14, "a worker": 12}
 OPEN_CONVERSATION = 9
 LOAD_EARLIER = 5
 API_CONVERSATION = 4

@@ -6,7 +6,7 @@ from datetime import timedelta
 
 import pytest
 
-from chat.models import Message, Role
+from chat.models import Conversation, Message, Role
 from questions import resolving as questions
 from questions.errors import QuestionAlreadyResolved
 from questions.models import QuestionDraft, QuestionKind, QuestionStatus
@@ -208,6 +208,8 @@ def test_a_resolution_that_read_the_row_before_another_won_changes_nothing(
     resolve(asked, "message")
     before = snapshot(asked)
     assert stale.is_pending  # as the second request still sees it
+    # The transcript's next place is the conversation's, which its lock keeps current.
+    stale.conversation.message_count = Conversation.objects.get(pk=asked.pk).message_count
     monkeypatch.setattr(questions, "question_for_user", lambda **kwargs: stale)
     with pytest.raises(QuestionAlreadyResolved):
         if second == "answer":
