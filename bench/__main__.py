@@ -353,7 +353,7 @@ def plot(r: dict, path: Path) -> None:
         ax.legend(fontsize=8)
     if s := r.get("load"):
         ax = axes[1][0]
-        levels = [v for v in s.values() if isinstance(v, dict)]
+        levels = [v for k, v in s.items() if k.isdigit()]  # not the machine-speed entry
         n = [v["flows"] for v in levels]
         ax.plot(n, [v["p50_ms"] for v in levels], marker="o", label="p50")
         ax.plot(n, [v["p95_ms"] for v in levels], marker="o", label="p95")
