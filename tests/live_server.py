@@ -321,6 +321,7 @@ http {{
     fastcgi_temp_path {tmp}/fastcgi;
     uwsgi_temp_path {tmp}/uwsgi;
     scgi_temp_path {tmp}/scgi;
+    proxy_read_timeout {read_timeout};
     include {tmp}/parley.conf;
 }}
 """
@@ -343,9 +344,12 @@ def mcp_routes(addresses: list[str]) -> list[str]:
 class Nginx:
     """Debian's nginx in the foreground on a loopback port, with deploy/'s configuration for
     Parley rendered as docs/operators/deploying.md says (envsubst: only the PARLEY_
-    placeholders)."""
+    placeholders). `read_timeout`: nginx's own proxy_read_timeout, which every location of
+    the template that does not set its own inherits (nginx's default: 60 s)."""
 
-    def __init__(self, workdir: Path, *, web: list[str], static_root: Path) -> None:
+    def __init__(
+        self, workdir: Path, *, web: list[str], static_root: Path, read_timeout: str = "60s"
+    ) -> None:
         self.dir = workdir
         self.dir.mkdir(parents=True, exist_ok=True)
         self.port = free_port()
@@ -360,7 +364,9 @@ class Nginx:
             "PARLEY_STATIC_ROOT": str(static_root),
         }
         (self.dir / "parley.conf").write_text(string.Template(template).safe_substitute(values))
-        (self.dir / "nginx.conf").write_text(NGINX_MAIN.format(tmp=self.dir))
+        (self.dir / "nginx.conf").write_text(
+            NGINX_MAIN.format(tmp=self.dir, read_timeout=read_timeout)
+        )
         self.process: subprocess.Popen | None = None
 
     def start(self) -> None:
