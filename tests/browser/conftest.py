@@ -3,11 +3,16 @@ import uuid
 from pathlib import Path
 
 import pytest
-from playwright.sync_api import sync_playwright
+from playwright.sync_api import expect, sync_playwright
 
 from tests.live_server import LiveServer
 
 CHROMIUM = os.environ.get("CHROMIUM", "/usr/bin/chromium")
+# How long an expect() waits for what the page should come to show, as the contexts' actions
+# wait (Playwright's default is 5 s): on a busy 2-core machine a tool server's first start or
+# a turn behind others can take longer. A check that something happens *within* a time a
+# person would notice says so with its own timeout.
+expect.set_options(timeout=10_000)
 # Chromium as root in a container, with nothing reaching outside this machine.
 CHROMIUM_ARGS = [
     "--no-sandbox",
