@@ -23,6 +23,9 @@ pytestmark = pytest.mark.live
 SERVER = Path(__file__).resolve().parents[2] / "examples" / "notes_server.py"
 PROTOCOL = {"legacy": "2025-11-25", "auto": "2026-07-28"}
 TIMEOUT = 10  # seconds for any one request: a hang fails the test instead of the run
+# Seconds for a new Python process to start another (a stdio server) and reach its tool: two
+# interpreters importing the SDK, slow on a busy machine.
+STARTUP = 30
 
 FORM = {"name": "groceries", "text": "Milk", "pinned": True, "priority": 5, "colour": "green"}
 # The form as the client receives it (the requested schema's properties).
@@ -304,7 +307,7 @@ def test_a_client_killed_during_slow_write_writes_at_most_once(transport, mode, 
         stderr=subprocess.DEVNULL,
     )
     try:
-        wait_for(lambda: "start memo" in writes(notes), TIMEOUT, "the call to start")
+        wait_for(lambda: "start memo" in writes(notes), STARTUP, "the call to start")
         started = time.monotonic()
     finally:
         caller.kill()
