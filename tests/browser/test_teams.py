@@ -152,17 +152,34 @@ def test_a_viewer_reads_live_and_is_refused_in_the_page_the_api_and_the_websocke
     sidebar_link(vera_page, "Order a pizza").click()
     counted(vera_page, 0)  # a viewer answers nothing: nothing waits for her
 
-    # No composer: she can read only; an option she clicks is refused, in the block.
+    # No composer: she can read only. The question shows read-only: every control disabled,
+    # no assignment, and a line saying who answers.
     expect(vera_page.get_by_role("textbox", name="Message")).to_have_count(0)
     expect(vera_page.get_by_text("You are a viewer of this conversation")).to_be_visible()
     vera_question = vera_page.get_by_role("group", name="Pizza")
-    expect(vera_question.get_by_role("combobox", name="Assign to")).to_have_count(1)
-    vera_question.get_by_role("button", name="Margherita").click()
-    expect(vera_question.get_by_role("alert")).to_have_text(VIEWER_REFUSED)
-
-    # The API: she reads, and sending is a 403 with the same words.
+    expect(vera_question.get_by_text("Only its owner and participants can answer")).to_be_visible()
+    expect(vera_question.get_by_role("combobox", name="Assign to")).to_have_count(0)
+    for name in ("Margherita", "Pepperoni", "Other…", "Reject"):
+        expect(vera_question.get_by_role("button", name=name)).to_be_disabled()
+    # Keys do nothing either: number 1 would pick Margherita for someone who may answer.
+    vera_page.keyboard.press("1")
+    # The server refuses her all the same: an answer posted past the page is a 403 in her words.
     cid = conversation_id(own_page)
     cookies = {c["name"]: c["value"] for c in vera_page.context.cookies()}
+    call_id = vera_question.get_attribute("id").removeprefix("question-")
+    posted = vera_page.request.post(
+        f"/c/{cid}/questions/{call_id}/answer/",
+        form={"q0": "Margherita"},
+        headers={
+            "X-CSRFToken": cookies["csrftoken"],
+            "Referer": parley_server.url + "/",
+            "HX-Request": "true",
+        },
+    )
+    assert posted.status == 403
+    assert VIEWER_REFUSED in posted.text()
+
+    # The API: she reads, and sending is a 403 with the same words.
     read = vera_page.request.get(f"/api/v1/conversations/{cid}")
     assert read.status == 200
     refused = vera_page.request.post(
@@ -247,6 +264,7 @@ def test_the_share_dialog_and_an_assigned_question_pass_axe(tab, people, screens
         "viewport": {"width": width, "height": 900},
     }
     page = tab(owner, **options)
+    reader = tab(vera, **options)  # signed in while she has no conversation to land in
     question = ask_pizza(page)
     share(page, bob[0], "Participant")
     share(page, vera[0], "Viewer")
@@ -264,3 +282,12 @@ def test_the_share_dialog_and_an_assigned_question_pass_axe(tab, people, screens
     assert axe_violations(page) == []
     question.screenshot(path=str(screenshots / f"assigned-question-{suffix}.png"), caret="initial")
     page.screenshot(path=str(screenshots / f"shared-conversation-{suffix}.png"), caret="initial")
+
+    # The viewer's reading of the same question: read-only, as clear in every theme and width.
+    if width < 800:  # a phone: the sidebar is folded
+        reader.get_by_role("button", name="Conversations").click()
+    sidebar_link(reader, "Order a pizza").click()
+    read_only = reader.get_by_role("group", name="Pizza")
+    expect(read_only.get_by_role("button", name="Margherita")).to_be_disabled()
+    assert axe_violations(reader) == []
+    read_only.screenshot(path=str(screenshots / f"viewer-question-{suffix}.png"), caret="initial")
