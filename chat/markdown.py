@@ -72,6 +72,25 @@ def _render(text: str) -> SafeString:
 _cached = lru_cache(maxsize=CACHED_TEXTS)(_render)
 
 
+def plain_text(text: str) -> str:
+    """What markdown `text` reads as, without its marks: the words of its headings,
+    emphasis, links (their text), lists and code, one space between blocks (a title made
+    from a first message)."""
+    words: list[str] = []
+    for token in _renderer.parse(drop_invisible(text)):
+        if token.type in ("fence", "code_block"):
+            words.append(token.content)
+        for child in token.children or ():
+            if child.type in ("text", "code_inline"):
+                words.append(child.content)
+            elif child.type == "image":
+                words.append(child.content)  # its alt text
+            elif child.type in ("softbreak", "hardbreak"):
+                words.append(" ")
+        words.append(" ")
+    return " ".join("".join(words).split())
+
+
 # --- The code colours: one Pygments style per theme, generated into static/parley-code.css ------
 
 CODE_STYLES = {"light": "default", "dark": "github-dark"}

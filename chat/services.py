@@ -28,6 +28,7 @@ from chat.errors import (
     QuestionPending,
     SearchTooLong,
 )
+from chat.markdown import plain_text
 from chat.models import Agent, AgentState, Conversation, Message, Role
 from chat.selectors import (
     Need,
@@ -337,7 +338,9 @@ def _clean_title(title: str) -> str:
 
 
 def _auto_title(text: str) -> str:
-    title = " ".join(text.split())
+    """A first message's words without their markdown (its text as typed, if it is all
+    marks), cut to AUTO_TITLE_CHARS."""
+    title = plain_text(text) or " ".join(text.split())
     if len(title) > AUTO_TITLE_CHARS:
         title = title[: AUTO_TITLE_CHARS - 1].rstrip() + "…"
     return title

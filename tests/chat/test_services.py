@@ -205,3 +205,21 @@ def test_ids_and_cursors_out_of_any_range_find_nothing(client, user, conversatio
     assert selectors.messages_changed_since(conversation_id=conversation.pk, after=10**30) == []
     client.force_login(user)
     assert client.get(f"/c/{2**63}/").status_code == 404
+
+
+@pytest.mark.django_db
+@pytest.mark.parametrize(
+    ("text", "title"),
+    [
+        ("# Plan a **trip** to `Lisbon`\n\n- [flights](https://example.com)\n- _hotels_",
+         "Plan a trip to Lisbon flights hotels"),
+        ("> Why is\n> the sky ~~green~~ blue?", "Why is the sky green blue?"),
+        ("```\nmake run\n```", "make run"),
+        ("---", "---"),
+    ],
+)  # fmt: skip
+def test_a_title_made_from_a_first_message_drops_its_markdown(user, dispatched, text, title):
+    conversation = services.create_conversation(owner=user)
+    services.post_user_message(user=user, conversation_id=conversation.pk, text=text)
+    conversation.refresh_from_db()
+    assert conversation.title == title
