@@ -33,10 +33,14 @@ run: export DEBUG ?= true
 run: export MCP_CONFIG ?= examples/mcp.json
 run: export PARLEY_PYTHON ?= $(abspath $(PYTHON))
 run: export NOTES_DIR ?= $(abspath data/notes)
+# Mail (questions by e-mail, address confirmations) as files in data/mail, one per message,
+# until EMAIL_BACKEND names a real one (docs/operators/email-and-push.md).
+run: export EMAIL_BACKEND ?= django.core.mail.backends.filebased.EmailBackend
+run: export EMAIL_FILE_PATH ?= $(abspath data/mail)
 run: messages
 	@$(PYTHON) manage.py migrate --no-input -v 0
 	@$(PYTHON) manage.py ensure_demo_user
-	@echo "Parley: http://$(HOST):$(PORT)/  (log in as demo / demo)"
+	@echo "Parley: http://$(HOST):$(PORT)/  (log in as demo / demo; mail goes to $(EMAIL_FILE_PATH))"
 	@$(PYTHON) -m config.serve -b $(HOST) -p $(PORT)
 
 # Commands on `make run`'s development database (DEBUG=true: no SECRET_KEY needed), migrated
