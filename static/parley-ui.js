@@ -431,6 +431,28 @@
     return relative.format(0, "second");
   }
 
+  // A deadline still ahead reads "in 5 minutes" (seconds in its last minute), counted down
+  // from its `data-deadline` (questions/question_meta.html); one past reads "now" until the
+  // server expires the question and its card changes.
+  function describeAhead(seconds) {
+    var ahead = Math.max(0, seconds);
+    for (var i = 0; i < UNITS.length; i++) {
+      if (ahead >= UNITS[i][1]) { return relative.format(Math.round(ahead / UNITS[i][1]), UNITS[i][0]); }
+    }
+    return ahead >= 1 ? relative.format(Math.floor(ahead), "second") : relative.format(0, "second");
+  }
+
+  function updateDeadlines() {
+    if (!formatters()) { return; }
+    var now = Date.now();
+    document.querySelectorAll(".deadline-when[data-deadline]").forEach(function (el) {
+      var when = new Date(el.getAttribute("data-deadline"));
+      if (isNaN(when.getTime())) { return; }
+      var text = describeAhead((when.getTime() - now) / 1000);
+      if (el.textContent !== text) { el.textContent = text; }
+    });
+  }
+
   // `all`: every time on the page (the periodic update); else only the times that arrived
   // since (new or re-rendered messages). A time is rewritten only when its text changes: each
   // write makes the browser lay the transcript out again.
@@ -523,6 +545,7 @@
     numberActions();
     drawAllDrafts();
     updateTimes(root || document);
+    updateDeadlines();
     followTitle();
     followAgent();
   }
@@ -530,6 +553,7 @@
   document.addEventListener("DOMContentLoaded", function () {
     refresh(document);
     window.setInterval(function () { updateTimes(document, true); }, 30000);
+    window.setInterval(updateDeadlines, 1000);
   });
   document.addEventListener("parley:pushed", function () { refresh(document); });
   document.addEventListener("parley:connection", followAgent);

@@ -4,7 +4,10 @@ from datetime import datetime
 from typing import Any
 
 from django import template
+from django.contrib.humanize.templatetags.humanize import naturaltime
 from django.utils.dateparse import parse_datetime
+from django.utils.html import format_html
+from django.utils.safestring import SafeString
 from django.utils.translation import gettext_lazy as _
 
 from questions.models import AnsweredVia
@@ -42,6 +45,17 @@ def question_state(conversation, payload: QuestionPayload) -> CardState:
     is rendered (whom it waits for, its draft); the page has checked access to
     `conversation`."""
     return card_state(conversation.pk, payload.tool_call_id)
+
+
+@register.filter
+def deadline_when(expires_at: datetime) -> SafeString:
+    """How far off a deadline is ("10 minutes from now"), in an element static/parley-ui.js
+    counts down from its `data-deadline`."""
+    return format_html(
+        '<span class="deadline-when" data-deadline="{}">{}</span>',
+        expires_at.isoformat(),
+        naturaltime(expires_at),
+    )
 
 
 @register.filter
