@@ -153,6 +153,31 @@
     if (target.form && !target.form.querySelector("button[disabled]")) { target.form.requestSubmit(); }
   });
 
+  // Near the longest message that may be sent, the composer counts what is left; over it,
+  // by how much, before anything is sent (the server refuses it all the same). Characters are
+  // counted as the server counts them: code points, not UTF-16 units.
+  var LEFT_FROM = 0.9;
+  function count(number) { return number.toLocaleString(document.documentElement.lang || undefined); }
+  function sayLength(text) {
+    var out = byId("composer-count");
+    var max = parseInt(text.getAttribute("data-max-chars"), 10);
+    if (!out || !max) { return; }
+    var length = Array.from(text.value).length;
+    var over = length > max;
+    var said = "";
+    if (over) {
+      said = text.getAttribute("data-over").replace("%(count)s", count(length - max)).replace("%(limit)s", count(max));
+    } else if (length >= max * LEFT_FROM) {
+      said = text.getAttribute("data-left").replace("%(count)s", count(max - length));
+    }
+    if (out.textContent !== said) { out.textContent = said; }
+    out.classList.toggle("is-over", over);
+    if (over) { text.setAttribute("aria-invalid", "true"); } else if (!byId("composer-error") || !byId("composer-error").textContent) { text.removeAttribute("aria-invalid"); }
+  }
+  document.addEventListener("input", function (event) {
+    if (event.target.id === "composer-text") { sayLength(event.target); }
+  });
+
   // A plain form that creates something (a suggestion sent from a blank conversation) is
   // sent once: a second click while the next page loads would create it twice.
   document.addEventListener("submit", function (event) {
@@ -171,12 +196,13 @@
   document.addEventListener("htmx:afterSettle", function () {
     var text = byId("composer-text");
     if (text && (!document.activeElement || document.activeElement === document.body)) { text.focus(); }
+    if (text) { sayLength(text); }
   });
 
   document.addEventListener("DOMContentLoaded", function () {
     if (byId("transcript")) { scrollToEnd(); watchEarlier(); }
     var text = byId("composer-text");
-    if (text) { text.focus(); }
+    if (text) { text.focus(); sayLength(text); }
     // The language switcher applies as soon as a language is picked.
     var select = byId("language-select");
     if (select) {

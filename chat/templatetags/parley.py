@@ -1,6 +1,7 @@
 import json
 
 from django import template
+from django.conf import settings
 from django.utils.translation import gettext
 
 from chat import selectors
@@ -80,3 +81,10 @@ def last_turn(conversation: Conversation) -> selectors.LastTurn | None:
 def agent_suggestions() -> list[str]:
     """What to try first with the configured agent (the scripted agent's own list)."""
     return providers.suggestions()
+
+
+@register.simple_tag
+def max_message_chars() -> int:
+    """The longest message a person may send (PARLEY_MAX_MESSAGE_CHARS): the composer says
+    how near it is before anything is sent."""
+    return settings.PARLEY_MAX_MESSAGE_CHARS

@@ -314,3 +314,22 @@ def test_send_is_disabled_while_the_agent_replies_and_stop_marks_the_reply(start
     expect(page.get_by_role("list", name="Transcript").get_by_text("Stopped")).to_be_visible()
     expect(page.get_by_role("button", name="Send")).to_be_enabled()
     expect(page.get_by_role("button", name="Regenerate reply")).to_be_visible()
+
+
+def test_the_composer_grows_with_its_text_and_says_the_limit_before_sending(page, parley_server):
+    log_in(page)
+    new_conversation(page)
+    composer = page.get_by_role("textbox", name="Message")
+    height = composer.bounding_box()["height"]
+    composer.fill("A list:\n- one\n- two\n- three\n- four\n- five")
+    assert composer.bounding_box()["height"] > height * 1.5  # grown, not scrolled
+    # 20,000 characters may be sent: near them it counts down, past them it says by how much.
+    composer.fill("x" * 18_500)
+    count = page.locator("#composer-count")
+    expect(count).to_have_text("1,500 characters left")
+    composer.fill("é" * 20_003)  # characters, as the server counts them
+    expect(count).to_have_text("3 characters over the limit of 20,000: shorten it to send it.")
+    expect(composer).to_have_attribute("aria-invalid", "true")
+    composer.fill("short again")
+    expect(count).to_have_text("")
+    expect(composer).not_to_have_attribute("aria-invalid", "true")
