@@ -112,14 +112,20 @@ def sidebar_groups(conversations: list[Conversation], *, today: date) -> list[Si
 SNIPPET_CHARS = 90
 
 
-def search_snippets(*, conversation_ids: list[int], query: str) -> dict[int, str]:
-    """For each of these conversations (the caller's, found by `query`), a short piece of its
-    newest message that matches, around the first of the query's words it holds. One query."""
-    words = [
+def search_words(query: str) -> list[str]:
+    """The words a search looks for (web-search syntax: not its quotes, `or`, or -excluded
+    words): what a snippet is cut around and what the page marks."""
+    return [
         word
         for word in query.replace('"', " ").split()
         if not word.startswith("-") and word.lower() != "or"
     ]
+
+
+def search_snippets(*, conversation_ids: list[int], query: str) -> dict[int, str]:
+    """For each of these conversations (the caller's, found by `query`), a short piece of its
+    newest message that matches, around the first of the query's words it holds. One query."""
+    words = search_words(query)
     if not conversation_ids or not words:
         return {}
     messages = Message.objects.filter(conversation_id__in=conversation_ids, is_draft=False)

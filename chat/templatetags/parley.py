@@ -1,7 +1,10 @@
 import json
+import re
 
 from django import template
 from django.conf import settings
+from django.utils.html import escape, format_html
+from django.utils.safestring import SafeString, mark_safe
 from django.utils.translation import gettext
 
 from chat import selectors
@@ -88,3 +91,19 @@ def max_message_chars() -> int:
     """The longest message a person may send (PARLEY_MAX_MESSAGE_CHARS): the composer says
     how near it is before anything is sent."""
     return settings.PARLEY_MAX_MESSAGE_CHARS
+
+
+@register.filter
+def highlight(text, query: str) -> SafeString:
+    """`text`, escaped, with each word of the search `query` in it marked (<mark>), whatever
+    its case: a search result shows why it was found."""
+    text = str(text)
+    words = selectors.search_words(query or "")
+    if not words:
+        return escape(text)
+    found = re.compile("|".join(map(re.escape, sorted(words, key=len, reverse=True))), re.I)
+    parts, end = [], 0
+    for match in found.finditer(text):
+        parts += [escape(text[end : match.start()]), format_html("<mark>{}</mark>", match[0])]
+        end = match.end()
+    return mark_safe("".join([*parts, escape(text[end:])]))  # noqa: S308 - each part escaped

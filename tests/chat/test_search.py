@@ -180,3 +180,20 @@ def test_a_user_runs_one_search_at_a_time_and_others_search_meanwhile(
     assert "Your previous search is still running." in refused.content.decode()
     assert others.status_code == 200
     assert search(client, "pizza").status_code == 200  # and once it ended, the next runs
+
+
+def test_a_search_marks_its_words_in_what_it_found(client, user, chats):
+    client.force_login(user)
+    html = search(client, "lunch").content.decode()
+    assert '<span class="sidebar-title"><mark>Lunch</mark> plans</span>' in html
+    html = search(client, "PIZZA").content.decode()
+    assert "margherita <mark>pizza</mark> again" in html  # the snippet, whatever the case
+    html = search(client, "lisbon", "chat:conversation_list").content.decode()
+    assert "Trip to <mark>Lisbon</mark>" in html
+
+
+def test_a_marked_result_is_still_escaped(client, user):
+    services.create_conversation(owner=user, title="<b>pizza</b> & co")
+    client.force_login(user)
+    html = search(client, "pizza").content.decode()
+    assert "&lt;b&gt;<mark>pizza</mark>&lt;/b&gt; &amp; co" in html
