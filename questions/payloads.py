@@ -49,14 +49,15 @@ STATUS = {ASKED: PENDING, REPLIED: SUCCESS, REJECTED: DENIED, EXPIRED: DENIED, C
 
 Resolution = Literal["asked", "replied", "rejected", "expired", "cancelled"]
 # Through which channel a question was resolved (spec 6.1, "Audit"; questions.models.AnsweredVia).
-Via = Literal["browser", "api", "terminal", "auto-resolve", "expiry", "email"]
-BROWSER, API, TERMINAL, AUTO_RESOLVE, EXPIRY, EMAIL = (
+Via = Literal["browser", "api", "terminal", "auto-resolve", "expiry", "email", "rule"]
+BROWSER, API, TERMINAL, AUTO_RESOLVE, EXPIRY, EMAIL, RULE = (
     "browser",
     "api",
     "terminal",
     "auto-resolve",
     "expiry",
     "email",
+    "rule",
 )
 
 # The contract's single-question fields, derived from the first question.
@@ -305,6 +306,27 @@ class ApprovalRequest(BaseModel):
         )
 
 
+class RuleNote(BaseModel):
+    """A rule as an approval's block names it: its id (a row's number, or `config:…` for the
+    operator's file), whose it is, the text shown for it (its argument globs, else its tool),
+    and the uses it had left after this decision (None: unlimited)."""
+
+    model_config = ConfigDict(
+        frozen=True,
+        extra="ignore",
+        alias_generator=to_camel,
+        validate_by_name=True,
+        serialize_by_alias=True,
+    )
+
+    id: str
+    scope: Literal["deployment", "user", "conversation"]
+    label: str
+    uses_left: int | None = None
+    # "Always allow" made it (rather than it deciding the call).
+    created: bool = False
+
+
 class ApprovalPayload(_Payload):
     """Everything an approval block holds: the call it is about and how it was decided."""
 
@@ -316,6 +338,8 @@ class ApprovalPayload(_Payload):
     arguments: dict[str, Any] = {}
     input_schema: dict[str, Any] = {}
     decision: Decision | None = None
+    # The rule that decided it, or that "Always allow" made (questions.rules.RuleNote).
+    rule: RuleNote | None = None
     # The arguments the person allowed instead of the model's (None: not edited).
     edited_arguments: dict[str, Any] | None = None
     feedback: str = ""

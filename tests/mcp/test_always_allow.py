@@ -1,4 +1,4 @@
-"""A person's "Always allow" of an MCP tool is theirs alone (mcp_client.tools, in process): it
+"""A person's allow rule for an MCP tool is theirs alone (mcp_client.tools, in process): it
 lets the tool run without asking in the turns they start, and in nobody else's: in a shared
 conversation, a participant's request asks as every approval does, whatever the owner chose."""
 
@@ -14,7 +14,7 @@ from chat.models import AgentState, MemberRole
 from mcp_client.config import parse
 from mcp_client.connections import ServerConnection
 from mcp_client.tools import McpTool
-from questions.models import Question, QuestionKind, QuestionStatus, ToolPermission
+from questions.models import ApprovalRule, Question, QuestionKind, QuestionStatus
 
 pytestmark = pytest.mark.django_db
 
@@ -58,7 +58,9 @@ def shared(user, other_user, conversation):
 
 
 def always_allows(person, tool: McpTool) -> None:
-    ToolPermission.objects.create(user=person, tool=tool.name)
+    ApprovalRule.objects.create(
+        scope="user", user=person, agent="parley", server="notes", tool="write_note", effect="allow"
+    )
 
 
 def call_in_turn_of(person, conversation, tool: McpTool):
