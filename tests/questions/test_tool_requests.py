@@ -331,16 +331,17 @@ def test_deciding_in_the_page_costs_a_bounded_number_of_queries(
     assert Question.objects.get(tool_call_id="c1").status == QuestionStatus.PENDING
 
 
-def test_the_tools_page_lists_the_users_always_allowed_tools_and_revokes_them(
+def test_the_tools_page_lists_the_rule_always_allow_made_and_revokes_it(
     browser, user, conversation, asked
 ):
     decide(user, conversation, asked[0], "always")
+    rule = ApprovalRule.objects.get()
     html = browser.get("/settings/tools/").content.decode()
     assert "No MCP servers are set up" in html
-    assert "mcp__notes__write_note" in html  # no server lists it now: still allowed, revocable
-    response = browser.post("/settings/tools/revoke/", {"tool": "mcp__notes__write_note"})
+    assert "<code>write_note</code>" in html and "name = n0" in html
+    response = browser.post(f"/settings/tools/rules/{rule.pk}/revoke/")
     assert response.status_code == 302
-    assert not ToolPermission.objects.filter(user=user).exists()
+    assert not ApprovalRule.objects.filter(user=user).exists()
 
 
 def ask_to_open(running, url: str) -> None:
