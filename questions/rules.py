@@ -53,6 +53,7 @@ from chat.errors import ConversationNotFound, NotAllowed
 from chat.selectors import Need, conversation_for_user
 from core.errors import ParleyError
 from core.registry import Registry
+from core.text import drop_invisible
 from questions.models import ApprovalRule, Question, QuestionKind, RuleEffect, RuleScope
 from questions.payloads import RuleNote
 
@@ -72,6 +73,7 @@ MAX_MATCH_ENTRIES = 20
 MAX_ARGUMENT_NAME = 100
 MAX_GLOB_CHARS = 4_000
 MAX_USES = 1_000_000
+MAX_ID = 2**63 - 1
 GLOB_CHARS = re.compile(r"[*?\[]")
 SHELL_CONTROL = re.compile(r"[;&|`$()<>\n\r]")
 # A command's second word is part of its prefix when it names a subcommand (`npm test`,
@@ -423,6 +425,12 @@ def command_glob(command: str) -> str:
 # --- Rules as people write them (the API, Settings, MCP_CONFIG) ---------------------------------
 
 
+def visible(text: str) -> bool:
+    """No invisible or control characters (a rule's text is shown to people and stored as
+    JSON): core.text.drop_invisible would keep it as it is, and it holds no line break."""
+    return drop_invisible(text) == text and not any(c in text for c in "\r\n\t")
+
+
 class _Fields(BaseModel):
     model_config = ConfigDict(
         extra="forbid", alias_generator=to_camel, validate_by_name=True, serialize_by_alias=True
@@ -431,7 +439,7 @@ class _Fields(BaseModel):
     @field_validator("tool", check_fields=False)
     @classmethod
     def _tool(cls, value):
-        if value is not None and (not value.strip() or any(c in value for c in "\r\n\t\x00")):
+        if value is not None and (not value.strip() or not visible(value)):
             raise ValueError("a tool's name, or a glob on it")
         return value
 
@@ -450,10 +458,10 @@ class _Fields(BaseModel):
         if len(value) > MAX_MATCH_ENTRIES:
             raise ValueError(f"at most {MAX_MATCH_ENTRIES} entries")
         for name, glob in value.items():
-            if not name or len(name) > MAX_ARGUMENT_NAME:
+            if not name or len(name) > MAX_ARGUMENT_NAME or not visible(name):
                 raise ValueError(f"an argument's name has 1 to {MAX_ARGUMENT_NAME} characters")
-            if not glob or len(glob) > MAX_GLOB_CHARS:
-                raise ValueError(f"a glob has 1 to {MAX_GLOB_CHARS} characters")
+            if not glob or len(glob) > MAX_GLOB_CHARS or not visible(glob):
+                raise ValueError(f"a glob has 1 to {MAX_GLOB_CHARS} visible characters")
         return value
 
     @field_validator("expires_at", check_fields=False)
@@ -473,7 +481,7 @@ class RuleIn(_Fields):
     """A new rule (POST /api/v1/rules, Settings' "Add rule", MCP_CONFIG's `approval.rules`)."""
 
     scope: Scope = USER
-    conversation_id: int | None = None
+    conversation_id: Annotated[int, Field(ge=1, le=MAX_ID)] | None = None
     agent: Agent | None = None
     server: Server = ""
     tool: Tool
@@ -528,7 +536,7 @@ def rule_for_user(*, user, rule_id: int, write: bool = False) -> ApprovalRule:
     )
     if write:
         rows = rows.select_for_update(of=("self",))
-    rule = rows.filter(pk=rule_id).first()
+    rule = rows.filter(pk=rule_id).first() if 0 < rule_id <= MAX_ID else None
     if rule is None:
         raise RuleNotFound
     if write and rule.scope == DEPLOYMENT and not user.is_staff:

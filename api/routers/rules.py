@@ -2,7 +2,7 @@
 sees the deployment's rules and their own, and changes only their own (staff: the
 deployment's too); a bad rule is refused with 422 naming its field."""
 
-from ninja import Router
+from ninja import Router, Status
 from ninja.errors import ValidationError
 
 from api.schemas import MEMBER_ERRORS, RuleOut
@@ -24,7 +24,7 @@ def list_rules(request):
 def create_rule(request, body: RuleIn):
     """Add a rule: yours (`user`), for one conversation you may act in (`conversation`), or
     the deployment's (staff only: 403 otherwise)."""
-    return 201, row_out(_refusing(rules.create_rule, user=request.user, spec=body))
+    return Status(201, row_out(_refusing(rules.create_rule, user=request.user, spec=body)))
 
 
 @router.patch("/rules/{rule_id}", response={200: RuleOut, **MEMBER_ERRORS}, by_alias=True)
@@ -39,7 +39,7 @@ def update_rule(request, rule_id: int, body: RuleChanges):
 def delete_rule(request, rule_id: int):
     """Revoke a rule: the calls it decided fall to the other rules again."""
     rules.revoke_rule(user=request.user, rule_id=rule_id)
-    return 204, None
+    return Status(204, None)
 
 
 def _refusing(service, **arguments):
