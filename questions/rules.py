@@ -107,8 +107,6 @@ class InvalidRule(ParleyError):
 
 
 NO_CONVERSATION = _("You cannot act in this conversation.")
-NEEDS_CONVERSATION = _("A conversation rule needs its conversationId.")
-CONVERSATION_ONLY = _("Only a conversation rule has a conversationId.")
 IN_THE_PAST = _("The expiry time must be in the future.")
 
 
