@@ -98,6 +98,7 @@ def test_a_pending_approval_in_the_conversation_and_the_listing(api, approval):
         "decision": None,
         "editedArguments": None,
         "feedback": "",
+        "rule": None,
         "questionResolution": "asked",
         "expiresAt": None,
         "answeredBy": None,
@@ -211,6 +212,14 @@ def test_always_allow_keeps_the_narrowest_rule_for_this_user(api, approval, user
         "write_note",
         "allow",
     )
+    [resolved] = api.get("/questions", status="answered").json()
+    assert resolved["rule"] == {
+        "id": str(rule.pk),
+        "scope": "conversation",
+        "label": "name=shopping, text=Milk, eggs, bread",
+        "usesLeft": None,
+        "created": True,
+    }
     [resolved] = api.get("/questions", status="answered").json()
     assert (resolved["decision"], resolved["answeredVia"]) == ("always", "terminal")
 
