@@ -17,6 +17,7 @@ from typing import Any
 
 from django.db import transaction
 from django.db.models import Subquery
+from django.db.models.functions import Coalesce
 from django.utils.translation import gettext_lazy as _
 
 from chat.engine import dispatch, turns
@@ -121,11 +122,15 @@ def verdict_for(
     (questions.rules.evaluate; one query for the rules): the deployment's rules, and those of
     the person who started the turn. Nobody's own rules count in a turn someone else started:
     in a shared conversation, a participant's request is judged by the participant's rules,
-    whatever the owner chose. `default`: the effect when no rule matches."""
-    started_by = Conversation.objects.filter(pk=conversation_id).values("turn_started_by")
+    whatever the owner chose. A sub-agent's call is judged as its parent's: by the rules of
+    the person who started the parent's turn, and the parent conversation's rules. `default`:
+    the effect when no rule matches."""
+    conversation = Conversation.objects.filter(pk=conversation_id)
+    started_by = conversation.values(by=Coalesce("parent__turn_started_by", "turn_started_by"))
+    where = conversation.values(at=Coalesce("parent_id", "id"))
     return rules.evaluate(
         user=Subquery(started_by[:1]),
-        conversation=conversation_id,
+        conversation=Subquery(where[:1]),
         agent=PARLEY,
         server=server,
         tool=tool,

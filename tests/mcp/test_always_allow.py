@@ -14,12 +14,12 @@ from chat import services, sharing
 from chat.blocks import ToolCallBlock
 from chat.engine import tools, turns
 from chat.engine.tools import PAUSED, ToolContext
-from chat.models import AgentState, MemberRole
+from chat.models import AgentState, Conversation, MemberRole
 from mcp_client import tools as mcp_tools
 from mcp_client.config import parse
 from mcp_client.connections import ServerConnection
 from mcp_client.tools import McpTool
-from questions import rules
+from questions import approvals, rules
 from questions.models import ApprovalRule, Question, QuestionKind, QuestionStatus
 
 pytestmark = pytest.mark.django_db
@@ -275,3 +275,25 @@ def test_bad_rules_of_the_whole_file_are_left_out_and_the_servers_still_run():
     config = parse('{"mcpServers": {"notes": {"command": "notes"}}, "approval": {"rules": [1]}}')
     assert [s.name for s in config.servers] == ["notes"]
     assert "approval" in config.invalid and config.own_rules == ()
+
+
+def test_a_sub_agents_call_is_judged_by_the_rules_of_its_parents_turn(user, conversation):
+    services.post_user_message(user=user, conversation_id=conversation.pk, text="Research")
+    child = Conversation.objects.create(owner=user, parent=conversation, parent_tool_call_id="c0")
+    ApprovalRule.objects.create(
+        scope="conversation",
+        user=user,
+        conversation=conversation,
+        server="notes",
+        tool="write_note",
+        effect="deny",
+    )
+
+    def effect():
+        return approvals.verdict_for(
+            child.pk, server="notes", tool="write_note", arguments={}, default="allow"
+        ).effect
+
+    assert effect() == "deny"
+    ApprovalRule.objects.all().delete()
+    assert effect() == "allow"
