@@ -9,6 +9,7 @@ from django.core.exceptions import PermissionDenied
 from django.http import Http404, HttpRequest, HttpResponse
 from django.shortcuts import redirect, render
 from django.utils.translation import gettext as _
+from django.utils.translation import gettext_lazy
 from django.views.decorators.http import require_GET, require_http_methods, require_POST
 from pydantic import ValidationError
 
@@ -32,6 +33,26 @@ FIELDS = (
     "shadow",
 )
 CONVERSATIONS_OFFERED = 50
+# What the form says of a field it cannot use (the API's own words are its validation error's).
+FIELD_ERRORS = {
+    "scope": gettext_lazy("Choose where the rule counts."),
+    "conversationId": gettext_lazy(
+        "Choose a conversation you take part in, for a rule in one conversation only."
+    ),
+    "agent": gettext_lazy("Choose an agent from the list."),
+    "server": gettext_lazy("A server’s name has only letters, digits, _ and -."),
+    "tool": gettext_lazy("Give the tool’s own name, or a glob on it."),
+    "match": gettext_lazy(
+        "Write one “name = glob” per line, each with a name and a glob, without hidden characters."
+    ),
+    "effect": gettext_lazy("Choose Allow, Ask or Deny."),
+    "expiresAt": gettext_lazy(
+        "Give a time in the future with its offset, such as 2026-12-31T18:00:00Z."
+    ),
+    "maxUses": gettext_lazy("Give a whole number from 1."),
+    "shadow": gettext_lazy("Shadow mode is on or off."),
+}
+RULE_REFUSED = gettext_lazy("This rule cannot be kept.")
 
 
 def rule_view(view):
@@ -196,15 +217,14 @@ def _as_form(rule) -> dict:
 
 
 def _errors(error: ValidationError) -> dict[str, str]:
-    """Each refused field (its API name; "" for the rule as a whole): why."""
+    """Each refused field (its API name; "" for the rule as a whole): why, in the page's
+    language."""
     found: dict[str, str] = {}
     for item in error.errors():
-        loc = [str(part) for part in item["loc"]]
-        name = loc[0] if loc else ""
-        message = item["msg"]
-        if not name and ":" in message:  # a rule-wide check names its field first
-            name, _sep, message = message.removeprefix("Value error, ").partition(": ")
-        found.setdefault(name, message)
+        name = str(item["loc"][0]) if item["loc"] else ""
+        if not name:  # a rule-wide check names its field first ("conversationId: ...")
+            name = item["msg"].removeprefix("Value error, ").partition(":")[0]
+        found.setdefault(name, str(FIELD_ERRORS.get(name, RULE_REFUSED)))
     return found
 
 

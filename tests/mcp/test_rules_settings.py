@@ -53,6 +53,7 @@ def test_a_bad_rule_is_refused_naming_the_field_and_keeps_what_was_typed(page):
     assert response.status_code == 422
     html = response.content.decode()
     assert "<code>match</code>" in html
+    assert "Write one “name = glob” per line" in html
     assert ">name</textarea>" in html
     assert not ApprovalRule.objects.exists()
 
