@@ -124,6 +124,7 @@ class RuleNoteOut(Schema):
     id: str = Field(description="The rule's id: a number, or config:… for MCP_CONFIG's.")
     scope: Literal["deployment", "user", "conversation"]
     label: str = Field(description="What names it to a person: its globs, else its tool.")
+    effect: Literal["allow", "ask", "deny"]
     usesLeft: int | None = Field(None, description="Uses it had left; null: unlimited.")
     created: bool = Field(False, description="Always allow kept it (it decided nothing).")
 

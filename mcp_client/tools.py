@@ -110,7 +110,9 @@ class McpTool(Tool):
     def spec(self) -> ToolSpec:
         return ToolSpec(self.name, self.description, self.parameters or {"type": "object"})
 
-    def approval_request(self, call: ToolCallBlock) -> ApprovalRequest:
+    def approval_request(self, call: ToolCallBlock, verdict=None) -> ApprovalRequest:
+        """What the call's approval shows; with the rules' `verdict`, the rule that made it
+        ask and the shadow rules that matched it (the audit)."""
         return ApprovalRequest.of(
             name=self.name,
             server=self.server.name,
@@ -119,6 +121,8 @@ class McpTool(Tool):
             description=self.description,
             arguments=call.arguments,
             input_schema=self.parameters,
+            asked_by=verdict.note if verdict is not None and verdict.effect == ASK else None,
+            shadow=[rule.note() for rule in verdict.shadow] if verdict is not None else None,
         )
 
     def verdict(self, conversation_id: int, call: ToolCallBlock, *, spend: bool = True):
@@ -142,17 +146,16 @@ class McpTool(Tool):
             if verdict.effect == ASK:
                 if context.is_subagent:
                     return ToolResultBlock.error(call.id, SUBAGENT)
-                asks = await db(_approvals_to_ask)(context.lease, call)
+                asks = await db(_approvals_to_ask)(context.lease, call, verdict)
                 await db(asking.ask_approvals)(context.lease, asks)
                 return PAUSED
             if verdict.rule is not None:
                 await db(asking.record_rule_decision)(
                     context.lease,
                     call,
-                    self.approval_request(call),
+                    self.approval_request(call, verdict),
                     decision=verdict.effect,
                     rule=verdict.rule.note(),
-                    shadow=[rule.note() for rule in verdict.shadow],
                 )
             if verdict.effect == DENY:
                 return ToolResultBlock.error(call.id, RULE_DENIED)
@@ -225,10 +228,10 @@ def result_text(result: types.CallToolResult) -> str:
 
 
 def _approvals_to_ask(
-    lease: turns.Lease, call: ToolCallBlock
+    lease: turns.Lease, call: ToolCallBlock, verdict
 ) -> list[tuple[ToolCallBlock, ApprovalRequest]]:
-    """This call's approval, and those of the calls after it in its step that need one too:
-    asked together, decided one by one."""
+    """This call's approval (the rules' `verdict` made it ask), and those of the calls after
+    it in its step that need one too: asked together, decided one by one."""
     calls = turns.pending_tool_calls(lease)
     start = next((i for i, c in enumerate(calls) if c.id == call.id), 0)
     asks = []
@@ -238,12 +241,15 @@ def _approvals_to_ask(
             continue
         # A later call asks with this one if the rules would make it ask now (spending no
         # use: its own run decides again).
-        if later.id != call.id and (
-            tool.verdict(lease.conversation_id, later, spend=False).effect != ASK
-            or approvals.decision_for(lease.conversation_id, later.id) is not None
-        ):
-            continue
-        asks.append((later, tool.approval_request(later)))
+        later_verdict = verdict
+        if later.id != call.id:
+            later_verdict = tool.verdict(lease.conversation_id, later, spend=False)
+            if (
+                later_verdict.effect != ASK
+                or approvals.decision_for(lease.conversation_id, later.id) is not None
+            ):
+                continue
+        asks.append((later, tool.approval_request(later, later_verdict)))
     return asks
 
 

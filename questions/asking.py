@@ -57,7 +57,7 @@ def ask_approvals(lease: turns.Lease, asks: list[tuple[ToolCallBlock, ApprovalRe
             {
                 "tool_call_id": call.id,
                 "kind": QuestionKind.TOOL_APPROVAL,
-                "questions": [request.model_dump(mode="json")],
+                "questions": [request.model_dump(mode="json", exclude_none=True)],
             }
             for call, request in asks
         ],
@@ -104,7 +104,6 @@ def record_rule_decision(
     *,
     decision: str,
     rule: RuleNote,
-    shadow: list[RuleNote] = (),
 ) -> Question:
     """A rule decided the running `call` (allow or deny) without asking: its approval row,
     resolved by the rule and naming it (the audit), shown under the call's message."""
@@ -112,17 +111,13 @@ def record_rule_decision(
         lease.conversation_id,
         tool_call_id=call.id,
         kind=QuestionKind.TOOL_APPROVAL,
-        questions=[request.model_dump(mode="json")],
+        questions=[request.model_dump(mode="json", exclude_none=True)],
     )
     question.expires_at = question.remind_at = None
     question.status = QuestionStatus.REJECTED if decision == DENY else QuestionStatus.ANSWERED
     question.answered_at = question.created_at
     question.answered_via = AnsweredVia.RULE
-    question.answers = {
-        "decision": decision,
-        "rule": rule.model_dump(mode="json"),
-        **({"shadow": [note.model_dump(mode="json") for note in shadow]} if shadow else {}),
-    }
+    question.answers = {"decision": decision, "rule": rule.model_dump(mode="json")}
     question.message = turns.show_action(lease, call, question.block, waiting=False)
     question.save(force_insert=True)
     return question

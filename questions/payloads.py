@@ -276,36 +276,6 @@ class _Payload(BaseModel):
 # --- Approvals ---------------------------------------------------------------------------------
 
 
-class ApprovalRequest(BaseModel):
-    """What an approval asks, as stored in the row's `questions` (one item)."""
-
-    model_config = ConfigDict(frozen=True, extra="ignore")
-
-    name: str  # the name the model calls it by (mcp__<server>__<tool>)
-    server: str
-    tool: str  # the tool's own name on its server
-    title: str = ""  # the tool's title, else its name
-    description: str = ""
-    arguments: dict[str, Any] = {}
-    input_schema: dict[str, Any] = Field(default_factory=lambda: {"type": "object"})
-
-    @classmethod
-    def of(
-        cls, *, name, server, tool, title, description, arguments, input_schema
-    ) -> "ApprovalRequest":
-        return cls(
-            name=name,
-            server=server,
-            tool=tool,
-            title=clip(drop_invisible(title or tool), 200),
-            description=clip(drop_invisible(description or "")),
-            arguments=storable(arguments) if isinstance(arguments, dict) else {},
-            input_schema=storable(input_schema)
-            if isinstance(input_schema, dict)
-            else {"type": "object"},
-        )
-
-
 class RuleNote(BaseModel):
     """A rule as an approval's block names it: its id (a row's number, or `config:…` for the
     operator's file), whose it is, the text shown for it (its argument globs, else its tool),
@@ -322,9 +292,57 @@ class RuleNote(BaseModel):
     id: str
     scope: Literal["deployment", "user", "conversation"]
     label: str
+    # What it decides (a shadow rule: would have decided).
+    effect: Literal["allow", "ask", "deny"] = "allow"
     uses_left: int | None = None
     # "Always allow" made it (rather than it deciding the call).
     created: bool = False
+
+
+class ApprovalRequest(BaseModel):
+    """What an approval asks, as stored in the row's `questions` (one item)."""
+
+    model_config = ConfigDict(frozen=True, extra="ignore")
+
+    name: str  # the name the model calls it by (mcp__<server>__<tool>)
+    server: str
+    tool: str  # the tool's own name on its server
+    title: str = ""  # the tool's title, else its name
+    description: str = ""
+    arguments: dict[str, Any] = {}
+    input_schema: dict[str, Any] = Field(default_factory=lambda: {"type": "object"})
+    # The approval rule that made the call ask (None: no rule, the operator's default did),
+    # and the shadow rules that matched it (questions.rules).
+    asked_by: RuleNote | None = None
+    shadow: list[RuleNote] | None = None
+
+    @classmethod
+    def of(
+        cls,
+        *,
+        name,
+        server,
+        tool,
+        title,
+        description,
+        arguments,
+        input_schema,
+        asked_by: RuleNote | None = None,
+        shadow: list[RuleNote] | None = None,
+    ) -> "ApprovalRequest":
+        return cls(
+            name=name,
+            server=server,
+            tool=tool,
+            title=clip(drop_invisible(title or tool), 200),
+            description=clip(drop_invisible(description or "")),
+            arguments=storable(arguments) if isinstance(arguments, dict) else {},
+            input_schema=storable(input_schema)
+            if isinstance(input_schema, dict)
+            else {"type": "object"},
+            asked_by=asked_by,
+            shadow=list(shadow) if shadow else None,
+        )
 
 
 class ApprovalPayload(_Payload):
@@ -340,6 +358,9 @@ class ApprovalPayload(_Payload):
     decision: Decision | None = None
     # The rule that decided it, or that "Always allow" made (questions.rules.RuleNote).
     rule: RuleNote | None = None
+    # The rule that made it ask, and the shadow rules that matched it (ApprovalRequest).
+    asked_by: RuleNote | None = None
+    shadow: list[RuleNote] | None = None
     # The arguments the person allowed instead of the model's (None: not edited).
     edited_arguments: dict[str, Any] | None = None
     feedback: str = ""

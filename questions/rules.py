@@ -191,6 +191,7 @@ class Rule:
             id=self.id,
             scope=self.scope,
             label=self.label,
+            effect=self.effect,
             uses_left=self.uses_left,
             created=created,
         )

@@ -217,6 +217,7 @@ def test_always_allow_keeps_the_narrowest_rule_for_this_user(api, approval, user
         "id": str(rule.pk),
         "scope": "conversation",
         "label": "name=shopping, text=Milk, eggs, bread",
+        "effect": "allow",
         "usesLeft": None,
         "created": True,
     }

@@ -297,3 +297,18 @@ def test_a_sub_agents_call_is_judged_by_the_rules_of_its_parents_turn(user, conv
     assert effect() == "deny"
     ApprovalRule.objects.all().delete()
     assert effect() == "allow"
+
+
+def test_a_rule_that_asks_and_the_shadow_rules_that_matched_are_named_on_the_approval(
+    user, conversation, server, write_note
+):
+    asking_rule = rule_for(user, effect="ask", match={"name": "groceries"})
+    shadow = rule_for(user, effect="deny", shadow=True)
+    assert call_in_turn_of(user, conversation, write_note) == PAUSED
+    row = Question.objects.get(conversation=conversation, tool_call_id="w1")
+    assert row.approval.asked_by.id == str(asking_rule.pk)
+    assert [(n.id, n.effect) for n in row.approval.shadow] == [(str(shadow.pk), "deny")]
+    shown = row.payload
+    assert (shown.asked_by.label, shown.shadow[0].label) == ("groceries", "write_note")
+    shadow.refresh_from_db()
+    assert shadow.uses == 1  # what it would have decided is counted
