@@ -55,7 +55,7 @@ from core.errors import ParleyError
 from core.registry import Registry
 from core.text import drop_invisible
 from questions.models import ApprovalRule, Question, QuestionKind, RuleEffect, RuleScope
-from questions.payloads import RuleNote
+from questions.payloads import MAX_ARGUMENTS_CHARS, RuleNote, clip
 
 logger = logging.getLogger("parley.questions.rules")
 
@@ -71,7 +71,10 @@ SCOPE_RANK = {DEPLOYMENT: 0, CONVERSATION: 1, USER: 2}
 
 MAX_MATCH_ENTRIES = 20
 MAX_ARGUMENT_NAME = 100
-MAX_GLOB_CHARS = 4_000
+# As long as the arguments a person may send (questions.payloads.MAX_ARGUMENTS_CHARS), so that
+# "Always allow" can keep any value it was shown.
+MAX_GLOB_CHARS = MAX_ARGUMENTS_CHARS
+MAX_LABEL_CHARS = 200
 MAX_USES = 1_000_000
 MAX_ID = 2**63 - 1
 GLOB_CHARS = re.compile(r"[*?\[]")
@@ -178,13 +181,17 @@ class Rule:
 
     @property
     def label(self) -> str:
-        """The text that names it to a person: its argument globs, else its tool."""
+        """The text that names it to a person: its argument globs, else its tool (cut to
+        MAX_LABEL_CHARS)."""
         if self.match:
-            return ", ".join(
-                glob if len(self.match) == 1 else f"{name}={glob}"
-                for name, glob in sorted(self.match.items())
+            return clip(
+                ", ".join(
+                    glob if len(self.match) == 1 else f"{name}={glob}"
+                    for name, glob in sorted(self.match.items())
+                ),
+                MAX_LABEL_CHARS,
             )
-        return self.tool
+        return clip(self.tool, MAX_LABEL_CHARS)
 
     def note(self, *, created: bool = False) -> RuleNote:
         return RuleNote(
@@ -684,7 +691,10 @@ def dry_run(*, user, rule: ApprovalRule, limit: int = DRY_RUN_CALLS) -> list[Pas
         decision = decided.get("decision")
         outcome = {"always": ALLOW, "allow": ALLOW, "deny": DENY}.get(decision, question.status)
         hits = candidate.matches(
-            agent="parley", server=request.server, tool=request.tool, arguments=request.arguments
+            agent=getattr(request, "agent", None) or "parley",
+            server=request.server,
+            tool=request.tool,
+            arguments=request.arguments,
         )
         calls.append(
             PastCall(
