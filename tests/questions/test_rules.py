@@ -263,6 +263,15 @@ def test_uses_are_counted_and_a_rule_stops_at_its_maximum(user, conversation):
     assert row.uses == 2 and row.last_used_at is not None
 
 
+def test_a_rule_stops_matching_when_it_expires(user, conversation, clock):
+    keep(user, conversation, rule("allow", expires_at=timezone.now() + timedelta(minutes=5)))
+    assert verdict(user, conversation).effect == "allow"
+    clock.advance(299)
+    assert verdict(user, conversation).effect == "allow"
+    clock.advance(2)
+    assert verdict(user, conversation).effect == "ask"
+
+
 def test_a_dry_run_spends_no_use(user, conversation):
     [row] = keep(user, conversation, rule("allow", max_uses=1))
     result = rules.evaluate(
