@@ -314,9 +314,8 @@ def _evaluate(
     ]
     shadow = tuple(sorted((r for r in candidates if r.shadow), key=lambda r: r.order))
     deciding = [r for r in candidates if not r.shadow]
-    if spend:
-        for rule in shadow:
-            _count(rule, now)
+    if spend and shadow:
+        _count(shadow, now)
     while deciding:
         operator_denies = [r for r in deciding if r.scope == DEPLOYMENT and r.effect == DENY]
         rule = min(operator_denies or deciding, key=lambda r: r.order)
@@ -362,11 +361,13 @@ def _spend(rule: Rule, now: datetime) -> bool:
     return bool(rows.update(uses=F("uses") + 1, last_used_at=now))
 
 
-def _count(rule: Rule, now: datetime) -> None:
-    """Record a shadow rule's would-be decision."""
-    logger.info("Shadow rule %s would have decided %s", rule.id, rule.effect)
-    if rule.pk is not None:
-        ApprovalRule.objects.filter(pk=rule.pk).update(uses=F("uses") + 1, last_used_at=now)
+def _count(shadow: tuple[Rule, ...], now: datetime) -> None:
+    """Record the shadow rules' would-be decisions (one update for them all)."""
+    for rule in shadow:
+        logger.info("Shadow rule %s would have decided %s", rule.id, rule.effect)
+    kept = [rule.pk for rule in shadow if rule.pk is not None]
+    if kept:
+        ApprovalRule.objects.filter(pk__in=kept).update(uses=F("uses") + 1, last_used_at=now)
 
 
 # --- "Always allow" ---------------------------------------------------------------------------
