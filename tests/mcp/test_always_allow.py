@@ -156,7 +156,7 @@ def call_with(conversation, tool: McpTool, user, arguments: dict):
 
 
 def test_a_rule_on_arguments_runs_its_calls_and_records_the_decision(
-    user, conversation, server, write_note
+    user, conversation, server, write_note, client
 ):
     rule = rule_for(user, match={"name": "draft-*"}, max_uses=3)
     result = call_with(conversation, write_note, user, {"name": "draft-1"})
@@ -173,6 +173,9 @@ def test_a_rule_on_arguments_runs_its_calls_and_records_the_decision(
     [shown] = [b for b in row.message.blocks if b.get("action_type") == "tool_approval"]
     assert shown["extra"]["rule"]["id"] == str(rule.pk)
     assert not asked(conversation)
+    client.force_login(user)
+    page = client.get(f"/c/{conversation.pk}/").content.decode()
+    assert "Allowed by your rule <code>draft-*</code>, 2 uses left" in page
 
 
 def test_a_call_the_rule_does_not_match_asks(user, conversation, server, write_note):
