@@ -677,6 +677,10 @@ class PastCall:
     # The rule's effect had it been the only rule; None: it does not match.
     would: str | None
 
+    @property
+    def arguments_text(self) -> str:
+        return json.dumps(self.arguments, ensure_ascii=False)
+
 
 def dry_run(*, user, rule: ApprovalRule, limit: int = DRY_RUN_CALLS) -> list[PastCall]:
     """What `rule` alone would have done to the user's last `limit` tool approvals (in the

@@ -179,6 +179,7 @@ def test_the_dry_run_shows_what_the_rule_would_have_done_to_the_last_calls(
     html = page.get(f"/settings/tools/rules/{rule.pk}/?dry_run=1").content.decode()
     assert "What this rule would have done to my last 50 calls" in html
     assert html.count("Would allow") == 1 and html.count("Does not match") == 1
+    assert "{&quot;name&quot;: &quot;draft-1&quot;}" in html  # the arguments as JSON
     assert Question.objects.count() == 2
     rule.refresh_from_db()
     assert rule.uses == 1  # a dry run spends nothing
