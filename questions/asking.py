@@ -106,7 +106,8 @@ def record_rule_decision(
     rule: RuleNote,
 ) -> Question:
     """A rule decided the running `call` (allow or deny) without asking: its approval row,
-    resolved by the rule and naming it (the audit), shown under the call's message."""
+    resolved by the rule and naming it (the audit), shown under the call's message; the
+    listeners hear `approval.resolved` (webhooks), as for a person's decision."""
     question = new_question(
         lease.conversation_id,
         tool_call_id=call.id,
@@ -119,7 +120,9 @@ def record_rule_decision(
     question.answered_via = AnsweredVia.RULE
     question.answers = {"decision": decision, "rule": rule.model_dump(mode="json")}
     question.message = turns.show_action(lease, call, question.block, waiting=False)
+    question.conversation = question.message.conversation
     question.save(force_insert=True)
+    notifications.tell(notifications.APPROVAL_RESOLVED, question, at=question.created_at)
     return question
 
 

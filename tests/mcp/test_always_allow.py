@@ -19,7 +19,7 @@ from mcp_client import tools as mcp_tools
 from mcp_client.config import parse
 from mcp_client.connections import ServerConnection
 from mcp_client.tools import McpTool
-from questions import approvals, rules
+from questions import approvals, notifications, rules
 from questions.models import ApprovalRule, Question, QuestionKind, QuestionStatus
 
 pytestmark = pytest.mark.django_db
@@ -159,7 +159,17 @@ def test_a_rule_on_arguments_runs_its_calls_and_records_the_decision(
     user, conversation, server, write_note, client
 ):
     rule = rule_for(user, match={"name": "draft-*"}, max_uses=3)
-    result = call_with(conversation, write_note, user, {"name": "draft-1"})
+    heard = []
+
+    def listen(sender, event, **kwargs):
+        heard.append((event.type, event.question.tool_call_id, event.question.answered_via))
+
+    notifications.question_changed.connect(listen)
+    try:
+        result = call_with(conversation, write_note, user, {"name": "draft-1"})
+    finally:
+        notifications.question_changed.disconnect(listen)
+    assert heard == [("approval.resolved", "w1", "rule")]
     assert (result.content, result.is_error) == ("Saved", False)
     row = Question.objects.get(conversation=conversation, tool_call_id="w1")
     assert (row.status, row.answered_via, row.answered_by) == (
