@@ -1,7 +1,8 @@
 """Approval rules through the browser, with the example notes server and the scripted agent:
 "Always allow" on a write keeps a narrow rule (this conversation, these arguments), which
-Settings, Tools lists; the next identical call runs without asking and says which rule allowed
-it, while the same tool with other arguments still asks."""
+Settings, Tools lists (and axe finds nothing serious there); the next identical call runs
+without asking and says which rule allowed it, while the same tool with other arguments still
+asks."""
 
 import re
 from pathlib import Path
@@ -9,7 +10,7 @@ from pathlib import Path
 import pytest
 from playwright.sync_api import expect
 
-from tests.browser.pages import log_in, new_conversation, send
+from tests.browser.pages import axe_violations, log_in, new_conversation, send
 from tests.live_server import LiveServer
 from tests.notes_server import notes_config, writes
 
@@ -34,7 +35,8 @@ def approvals(page):
 def test_always_allow_keeps_a_narrow_rule_that_runs_the_same_call_and_asks_for_another(
     open_page, rules_server
 ):
-    page = open_page(rules_server)
+    # axe is injected for the scan of Settings, Tools only: the page's CSP allows no inline script.
+    page = open_page(rules_server, bypass_csp=True)
     log_in(page)
     new_conversation(page)
     send(page, "Save the first note")
@@ -72,3 +74,6 @@ def test_always_allow_keeps_a_narrow_rule_that_runs_the_same_call_and_asks_for_a
     expect(
         row.get_by_role("button", name=re.compile(r"Revoke rule \d+ on write_note"))
     ).to_be_visible()
+    page.get_by_text("Add rule", exact=True).first.click()
+    expect(page.get_by_role("textbox", name="Tool")).to_be_visible()
+    assert axe_violations(page) == []
