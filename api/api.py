@@ -20,6 +20,7 @@ from api.routers import (
     members,
     messages,
     questions,
+    rules,
     tool_requests,
 )
 from core.errors import ParleyError, RateLimited
@@ -63,7 +64,16 @@ api = ParleyAPI(
 )
 
 # In the order of the document's paths.
-for resource in (conversations, messages, answers, tool_requests, events, members, questions):
+for resource in (
+    conversations,
+    messages,
+    answers,
+    tool_requests,
+    events,
+    members,
+    questions,
+    rules,
+):
     api.add_router("", resource.router)
 
 

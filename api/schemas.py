@@ -1,6 +1,7 @@
 """What the API reads and returns, as the OpenAPI document declares it: the request bodies,
 the responses (api.results builds their data), and the error responses the endpoints share."""
 
+from datetime import datetime
 from typing import Annotated, Any, Literal
 
 from ninja import Field, Schema
@@ -86,7 +87,7 @@ class QuestionAudit(Schema):
     answeredBy: str | None = Field(None, description="Who resolved it (a user name).")
     answeredAt: str | None = Field(None, description="When it was resolved (ISO time).")
     answeredVia: str | None = Field(
-        None, description="How: browser, api, terminal, auto-resolve, expiry or email."
+        None, description="How: browser, api, terminal, auto-resolve, expiry, email or rule."
     )
     assignedTo: str | None = Field(
         None,
@@ -119,6 +120,15 @@ class PendingQuestionOut(Schema):
     options: list[str] | None = Field(None, description="Its option labels (one question).")
 
 
+class RuleNoteOut(Schema):
+    id: str = Field(description="The rule's id: a number, or config:… for MCP_CONFIG's.")
+    scope: Literal["deployment", "user", "conversation"]
+    label: str = Field(description="What names it to a person: its globs, else its tool.")
+    effect: Literal["allow", "ask", "deny"]
+    usesLeft: int | None = Field(None, description="Uses it had left; null: unlimited.")
+    created: bool = Field(False, description="Always allow kept it (it decided nothing).")
+
+
 class ApprovalDetail(Schema):
     name: str = Field(description="The tool's name as the model calls it: mcp__<server>__<tool>.")
     server: str = Field(description="The MCP server (its name in MCP_CONFIG).")
@@ -146,6 +156,11 @@ class ApprovalOut(Schema):
         None, description="The arguments allowed instead of the model's; null: not edited."
     )
     feedback: str = Field("", description="What the person told the model with Deny.")
+    rule: RuleNoteOut | None = Field(
+        None,
+        description="The approval rule that decided the call without asking (answeredVia "
+        "rule), or the one Always allow kept (`created`); null: none.",
+    )
 
 
 class ElicitationDetail(Schema):
@@ -265,9 +280,13 @@ class Cancel(Schema):
 
 class Decide(Schema):
     decision: Literal["allow", "always", "deny"] = Field(
-        description="allow: run the call once; always: run it, and never ask again about this "
-        "tool in the turns you start (not in someone else's turn in a shared conversation); "
-        "deny: do not run it."
+        description="allow: run the call once; always: run it, and keep the narrowest rule "
+        "that allows this call again (these arguments, or this command's prefix) in the turns "
+        "you start, in this conversation unless `widen` (not in someone else's turn in a "
+        "shared conversation); deny: do not run it."
+    )
+    widen: bool = Field(
+        False, description="With always: the rule counts in all your conversations."
     )
     arguments: dict[str, Any] | None = Field(
         None,
@@ -289,3 +308,26 @@ class Elicit(Schema):
         "boolean; an enum's choice by its value). Optional fields may be left out.",
     )
     wait: float = Field(0, ge=0, le=MAX_WAIT, description="Seconds to wait for the agent.")
+
+
+# --- Approval rules (questions.rules) ------------------------------------------------------------
+
+
+class RuleOut(Schema):
+    """An approval rule (spec 6.3): the deployment's (read-only but for staff; `id` null for
+    MCP_CONFIG's), or the user's own."""
+
+    id: int | None = Field(description="null: a rule of MCP_CONFIG, changed only there.")
+    scope: Literal["deployment", "user", "conversation"]
+    conversationId: int | None = None
+    agent: Literal["parley", "claude-code", "codex"] | None = None
+    server: str | None = Field(None, description="The MCP server's name; null: any.")
+    tool: str = Field(description="The tool's own name (write_note, Bash), or a glob on it.")
+    match: dict[str, str] = Field(description="Argument name -> glob on its value; all must match.")
+    effect: Literal["allow", "ask", "deny"]
+    expiresAt: datetime | None = None
+    maxUses: int | None = None
+    uses: int = Field(description="How many calls it decided (a shadow rule: would have).")
+    shadow: bool
+    createdAt: datetime | None = None
+    createdBy: str | None = None

@@ -11,9 +11,12 @@ class McpClientConfig(AppConfig):
     def ready(self) -> None:
         from accounts import settings_page
         from chat.engine import tools
+        from mcp_client import config
         from mcp_client import tools as mcp_tools
+        from questions import rules
 
         tools.before_offering(mcp_tools.connect)
+        rules.configured.add(lambda: config.load().rules, key="mcp_client.config")
         settings_page.add_link(
             settings_page.Link(
                 name="mcp_client.tools",

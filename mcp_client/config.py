@@ -3,8 +3,17 @@ that Claude Desktop, Cursor and VS Code use, plus Parley's optional per-server `
 
     {"mcpServers": {
         "notes": {"command": "python", "args": ["server.py"], "env": {...}, "cwd": "...",
-                  "approval": {"default": "ask", "tools": {"list_notes": "allow"}}},
-        "search": {"url": "https://example.org/mcp", "headers": {"Authorization": "..."}}}}
+                  "approval": {"default": "ask", "tools": {"list_notes": "allow"},
+                               "rules": [{"tool": "write_note", "match": {"name": "draft-*"},
+                                          "effect": "allow"}]}},
+        "search": {"url": "https://example.org/mcp", "headers": {"Authorization": "..."}}},
+     "approval": {"rules": [{"agent": "claude-code", "tool": "Bash",
+                             "match": {"command": "rm *"}, "effect": "deny"}]}}
+
+`approval.rules` are the deployment's approval rules (questions.rules): a server's apply to
+its tools, the file's own `approval.rules` to any agent's calls (the CLIs' too). Each is a
+rule as the API takes it (`agent`, `server`, `tool`, `match`, `effect`, `expiresAt`,
+`shadow`), without `scope` (always the deployment's), `conversationId` or `maxUses`.
 
 Strings may name environment variables as `${NAME}` or `${NAME:-default}`, as Claude Code's
 `.mcp.json` does (a secret stays out of the file). Only this file starts processes: nothing a
@@ -23,7 +32,9 @@ from pathlib import Path
 from typing import Annotated, Literal
 
 from django.conf import settings
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
+
+from questions.rules import DEPLOYMENT, Rule, RuleIn
 
 logger = logging.getLogger("parley.mcp_client")
 
@@ -36,9 +47,26 @@ SERVER_NAME = re.compile(r"[A-Za-z0-9_-]{1,40}")
 Protocol = Literal["auto", "legacy"]
 
 
-class Approval(BaseModel):
+class ConfiguredRule(RuleIn):
+    """A deployment rule in MCP_CONFIG."""
+
+    scope: Literal["deployment"] = DEPLOYMENT
+
+    @field_validator("max_uses", "conversation_id")
+    @classmethod
+    def _not_in_a_file(cls, value):
+        if value is not None:
+            raise ValueError("not in MCP_CONFIG: only a rule kept by Parley has it")
+        return value
+
+
+class Rules(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
+    rules: list[ConfiguredRule] = []
+
+
+class Approval(Rules):
     default: Policy | None = None
     tools: dict[str, Policy] = {}
 
@@ -69,6 +97,7 @@ class _File(BaseModel):
     model_config = ConfigDict(extra="ignore")
 
     mcpServers: dict[str, object] = {}
+    approval: object = None
 
     @model_validator(mode="before")
     @classmethod
@@ -92,14 +121,43 @@ class ServerConfig:
         read-only tool runs at once, any other asks)."""
         return self.spec.approval.tools.get(tool, self.spec.approval.default)
 
+    @property
+    def rules(self) -> tuple[Rule, ...]:
+        """The server's approval rules, each for its tools only."""
+        return tuple(
+            as_rule(rule, f"config:{self.name}:{number}", server=self.name)
+            for number, rule in enumerate(self.spec.approval.rules, start=1)
+        )
+
+
+def as_rule(rule: ConfiguredRule, id: str, *, server: str = "") -> Rule:
+    return Rule(
+        id=id,
+        scope=DEPLOYMENT,
+        agent=rule.agent or "",
+        server=server or rule.server,
+        tool=rule.tool,
+        match=dict(rule.match),
+        effect=rule.effect,
+        expires_at=rule.expires_at,
+        shadow=rule.shadow,
+    )
+
 
 @dataclass(frozen=True)
 class Config:
     servers: tuple[ServerConfig, ...] = ()
     # The file as a whole could not be used (it names no server then).
     error: str = ""
-    # Entries left out, by server name: why.
+    # Entries left out, by server name (or `approval`, the file's own rules): why.
     invalid: dict[str, str] = field(default_factory=dict)
+    # The file's own `approval.rules`, for every agent.
+    own_rules: tuple[Rule, ...] = ()
+
+    @property
+    def rules(self) -> tuple[Rule, ...]:
+        """The deployment's rules in the file: its own, then each server's."""
+        return self.own_rules + tuple(rule for server in self.servers for rule in server.rules)
 
 
 VARIABLE = re.compile(r"\$\{([A-Za-z_][A-Za-z0-9_]*)(?::-([^}]*))?\}")
@@ -134,7 +192,17 @@ def parse(text: str) -> Config:
             servers.append(ServerConfig(name, model.model_validate(_expand(entry))))
         except ValidationError as error:
             invalid[name] = _short(error)
-    return Config(servers=tuple(servers), invalid=invalid)
+    own_rules = ()
+    if document.approval is not None:
+        try:
+            listed = Rules.model_validate(document.approval).rules
+        except ValidationError as error:
+            invalid["approval"] = _short(error)
+        else:
+            own_rules = tuple(
+                as_rule(rule, f"config:{number}") for number, rule in enumerate(listed, start=1)
+            )
+    return Config(servers=tuple(servers), invalid=invalid, own_rules=own_rules)
 
 
 def _short(error: Exception) -> str:

@@ -2,11 +2,14 @@
 `mcp__<server>__<tool>`, with the server's description and input schema, and approval before
 any call that is not known to be harmless.
 
-Policy, per call: the operator's setting for the tool or its server (MCP_CONFIG `approval`),
-else a read-only tool (`readOnlyHint`) runs at once and every other tool asks; a user's
-"Always allow" turns their "ask" into "allow" in the turns they start (their message, edit,
-Retry or Regenerate), never in someone else's. "deny" tools are not offered. Sub-agents are
-offered only the tools that never ask.
+Policy, per call: the approval rules decide (questions.rules: the operator's `approval.rules`
+in MCP_CONFIG, and the rules of the person who started the turn — their message, edit, Retry
+or Regenerate —, never someone else's); when none matches, the operator's setting for the
+tool or its server (MCP_CONFIG `approval` `default`/`tools`), else a read-only tool
+(`readOnlyHint`) runs at once and every other tool asks. A call a rule allows or denies is
+recorded as an approval the rule resolved, naming it. "deny" tools (the `default`/`tools`
+setting) are not offered. Sub-agents are offered only the tools that never ask by that
+setting, and a call of theirs that a rule makes ask is refused.
 
 Exactly once: a ToolRun row is committed before the call goes out, and the result is stored
 after it. A turn that finds the row but no result (its process died in between) does not
@@ -68,6 +71,7 @@ TIMED_OUT = "{tool} did not finish within {seconds:g} seconds; it may or may not
 SUBAGENT = "Sub-agents cannot call tools that need the user's approval."
 CUT = "\n\n[The result was cut to {kept} of its {total} characters.]"
 NOT_OFFERED = "The operator does not allow {name}."
+RULE_DENIED = "An approval rule denied this call: the tool did not run. Do not try it again."
 
 
 def exposed_name(server: str, tool: str) -> str:
@@ -106,7 +110,9 @@ class McpTool(Tool):
     def spec(self) -> ToolSpec:
         return ToolSpec(self.name, self.description, self.parameters or {"type": "object"})
 
-    def approval_request(self, call: ToolCallBlock) -> ApprovalRequest:
+    def approval_request(self, call: ToolCallBlock, verdict=None) -> ApprovalRequest:
+        """What the call's approval shows; with the rules' `verdict`, the rule that made it
+        ask and the shadow rules that matched it (the audit)."""
         return ApprovalRequest.of(
             name=self.name,
             server=self.server.name,
@@ -115,6 +121,20 @@ class McpTool(Tool):
             description=self.description,
             arguments=call.arguments,
             input_schema=self.parameters,
+            asked_by=verdict.note if verdict is not None and verdict.effect == ASK else None,
+            shadow=[rule.note() for rule in verdict.shadow] if verdict is not None else None,
+        )
+
+    def verdict(self, conversation_id: int, call: ToolCallBlock, *, spend: bool = True):
+        """The approval rules' verdict on `call` (questions.approvals.verdict_for), the
+        operator's policy when no rule matches."""
+        return approvals.verdict_for(
+            conversation_id,
+            server=self.server.name,
+            tool=self.tool.name,
+            arguments=call.arguments if isinstance(call.arguments, dict) else {},
+            default=self.policy,
+            spend=spend,
         )
 
     async def run(self, call: ToolCallBlock, context: ToolContext) -> Outcome:
@@ -122,14 +142,25 @@ class McpTool(Tool):
         decided = await db(approvals.decision_for)(conversation_id, call.id)
         arguments, edited = call.arguments, False
         if decided is None:
-            if self.policy == ASK and not await db(approvals.always_allowed)(
-                conversation_id, self.name
-            ):
+            verdict = await db(self.verdict)(conversation_id, call)
+            if verdict.effect == ASK:
                 if context.is_subagent:
                     return ToolResultBlock.error(call.id, SUBAGENT)
-                asks = await db(_approvals_to_ask)(context.lease, call)
+                asks = await db(_approvals_to_ask)(context.lease, call, verdict)
                 await db(asking.ask_approvals)(context.lease, asks)
                 return PAUSED
+            if verdict.rule is not None:
+                await db(asking.record_rule_decision)(
+                    context.lease,
+                    call,
+                    self.approval_request(call, verdict),
+                    decision=verdict.effect,
+                    rule=verdict.rule.note(),
+                )
+            if verdict.effect == DENY:
+                return ToolResultBlock.error(call.id, RULE_DENIED)
+        elif decided.rule is not None and decided.decision == DENIED_DECISION:
+            return ToolResultBlock.error(call.id, RULE_DENIED)
         elif decided.status == QuestionStatus.EXPIRED:
             return ToolResultBlock.error(call.id, EXPIRED)
         elif decided.status == QuestionStatus.CANCELLED:
@@ -197,23 +228,28 @@ def result_text(result: types.CallToolResult) -> str:
 
 
 def _approvals_to_ask(
-    lease: turns.Lease, call: ToolCallBlock
+    lease: turns.Lease, call: ToolCallBlock, verdict
 ) -> list[tuple[ToolCallBlock, ApprovalRequest]]:
-    """This call's approval, and those of the calls after it in its step that need one too:
-    asked together, decided one by one."""
+    """This call's approval (the rules' `verdict` made it ask), and those of the calls after
+    it in its step that need one too: asked together, decided one by one."""
     calls = turns.pending_tool_calls(lease)
     start = next((i for i, c in enumerate(calls) if c.id == call.id), 0)
     asks = []
     for later in calls[start:]:
         tool = tools.offered(later.name)
-        if not isinstance(tool, McpTool) or tool.policy != ASK:
+        if not isinstance(tool, McpTool):
             continue
-        if later.id != call.id and (
-            approvals.always_allowed(lease.conversation_id, tool.name)
-            or approvals.decision_for(lease.conversation_id, later.id) is not None
-        ):
-            continue
-        asks.append((later, tool.approval_request(later)))
+        # A later call asks with this one if the rules would make it ask now (spending no
+        # use: its own run decides again).
+        later_verdict = verdict
+        if later.id != call.id:
+            later_verdict = tool.verdict(lease.conversation_id, later, spend=False)
+            if (
+                later_verdict.effect != ASK
+                or approvals.decision_for(lease.conversation_id, later.id) is not None
+            ):
+                continue
+        asks.append((later, tool.approval_request(later, later_verdict)))
     return asks
 
 

@@ -6,5 +6,8 @@ app_name = "mcp_client"
 
 urlpatterns = [
     path("settings/tools/", views.tools_page, name="tools"),
-    path("settings/tools/revoke/", views.revoke, name="revoke"),
+    path("settings/tools/rules/", views.add_rule, name="add_rule"),
+    path("settings/tools/rules/<int:rule_id>/", views.rule_page, name="rule"),
+    path("settings/tools/rules/<int:rule_id>/revoke/", views.revoke_rule, name="revoke_rule"),
+    path("settings/tools/rules/<int:rule_id>/shadow/", views.shadow_rule, name="shadow_rule"),
 ]

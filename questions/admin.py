@@ -1,9 +1,11 @@
 """Operators see every question here, read only: what was asked, and who resolved it, when,
-how and through which channel, and whom it was assigned to, by whom and when (the audit)."""
+how and through which channel, and whom it was assigned to, by whom and when (the audit);
+and every approval rule, read only (rules are changed through Settings, Tools or the API,
+which check them)."""
 
 from django.contrib import admin
 
-from questions.models import Question
+from questions.models import ApprovalRule, Question
 
 
 @admin.register(Question)
@@ -24,6 +26,36 @@ class QuestionAdmin(admin.ModelAdmin):
     search_fields = ["tool_call_id", "conversation__title", "conversation__owner__username"]
     date_hierarchy = "created_at"
     readonly_fields = [field.name for field in Question._meta.fields]
+
+    def has_add_permission(self, request) -> bool:
+        return False
+
+    def has_change_permission(self, request, obj=None) -> bool:
+        return False
+
+
+@admin.register(ApprovalRule)
+class ApprovalRuleAdmin(admin.ModelAdmin):
+    list_display = [
+        "id",
+        "scope",
+        "user",
+        "conversation",
+        "agent",
+        "server",
+        "tool",
+        "match",
+        "effect",
+        "shadow",
+        "uses",
+        "max_uses",
+        "expires_at",
+        "created_at",
+    ]
+    list_filter = ["scope", "effect", "agent", "shadow"]
+    list_select_related = ["user", "conversation"]
+    search_fields = ["tool", "server", "user__username"]
+    readonly_fields = [field.name for field in ApprovalRule._meta.fields]
 
     def has_add_permission(self, request) -> bool:
         return False

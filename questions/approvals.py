@@ -17,15 +17,17 @@ from typing import Any
 
 from django.db import transaction
 from django.db.models import Subquery
+from django.db.models.functions import Coalesce
 from django.utils.translation import gettext_lazy as _
 
 from chat.engine import dispatch, turns
 from chat.models import AgentState, Conversation
 from chat.transcript import Transcript
 from core.text import clean_text
+from questions import rules
 from questions.answers import APPROVALS_PENDING, reply_text
 from questions.errors import InvalidAnswer, NestedTooDeeply, QuestionAlreadyResolved
-from questions.models import Question, QuestionKind, QuestionStatus, ToolPermission
+from questions.models import AnsweredVia, Question, QuestionKind, QuestionStatus
 from questions.payloads import (
     ALLOW,
     ALWAYS,
@@ -77,6 +79,8 @@ class Decided:
     decision: str | None
     arguments: dict | None  # the edited arguments, if the person edited them
     feedback: str
+    # The rule that decided it without asking (questions.payloads.RuleNote's fields), if any.
+    rule: dict | None = None
 
 
 def decision_for(conversation_id: int, call_id: str) -> Decided | None:
@@ -86,7 +90,7 @@ def decision_for(conversation_id: int, call_id: str) -> Decided | None:
             conversation_id=conversation_id, tool_call_id=call_id, kind=QuestionKind.TOOL_APPROVAL
         )
         .exclude(status=QuestionStatus.PENDING)
-        .only("status", "answers")
+        .only("status", "answers", "answered_via")
         .first()
     )
     if row is None:
@@ -97,15 +101,43 @@ def decision_for(conversation_id: int, call_id: str) -> Decided | None:
         decision=decided.get("decision"),
         arguments=decided.get("arguments"),
         feedback=decided.get("feedback", ""),
+        rule=decided.get("rule") if row.answered_via == AnsweredVia.RULE else None,
     )
 
 
-def always_allowed(conversation_id: int, tool: str) -> bool:
-    """Whether the person who started the conversation's running turn always allows `tool`
-    (one query). Nobody's "Always allow" counts in a turn someone else started: in a shared
-    conversation, a participant's request asks as ever, whatever the owner chose."""
-    started_by = Conversation.objects.filter(pk=conversation_id).values("turn_started_by")
-    return ToolPermission.objects.filter(tool=tool, user=Subquery(started_by[:1])).exists()
+# Parley's own agent, as the rules name it (questions.models.AgentKind).
+PARLEY = "parley"
+
+
+def verdict_for(
+    conversation_id: int,
+    *,
+    server: str,
+    tool: str,
+    arguments: dict,
+    default: str,
+    spend: bool = True,
+) -> rules.Verdict:
+    """The rules' verdict on a call of Parley's agent in the conversation's running turn
+    (questions.rules.evaluate; one query for the rules): the deployment's rules, and those of
+    the person who started the turn. Nobody's own rules count in a turn someone else started:
+    in a shared conversation, a participant's request is judged by the participant's rules,
+    whatever the owner chose. A sub-agent's call is judged as its parent's: by the rules of
+    the person who started the parent's turn, and the parent conversation's rules. `default`:
+    the effect when no rule matches."""
+    conversation = Conversation.objects.filter(pk=conversation_id)
+    started_by = conversation.values(by=Coalesce("parent__turn_started_by", "turn_started_by"))
+    where = conversation.values(at=Coalesce("parent_id", "id"))
+    return rules.evaluate(
+        user=Subquery(started_by[:1]),
+        conversation=Subquery(where[:1]),
+        agent=PARLEY,
+        server=server,
+        tool=tool,
+        arguments=arguments,
+        default=default,
+        spend=spend,
+    )
 
 
 @transaction.atomic
@@ -118,12 +150,14 @@ def decide(
     arguments: str | dict | None = None,
     feedback: str = "",
     via: Via = BROWSER,
+    widen: bool = False,
 ) -> Question:
     """Decide a pending approval: allow (with `arguments` edited, as JSON text or an object,
-    checked against the tool's input schema), always (allow, and never ask again about this
-    tool in the turns this user starts: always_allowed), or deny (with optional `feedback`
-    for the model). The step goes on once its last approval is decided. Raises InvalidAnswer,
-    NestedTooDeeply, QuestionAlreadyResolved, ConversationNotFound."""
+    checked against the tool's input schema), always (allow, and keep the narrowest rule that
+    allows this call again in the turns this user starts, in this conversation unless `widen`:
+    questions.rules.allow_always; the block names the rule), or deny (with optional
+    `feedback` for the model). The step goes on once its last approval is decided. Raises
+    InvalidAnswer, NestedTooDeeply, QuestionAlreadyResolved, ConversationNotFound."""
     question = _pending_approval(
         user=user, conversation_id=conversation_id, tool_call_id=tool_call_id
     )
@@ -147,11 +181,21 @@ def decide(
             raise InvalidInput(APPROVALS_PENDING)
     except InvalidInput as error:
         raise InvalidAnswer(str(error)) from None
+    if decision == ALWAYS:
+        rule = rules.allow_always(
+            user=user,
+            conversation_id=question.conversation_id,
+            agent=getattr(request, "agent", None) or PARLEY,
+            server=request.server,
+            tool=request.tool,
+            arguments=stored.get("arguments", request.arguments),
+            widen=widen,
+        )
+        if rule is not None:
+            stored["rule"] = rules.Rule.of(rule).note(created=True).model_dump(mode="json")
     status = QuestionStatus.REJECTED if decision == DENY else QuestionStatus.ANSWERED
     with Transcript(question.conversation) as transcript:
         resolve(transcript, question, status=status, by=user, via=via, answers=stored)
-        if decision == ALWAYS:
-            ToolPermission.objects.get_or_create(user=user, tool=request.name)
         resume_if_decided(transcript)
     return question
 
@@ -204,13 +248,6 @@ def _pending_approval(*, user, conversation_id: int, tool_call_id: str) -> Quest
     ):
         raise QuestionAlreadyResolved
     return question
-
-
-def revoke_permission(*, user, tool: str) -> bool:
-    """Take back the user's "Always allow" of `tool`: its calls ask them again. False if there
-    was none."""
-    deleted, _ = ToolPermission.objects.filter(user=user, tool=tool).delete()
-    return bool(deleted)
 
 
 # --- Edited arguments --------------------------------------------------------------------------

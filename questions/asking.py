@@ -19,8 +19,8 @@ from chat.engine import turns
 from chat.errors import ConversationNotFound
 from chat.models import Conversation
 from questions import notifications
-from questions.models import Question, QuestionKind
-from questions.payloads import ApprovalRequest, ElicitationRequest
+from questions.models import AnsweredVia, Question, QuestionKind, QuestionStatus
+from questions.payloads import DENY, ApprovalRequest, ElicitationRequest, RuleNote
 from questions.schemas import QuestionRequest
 
 
@@ -57,7 +57,7 @@ def ask_approvals(lease: turns.Lease, asks: list[tuple[ToolCallBlock, ApprovalRe
             {
                 "tool_call_id": call.id,
                 "kind": QuestionKind.TOOL_APPROVAL,
-                "questions": [request.model_dump(mode="json")],
+                "questions": [request.model_dump(mode="json", exclude_none=True)],
             }
             for call, request in asks
         ],
@@ -93,6 +93,36 @@ def ask_elicitation(
     question.message = turns.show_action(lease, call, question.block)
     question.save(force_insert=True)
     notifications.tell(notifications.ASKED, question, at=now)
+    return question
+
+
+@transaction.atomic
+def record_rule_decision(
+    lease: turns.Lease,
+    call: ToolCallBlock,
+    request: ApprovalRequest,
+    *,
+    decision: str,
+    rule: RuleNote,
+) -> Question:
+    """A rule decided the running `call` (allow or deny) without asking: its approval row,
+    resolved by the rule and naming it (the audit), shown under the call's message; the
+    listeners hear `approval.resolved` (webhooks), as for a person's decision."""
+    question = new_question(
+        lease.conversation_id,
+        tool_call_id=call.id,
+        kind=QuestionKind.TOOL_APPROVAL,
+        questions=[request.model_dump(mode="json", exclude_none=True)],
+    )
+    question.expires_at = question.remind_at = None
+    question.status = QuestionStatus.REJECTED if decision == DENY else QuestionStatus.ANSWERED
+    question.answered_at = question.created_at
+    question.answered_via = AnsweredVia.RULE
+    question.answers = {"decision": decision, "rule": rule.model_dump(mode="json")}
+    question.message = turns.show_action(lease, call, question.block, waiting=False)
+    question.conversation = question.message.conversation
+    question.save(force_insert=True)
+    notifications.tell(notifications.APPROVAL_RESOLVED, question, at=question.created_at)
     return question
 
 

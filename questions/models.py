@@ -82,6 +82,8 @@ class AnsweredVia(models.TextChoices):
     EXPIRY = "expiry", _("expiry")
     # Confirmed from a signed link in an e-mail (reach.links).
     EMAIL = "email", _("e-mail")
+    # Decided by an approval rule (questions.rules); the row's answers name it.
+    RULE = "rule", _("a rule")
 
 
 class Question(models.Model):
@@ -287,6 +289,7 @@ class Question(models.Model):
                 **self._audit(),
                 **self.approval.model_dump(),
                 decision=decided.get("decision"),
+                rule=decided.get("rule"),
                 edited_arguments=decided.get("arguments"),
                 feedback=decided.get("feedback", ""),
             )
@@ -371,26 +374,106 @@ class QuestionDraft(models.Model):
         return f"{self.question_id}"
 
 
-class ToolPermission(models.Model):
-    """A user's "Always allow" for one tool: its calls run without asking them again, until
-    they revoke it (/settings/tools/). `tool` is the name the model sees (mcp__server__tool)."""
+class RuleScope(models.TextChoices):
+    # Everyone's calls: set by an operator (MCP_CONFIG's `approval`, or staff).
+    DEPLOYMENT = "deployment", _("deployment")
+    # The calls in the turns one user starts, in any conversation.
+    USER = "user", _("user")
+    # The calls in the turns one user starts, in one conversation.
+    CONVERSATION = "conversation", _("conversation")
 
+
+class RuleEffect(models.TextChoices):
+    # The call runs without asking.
+    ALLOW = "allow", _("allow")
+    # A person decides (an approval).
+    ASK = "ask", _("ask")
+    # The call is refused without asking.
+    DENY = "deny", _("deny")
+
+
+class AgentKind(models.TextChoices):
+    # Parley's own agent, calling MCP tools.
+    PARLEY = "parley", _("Parley")
+    # Claude Code's permission requests (its hooks).
+    CLAUDE_CODE = "claude-code", _("Claude Code")
+    # Codex's permission requests (its hooks).
+    CODEX = "codex", _("Codex")
+
+
+class ApprovalRule(models.Model):
+    """A rule on tool calls (questions.rules evaluates them; docs/operators/tools.md): what it
+    matches (agent kind, MCP server, tool, globs on arguments), its effect, and for how long.
+    A user or conversation rule belongs to `user` and counts only in the turns they start;
+    a deployment rule has no user. `uses` counts its decisions (a shadow rule's would-be
+    decisions), atomically (questions.rules)."""
+
+    scope = models.CharField(_("scope"), max_length=16, choices=RuleScope.choices)
     user = models.ForeignKey(
         settings.AUTH_USER_MODEL,
         on_delete=models.CASCADE,
-        related_name="tool_permissions",
+        null=True,
+        blank=True,
+        related_name="approval_rules",
         verbose_name=_("user"),
     )
+    conversation = models.ForeignKey(
+        "chat.Conversation",
+        on_delete=models.CASCADE,
+        null=True,
+        blank=True,
+        related_name="+",
+        verbose_name=_("conversation"),
+    )
+    # Empty: any agent, any server.
+    agent = models.CharField(_("agent"), max_length=16, choices=AgentKind.choices, blank=True)
+    server = models.CharField(_("server"), max_length=40, blank=True)
+    # The tool's own name on its server (write_note, Bash); a glob ("*") matches several.
     tool = models.CharField(_("tool"), max_length=200)
-    created_at = models.DateTimeField(_("allowed"), default=timezone.now)
+    # Argument name -> glob on its value (questions.rules.value_matches); all must match.
+    match = models.JSONField(_("match"), default=dict, blank=True)
+    effect = models.CharField(_("effect"), max_length=8, choices=RuleEffect.choices)
+    expires_at = models.DateTimeField(_("expires"), null=True, blank=True)
+    max_uses = models.PositiveIntegerField(_("maximum uses"), null=True, blank=True)
+    uses = models.PositiveIntegerField(_("uses"), default=0)
+    last_used_at = models.DateTimeField(_("last used"), null=True, blank=True)
+    # Records what it would have decided, and decides nothing.
+    shadow = models.BooleanField(_("shadow"), default=False)
+    created_by = models.ForeignKey(
+        settings.AUTH_USER_MODEL,
+        on_delete=models.SET_NULL,
+        null=True,
+        blank=True,
+        related_name="+",
+        verbose_name=_("created by"),
+    )
+    created_at = models.DateTimeField(_("created"), default=timezone.now)
+    updated_at = models.DateTimeField(_("updated"), default=timezone.now)
 
     class Meta:
-        verbose_name = _("tool permission")
-        verbose_name_plural = _("tool permissions")
-        ordering = ["tool"]
+        verbose_name = _("approval rule")
+        verbose_name_plural = _("approval rules")
+        ordering = ["-created_at", "-id"]
         constraints = [
-            models.UniqueConstraint(fields=["user", "tool"], name="tool_permission_unique")
+            models.CheckConstraint(condition=Q(scope__in=RuleScope.values), name="rule_scope"),
+            models.CheckConstraint(condition=Q(effect__in=RuleEffect.values), name="rule_effect"),
+            models.CheckConstraint(
+                condition=Q(agent="") | Q(agent__in=AgentKind.values), name="rule_agent"
+            ),
+            # Whose it is follows from its scope.
+            models.CheckConstraint(
+                condition=(
+                    Q(scope="deployment", user__isnull=True, conversation__isnull=True)
+                    | Q(scope="user", user__isnull=False, conversation__isnull=True)
+                    | Q(scope="conversation", user__isnull=False, conversation__isnull=False)
+                ),
+                name="rule_owner_fits_scope",
+            ),
+            models.CheckConstraint(
+                condition=Q(max_uses__isnull=True) | Q(max_uses__gte=1), name="rule_max_uses"
+            ),
         ]
+        indexes = [models.Index(fields=["user", "tool"], name="rule_user_tool")]
 
     def __str__(self) -> str:
-        return self.tool
+        return f"{self.effect} {self.server or '*'}/{self.tool} {self.match or ''}".strip()

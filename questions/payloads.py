@@ -49,14 +49,15 @@ STATUS = {ASKED: PENDING, REPLIED: SUCCESS, REJECTED: DENIED, EXPIRED: DENIED, C
 
 Resolution = Literal["asked", "replied", "rejected", "expired", "cancelled"]
 # Through which channel a question was resolved (spec 6.1, "Audit"; questions.models.AnsweredVia).
-Via = Literal["browser", "api", "terminal", "auto-resolve", "expiry", "email"]
-BROWSER, API, TERMINAL, AUTO_RESOLVE, EXPIRY, EMAIL = (
+Via = Literal["browser", "api", "terminal", "auto-resolve", "expiry", "email", "rule"]
+BROWSER, API, TERMINAL, AUTO_RESOLVE, EXPIRY, EMAIL, RULE = (
     "browser",
     "api",
     "terminal",
     "auto-resolve",
     "expiry",
     "email",
+    "rule",
 )
 
 # The contract's single-question fields, derived from the first question.
@@ -275,6 +276,29 @@ class _Payload(BaseModel):
 # --- Approvals ---------------------------------------------------------------------------------
 
 
+class RuleNote(BaseModel):
+    """A rule as an approval's block names it: its id (a row's number, or `config:…` for the
+    operator's file), whose it is, the text shown for it (its argument globs, else its tool),
+    and the uses it had left after this decision (None: unlimited)."""
+
+    model_config = ConfigDict(
+        frozen=True,
+        extra="ignore",
+        alias_generator=to_camel,
+        validate_by_name=True,
+        serialize_by_alias=True,
+    )
+
+    id: str
+    scope: Literal["deployment", "user", "conversation"]
+    label: str
+    # What it decides (a shadow rule: would have decided).
+    effect: Literal["allow", "ask", "deny"] = "allow"
+    uses_left: int | None = None
+    # "Always allow" made it (rather than it deciding the call).
+    created: bool = False
+
+
 class ApprovalRequest(BaseModel):
     """What an approval asks, as stored in the row's `questions` (one item)."""
 
@@ -287,10 +311,24 @@ class ApprovalRequest(BaseModel):
     description: str = ""
     arguments: dict[str, Any] = {}
     input_schema: dict[str, Any] = Field(default_factory=lambda: {"type": "object"})
+    # The approval rule that made the call ask (None: no rule, the operator's default did),
+    # and the shadow rules that matched it (questions.rules).
+    asked_by: RuleNote | None = None
+    shadow: list[RuleNote] | None = None
 
     @classmethod
     def of(
-        cls, *, name, server, tool, title, description, arguments, input_schema
+        cls,
+        *,
+        name,
+        server,
+        tool,
+        title,
+        description,
+        arguments,
+        input_schema,
+        asked_by: RuleNote | None = None,
+        shadow: list[RuleNote] | None = None,
     ) -> "ApprovalRequest":
         return cls(
             name=name,
@@ -302,6 +340,8 @@ class ApprovalRequest(BaseModel):
             input_schema=storable(input_schema)
             if isinstance(input_schema, dict)
             else {"type": "object"},
+            asked_by=asked_by,
+            shadow=list(shadow) if shadow else None,
         )
 
 
@@ -316,6 +356,11 @@ class ApprovalPayload(_Payload):
     arguments: dict[str, Any] = {}
     input_schema: dict[str, Any] = {}
     decision: Decision | None = None
+    # The rule that decided it, or that "Always allow" made (questions.rules.RuleNote).
+    rule: RuleNote | None = None
+    # The rule that made it ask, and the shadow rules that matched it (ApprovalRequest).
+    asked_by: RuleNote | None = None
+    shadow: list[RuleNote] | None = None
     # The arguments the person allowed instead of the model's (None: not edited).
     edited_arguments: dict[str, Any] | None = None
     feedback: str = ""

@@ -121,7 +121,8 @@ def draft(request: HttpRequest, conversation_id: int, tool_call_id: str) -> Http
 def decide(request: HttpRequest, conversation_id: int, tool_call_id: str) -> HttpResponse:
     """Decide a tool call's approval: the button pressed is `decision` (allow, always, deny);
     `arguments` holds the edited arguments when the person opened "Edit arguments", `feedback`
-    what they tell the agent with a deny."""
+    what they tell the agent with a deny; `widen` "on" makes Always allow's rule count in all
+    their conversations, not only this one."""
     post = request.POST
     response = control_response(
         request,
@@ -135,6 +136,7 @@ def decide(request: HttpRequest, conversation_id: int, tool_call_id: str) -> Htt
             arguments=post.get("arguments"),
             feedback=post.get("feedback", ""),
             via=BROWSER,
+            widen=post.get("widen") == "on",
         ),
         alert=alert_id(tool_call_id),
     )

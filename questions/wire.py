@@ -34,7 +34,8 @@ def audit(question: Question) -> dict:
 
 def tool_request(question: Question) -> dict:
     """An approval or an elicitation: `tool` (`tool_approval` or `elicitation`); `approval`
-    (what the call is, and its arguments) with `decision`, `editedArguments` and `feedback`,
+    (what the call is, and its arguments) with `decision`, `editedArguments`, `feedback` and
+    `rule` (the rule that decided it, or that Always allow kept),
     or `elicitation` (the server's message and form) with `action` and `content`; then the
     audit."""
     payload = question.payload
@@ -45,6 +46,7 @@ def tool_request(question: Question) -> dict:
             "decision": payload.decision,
             "editedArguments": payload.edited_arguments,
             "feedback": payload.feedback,
+            "rule": payload.rule.model_dump(mode="json") if payload.rule else None,
             **audit(question),
         }
     return {

@@ -14,7 +14,7 @@ from terminal.render import approval_lines
 
 DECISIONS = [
     ("Allow", ALLOW),
-    ("Always allow (do not ask again for this tool)", ALWAYS),
+    ("Always allow (calls like this one, in this conversation)", ALWAYS),
     ("Deny", DENY),
     ("Edit arguments", EDIT),
 ]

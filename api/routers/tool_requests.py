@@ -32,6 +32,7 @@ async def decide(request, conversation_id: int, tool_call_id: str, body: Decide)
         arguments=storable(body.arguments),
         feedback=body.feedback or "",
         via=channel(request),
+        widen=body.widen,
     )
     return await agent_reply(request, conversation_id, body.wait, since_order=since)
 

@@ -471,16 +471,19 @@ def pause(
     return Paused(conversation, message)
 
 
-def show_action(lease: Lease, call: ToolCallBlock, action: ActionBlock) -> Message:
+def show_action(
+    lease: Lease, call: ToolCallBlock, action: ActionBlock, *, waiting: bool = True
+) -> Message:
     """Show `action` under the message that made the running `call` without pausing the turn
-    (a running tool asks the user something and waits itself); returns that message. In the
-    caller's transaction."""
+    (a running tool asks the user something and waits itself; or `waiting=False`, a record
+    that asks nothing); returns that message. In the caller's transaction."""
     conversation = _held(lease, AgentState.TOOL_EXECUTING)
     _keep_lease(conversation)
     message = _message_with_call(conversation, call.id)
     with Transcript(conversation) as transcript:
         transcript.update(message, blocks=[*parse_blocks(message.blocks), action])
-    attention_changed(conversation, waiting=True)
+    if waiting:
+        attention_changed(conversation, waiting=True)
     return message
 
 

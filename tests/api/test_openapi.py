@@ -31,6 +31,11 @@ OPERATIONS = [
         "api_api_delete_member",
     ),
     ("get", "/api/v1/questions", "api_api_list_questions"),
+    # Approval rules (spec 6.3).
+    ("get", "/api/v1/rules", "api_api_list_rules"),
+    ("post", "/api/v1/rules", "api_api_create_rule"),
+    ("patch", "/api/v1/rules/{rule_id}", "api_api_update_rule"),
+    ("delete", "/api/v1/rules/{rule_id}", "api_api_delete_rule"),
 ]
 
 SCHEMAS = {
@@ -59,6 +64,10 @@ SCHEMAS = {
     "Question",
     "QuestionStatus",
     "Respond",
+    "RuleChanges",
+    "RuleIn",
+    "RuleNoteOut",
+    "RuleOut",
     "SubagentOut",
 }
 

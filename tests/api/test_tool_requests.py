@@ -17,7 +17,7 @@ from chat.models import AgentState, Conversation
 from questions.answers import FIELD_NOT_A_CHOICE, FIELD_REQUIRED, FIELD_TOO_LARGE
 from questions.approvals import ARGUMENTS_TOO_DEEP, MAX_ARGUMENTS_DEPTH
 from questions.errors import QuestionAlreadyResolved
-from questions.models import Question, QuestionStatus, ToolPermission
+from questions.models import ApprovalRule, Question, QuestionStatus
 from tests.api.tool_requests import (
     SHOPPING,
     WRITE_NOTE,
@@ -98,6 +98,7 @@ def test_a_pending_approval_in_the_conversation_and_the_listing(api, approval):
         "decision": None,
         "editedArguments": None,
         "feedback": "",
+        "rule": None,
         "questionResolution": "asked",
         "expiresAt": None,
         "answeredBy": None,
@@ -193,17 +194,33 @@ def test_allow(api, approval, dispatched, committed):
     assert dispatched == [approval.pk]
     question = row("w1")
     assert (question.status, question.answers) == (QuestionStatus.ANSWERED, {"decision": "allow"})
-    assert not ToolPermission.objects.exists()
+    assert not ApprovalRule.objects.exists()
     [resolved] = api.get("/questions", status="answered").json()
     assert (resolved["decision"], resolved["editedArguments"]) == ("allow", None)
     assert (resolved["questionResolution"], resolved["answeredBy"]) == ("replied", "ada")
     assert resolved["answeredVia"] == "api"
 
 
-def test_always_allow_remembers_the_tool_for_this_user(api, approval, user):
+def test_always_allow_keeps_the_narrowest_rule_for_this_user(api, approval, user):
     response = decide(api, approval, headers={"X-Parley-Client": "terminal"}, decision="always")
     assert response.status_code == 200
-    assert list(ToolPermission.objects.values_list("user", "tool")) == [(user.pk, WRITE_NOTE)]
+    [rule] = ApprovalRule.objects.all()
+    assert (rule.user, rule.conversation_id, rule.server, rule.tool, rule.effect) == (
+        user,
+        approval.pk,
+        "notes",
+        "write_note",
+        "allow",
+    )
+    [resolved] = api.get("/questions", status="answered").json()
+    assert resolved["rule"] == {
+        "id": str(rule.pk),
+        "scope": "conversation",
+        "label": "name=shopping, text=Milk, eggs, bread",
+        "effect": "allow",
+        "usesLeft": None,
+        "created": True,
+    }
     [resolved] = api.get("/questions", status="answered").json()
     assert (resolved["decision"], resolved["answeredVia"]) == ("always", "terminal")
 

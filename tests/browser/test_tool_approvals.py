@@ -120,29 +120,31 @@ def test_edit_arguments_refuses_a_bad_edit_and_runs_the_edited_call(
     assert (tools_server.notes / "groceries.md").read_text() == "Apples"
 
 
-def test_always_allow_skips_the_next_ask_until_revoked(tab, tools_server):
+def test_always_allow_keeps_a_rule_for_this_conversation_until_revoked(tab, tools_server):
     approval = ask_to_save(tab)
+    conversation = tab.url
     approval.get_by_role("button", name="Always allow").click()
     expect(approval.get_by_text("Always allowed", exact=True)).to_be_visible()
     expect(tab.get_by_text("The notes server answered: Saved shopping")).to_be_visible()
 
     before = writes(tools_server.notes)
-    new_conversation(tab)
     send(tab, "Save a note")
-    expect(tab.get_by_text("The notes server answered: Saved shopping")).to_be_visible()
-    expect(tab.get_by_role("group", name="Write note")).to_have_count(0)
+    expect(tab.get_by_text("The notes server answered: Saved shopping")).to_have_count(2)
+    expect(tab.get_by_role("button", name="Allow", exact=True)).to_have_count(0)
     assert writes(tools_server.notes) == [*before, "write shopping"]
 
     tab.goto("/settings/tools/")
-    row = tab.get_by_role("row", name=re.compile("Write note"))
-    expect(row).to_contain_text("Always allowed by you")
+    expect(tab.get_by_role("row", name=re.compile("Write note"))).to_contain_text("Asks you first")
     expect(tab.get_by_role("row", name=re.compile("List notes"))).to_contain_text("Runs at once")
     expect(tab.get_by_text("Connected")).to_be_visible()
-    row.get_by_role("button", name="Revoke “Always allow” of Write note").click()
-    expect(tab.get_by_role("row", name=re.compile("Write note"))).to_contain_text("Asks you first")
+    rules = tab.get_by_role("table", name="Your rules")
+    rules.get_by_role("button", name=re.compile(r"Revoke rule \d+ on write_note")).click()
+    expect(tab.get_by_text("Rule revoked.")).to_be_visible()
 
-    tab.goto("/")
-    approval = ask_to_save(tab)  # asks again
+    tab.goto(conversation)
+    send(tab, "Save a note")
+    approval = tab.get_by_role("group", name="Write note").last  # asks again
+    expect(approval.get_by_role("button", name="Allow", exact=True)).to_be_visible()
     approval.get_by_role("button", name="Deny").click()  # and leaves nothing waiting
     expect(approval.get_by_text("Denied", exact=True)).to_be_visible()
 

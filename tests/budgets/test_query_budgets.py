@@ -17,7 +17,8 @@ from chat.engine import dispatch
 from chat.engine.runner import Runner
 from chat.models import Conversation, Role
 from chat.transcript import Transcript, lock
-from questions.models import Question
+from questions import approvals
+from questions.models import ApprovalRule, Question
 from tests.factories import add_message
 
 # Also run on PostgreSQL (make test): the statements each flow costs, on each backend.
@@ -37,6 +38,8 @@ ASSIGN_QUESTION = 11
 OPEN_SHARED_CONVERSATION = 10
 API_MEMBERS = 4
 ADMIN_TRANSCRIPT = {"the conversation's page": 7, "a page of earlier messages": 5}
+# The rules' verdict on one MCP call: no rule decides, or a kept rule does (its use counted).
+RULES_VERDICT = {"no rule decides": 1, "a kept rule decides": 2}
 
 
 @pytest.fixture
@@ -284,3 +287,38 @@ def test_the_admin_transcript_does_not_cost_more_with_its_length(
     html = response.content.decode()
     assert f">question {len(long) // 2 - 1}<" in html
     assert (">question 0<" in html) == (len(long) < 100)  # a page, not the whole transcript
+
+
+@pytest.mark.parametrize("rules", [3, 60])
+@pytest.mark.parametrize("case", list(RULES_VERDICT))
+def test_the_rules_verdict_on_a_call_does_not_cost_more_with_the_number_of_rules(
+    user, conversation, rules, case, django_assert_max_num_queries
+):
+    services.post_user_message(user=user, conversation_id=conversation.pk, text="Notes")
+    ApprovalRule.objects.bulk_create(
+        ApprovalRule(
+            scope="user",
+            user=user,
+            server="notes",
+            tool="write_note",
+            effect="allow",
+            match={"name": f"other-{n}"},
+        )
+        for n in range(rules)
+    )
+    ApprovalRule.objects.bulk_create(
+        ApprovalRule(scope="deployment", tool=f"tool_{n}", effect="deny") for n in range(rules)
+    )
+    if case == "a kept rule decides":
+        ApprovalRule.objects.create(
+            scope="user", user=user, server="notes", tool="write_note", effect="allow"
+        )
+    with django_assert_max_num_queries(RULES_VERDICT[case]):
+        verdict = approvals.verdict_for(
+            conversation.pk,
+            server="notes",
+            tool="write_note",
+            arguments={"name": "shopping"},
+            default="ask",
+        )
+    assert verdict.effect == ("allow" if case == "a kept rule decides" else "ask")

@@ -11,10 +11,10 @@ from chat.blocks import ToolCallBlock, parse_blocks
 from chat.engine import turns
 from chat.errors import ConversationNotFound
 from chat.models import AgentState
-from questions import approvals, asking, resolving, selectors
+from questions import approvals, asking, resolving, rules, selectors
 from questions import resolving as questions
 from questions.errors import InvalidAnswer, QuestionAlreadyResolved
-from questions.models import Question, QuestionKind, QuestionStatus, ToolPermission
+from questions.models import ApprovalRule, Question, QuestionKind, QuestionStatus
 from questions.payloads import ApprovalRequest, ElicitationRequest
 
 pytestmark = [pytest.mark.django_db, pytest.mark.postgres]
@@ -103,17 +103,39 @@ def test_approvals_of_one_step_are_asked_together_and_the_step_goes_on_when_all_
     assert (row.answered_by, row.answered_via) == (user, "browser")
 
 
-def test_always_allow_is_the_users_own_and_revocable(user, conversation, asked):
+def allowed(conversation, arguments) -> bool:
+    verdict = approvals.verdict_for(
+        conversation.pk, server="notes", tool="write_note", arguments=arguments, default="ask"
+    )
+    return verdict.effect == "allow"
+
+
+def test_always_allow_keeps_the_users_narrowest_rule_and_it_is_revocable(user, conversation, asked):
     decide(user, conversation, asked[0], "always")
-    # The user started this turn: their "Always allow" counts in it (tests/mcp/test_always_allow).
-    assert approvals.always_allowed(conversation.pk, "mcp__notes__write_note")
-    assert list(ToolPermission.objects.values_list("user", "tool")) == [
-        (user.pk, "mcp__notes__write_note")
-    ]
-    assert approvals.revoke_permission(user=user, tool="mcp__notes__write_note")
-    assert not approvals.always_allowed(conversation.pk, "mcp__notes__write_note")
-    assert not ToolPermission.objects.exists()
-    assert not approvals.revoke_permission(user=user, tool="mcp__notes__write_note")
+    [rule] = ApprovalRule.objects.all()
+    assert (rule.scope, rule.user, rule.conversation, rule.agent) == (
+        "conversation",
+        user,
+        conversation,
+        "parley",
+    )
+    assert (rule.server, rule.tool, rule.match, rule.effect) == (
+        "notes",
+        "write_note",
+        {"name": "n0", "text": "t"},
+        "allow",
+    )
+    # The block names the rule it made.
+    row = Question.objects.get(tool_call_id="c0")
+    assert row.payload.rule.id == str(rule.pk) and row.payload.rule.created
+    # The user started this turn: their rule counts in it (tests/mcp/test_always_allow), for
+    # exactly the arguments they saw.
+    assert allowed(conversation, {"name": "n0", "text": "t"})
+    assert not allowed(conversation, {"name": "n1", "text": "t"})
+    rules.revoke_rule(user=user, rule_id=rule.pk)
+    assert not allowed(conversation, {"name": "n0", "text": "t"})
+    with pytest.raises(rules.RuleNotFound):
+        rules.revoke_rule(user=user, rule_id=rule.pk)
 
 
 @pytest.mark.parametrize(
@@ -309,16 +331,17 @@ def test_deciding_in_the_page_costs_a_bounded_number_of_queries(
     assert Question.objects.get(tool_call_id="c1").status == QuestionStatus.PENDING
 
 
-def test_the_tools_page_lists_the_users_always_allowed_tools_and_revokes_them(
+def test_the_tools_page_lists_the_rule_always_allow_made_and_revokes_it(
     browser, user, conversation, asked
 ):
     decide(user, conversation, asked[0], "always")
+    rule = ApprovalRule.objects.get()
     html = browser.get("/settings/tools/").content.decode()
     assert "No MCP servers are set up" in html
-    assert "mcp__notes__write_note" in html  # no server lists it now: still allowed, revocable
-    response = browser.post("/settings/tools/revoke/", {"tool": "mcp__notes__write_note"})
+    assert "<code>write_note</code>" in html and "name = n0" in html
+    response = browser.post(f"/settings/tools/rules/{rule.pk}/revoke/")
     assert response.status_code == 302
-    assert not ToolPermission.objects.filter(user=user).exists()
+    assert not ApprovalRule.objects.filter(user=user).exists()
 
 
 def ask_to_open(running, url: str) -> None:
