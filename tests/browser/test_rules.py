@@ -33,7 +33,7 @@ def approvals(page):
 
 
 def test_always_allow_keeps_a_narrow_rule_that_runs_the_same_call_and_asks_for_another(
-    open_page, rules_server
+    open_page, rules_server, screenshots
 ):
     # axe is injected for the scan of Settings, Tools only: the page's CSP allows no inline script.
     page = open_page(rules_server, bypass_csp=True)
@@ -77,3 +77,12 @@ def test_always_allow_keeps_a_narrow_rule_that_runs_the_same_call_and_asks_for_a
     page.get_by_text("Add rule", exact=True).first.click()
     expect(page.get_by_role("textbox", name="Tool")).to_be_visible()
     assert axe_violations(page) == []
+    # As a person sees the page: both widths, both themes.
+    for width in (1280, 390):
+        page.set_viewport_size({"width": width, "height": 900})
+        for theme in ("light", "dark"):
+            page.emulate_media(color_scheme=theme)
+            assert page.evaluate("document.documentElement.scrollWidth <= window.innerWidth")
+            page.screenshot(
+                path=str(screenshots / f"tool-rules-{width}-{theme}.png"), full_page=True
+            )
