@@ -257,10 +257,25 @@
     sayFailed(event, (own || document.body).getAttribute("data-network-error"));
   });
 
+  // A whole page where a part of one was expected (an error page, a proxy's 413): never put
+  // in the page. Sent somewhere else (a session that ended, to the login page), go there;
+  // else it is an error, said where the person acted.
+  var WHOLE_PAGE = /^\s*(<!doctype html|<html)/i;
+  document.addEventListener("htmx:beforeSwap", function (event) {
+    var detail = event.detail;
+    if (typeof detail.serverResponse !== "string" || !WHOLE_PAGE.test(detail.serverResponse)) { return; }
+    detail.shouldSwap = false;
+    var xhr = detail.xhr;
+    var moved = xhr.responseURL && new URL(xhr.responseURL).pathname !== new URL(detail.requestConfig.path, location.href).pathname;
+    if (xhr.status < 400 && moved) { window.location.assign(xhr.responseURL); return; }
+    detail.isError = true;
+  });
+
   document.addEventListener("htmx:responseError", function (event) {
     var xhr = event.detail.xhr;
     var text = /^text\/plain/.test(xhr.getResponseHeader("Content-Type") || "") ? xhr.responseText : "";
-    sayFailed(event, text || document.body.getAttribute("data-server-error"));
+    var own = event.target.closest && event.target.closest("[data-server-error]");
+    sayFailed(event, text || (own || document.body).getAttribute("data-server-error"));
   });
 })();
 

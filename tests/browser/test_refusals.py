@@ -136,3 +136,41 @@ def test_a_message_that_could_not_be_sent_keeps_its_text_and_offers_retry(open_p
     expect(user_messages(page).last).to_contain_text("Sent while offline")
     expect(page.get_by_role("textbox", name="Message")).to_have_value("")
     expect(alert).to_be_empty()
+
+
+# What a proxy or Django sends for an error the page did not ask for: whole pages.
+ERROR_PAGES = {
+    404: "<!doctype html><html><head><title>Not found</title></head><body><h1>Not found</h1>",
+    413: "<html><head><title>413 Request Entity Too Large</title></head><body>nginx</body></html>",
+    502: "<html><head><title>502 Bad Gateway</title></head><body>nginx</body></html>",
+}
+
+
+def answer_posts_with(status: int, body: str):
+    def handle(route, request):
+        if request.method != "POST":
+            return route.continue_()
+        return route.fulfill(status=status, body=body, content_type="text/html")
+
+    return handle
+
+
+def test_an_error_page_never_replaces_the_composer_and_the_text_is_kept(open_page, parley_server):
+    page = open_page(parley_server)
+    log_in(page)
+    new_conversation(page)
+    composer = page.get_by_role("textbox", name="Message")
+    alert = page.locator("#composer-error")
+    for status, body in ERROR_PAGES.items():
+        page.route("**/conversations/new/", answer_posts_with(status, body))
+        composer.fill(f"Kept through a {status}")
+        composer.press("Enter")
+        expect(alert).to_contain_text("Not sent: Parley could not take this message.")
+        expect(composer).to_have_value(f"Kept through a {status}")
+        expect(
+            page.get_by_role("heading", name=re.compile("Not found|Bad Gateway|413"))
+        ).to_have_count(0)
+        page.unroute("**/conversations/new/")
+    alert.get_by_role("button", name="Retry").click()
+    expect(page).to_have_url(re.compile(r"/c/\d+/$"))
+    expect(user_messages(page).last).to_contain_text("Kept through a 502")
