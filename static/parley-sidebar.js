@@ -151,6 +151,11 @@
     if (undo) {
       undo.querySelector("button").focus();
       undoTimer = window.setTimeout(function () {
+        // The open conversation was the one deleted: with no Undo, a new one takes its place.
+        if (window.location.pathname.indexOf("/c/" + undo.getAttribute("data-undo") + "/") === 0) {
+          window.location.assign(undo.getAttribute("data-new-url"));
+          return;
+        }
         var focused = undo.contains(document.activeElement);
         undo.remove();
         if (focused) { byId("sidebar-search").focus(); }

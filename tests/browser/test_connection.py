@@ -3,6 +3,8 @@ with the server gone, a status beside the composer, the agent's spinner stopped,
 message that could not be sent kept with the reason; a deleted conversation and a member's
 removed access told in view, the transcript greyed or gone."""
 
+import re
+
 import pytest
 from playwright.sync_api import expect
 
@@ -139,6 +141,38 @@ def test_a_deleted_conversation_is_told_in_view_and_its_transcript_greyed(
     expect(page.get_by_role("list", name="Transcript")).to_have_css("opacity", "0.5")
     expect(page.get_by_role("textbox", name="Message")).to_be_hidden()
     page.screenshot(path=str(screenshots / "deleted-390-light.png"))
+
+
+def test_deleting_the_open_conversation_offers_undo_then_lands_on_a_new_one(
+    open_page, parley_server
+):
+    page = open_page(parley_server)
+    page.clock.install()  # the Undo's 10 s, moved on below without waiting
+    log_in(page)
+    new_conversation(page)
+    send(page, "Soon deleted too")
+    sidebar = page.get_by_role("complementary", name="Your conversations")
+
+    def delete() -> None:
+        row = sidebar.get_by_role("listitem").filter(has_text="Soon deleted too")
+        row.get_by_role("button", name="Actions for “Soon deleted too”").click()
+        row.get_by_role("menuitem", name="Delete").click()
+        expect(page.get_by_role("alert").filter(has_text=GONE)).to_be_in_viewport()
+        expect(page.get_by_role("textbox", name="Message")).to_be_hidden()
+        expect(sidebar.get_by_role("button", name="Undo")).to_be_focused()
+
+    delete()
+    sidebar.get_by_role("button", name="Undo").click()  # the page loads again, live
+    expect(page.get_by_role("heading", name="Soon deleted too", level=1)).to_be_visible()
+    expect(page.get_by_role("textbox", name="Message")).to_be_visible()
+
+    delete()
+    url = page.url
+    page.clock.fast_forward(11_000)  # past the Undo
+    expect(page).not_to_have_url(url)
+    expect(page).to_have_url(re.compile(r"/conversations/new/$"))
+    expect(page.get_by_role("textbox", name="Message")).to_be_visible()
+    expect(page.get_by_role("textbox", name="Message")).to_have_value("")
 
 
 def test_a_removed_member_is_told_in_view_and_no_longer_sees_the_transcript(
