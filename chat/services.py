@@ -78,7 +78,18 @@ def create_conversation(*, owner, title: str = "", agent: Agent = Agent.PARLEY) 
     """A new conversation (`agent`: who asks in it). Raises TooManyConversations past the
     user's rate (core.limits)."""
     check_conversation_rate(user=owner)
-    return Conversation.objects.create(owner=owner, title=_clean_title(title), agent=agent)
+    conversation = Conversation.objects.create(owner=owner, title=_clean_title(title), agent=agent)
+    _listed(conversation)
+    return conversation
+
+
+def _listed(conversation: Conversation) -> None:
+    """The owner's open pages list the new conversation (their sidebars load again), wherever
+    it was made: another tab, the API, the terminal, an MCP client."""
+    owner_id = conversation.owner_id
+    events.send_on_commit(
+        events.user_group(owner_id), events.access_changed(owner_id, conversation.pk)
+    )
 
 
 def start_conversation(*, owner, text: str) -> Message:
@@ -91,6 +102,7 @@ def start_conversation(*, owner, text: str) -> Message:
     text = _checked_message(user=owner, text=text)
     with transaction.atomic():
         conversation = Conversation.objects.create(owner=owner)
+        _listed(conversation)
         return _append_user_message(user=owner, conversation_id=conversation.pk, text=text)
 
 

@@ -166,9 +166,9 @@ ACCESS_CHANGED = "chat.access_changed"
 
 
 def access_changed(user_id: int, conversation_id: int) -> dict:
-    """Sent to the user's group: their access to `conversation_id` changed (shared with them,
-    another role, removed). Sockets and streams of it re-read their access, the live channel
-    the sidebar and the count (chat.sharing)."""
+    """Sent to the user's group: their access to `conversation_id` changed (a new conversation
+    of theirs, from any tab or client; shared with them, another role, removed). Sockets and
+    streams of it re-read their access, the live channel the sidebar and the count."""
     return {"type": ACCESS_CHANGED, "user_id": user_id, "conversation_id": conversation_id}
 
 

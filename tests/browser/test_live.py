@@ -535,3 +535,21 @@ def test_the_sidebar_with_its_menu_open_passes_axe(
     assert page.evaluate("document.documentElement.scrollWidth <= window.innerWidth")
     page.screenshot(path=str(screenshots / f"sidebar-menu-{width}-{theme}.png"), caret="initial")
     assert axe_violations(page) == []
+
+
+def test_a_conversation_made_elsewhere_appears_in_the_sidebar_and_is_marked_when_it_waits(
+    open_page, parley_server, person
+):
+    watching = open_page(parley_server)
+    log_in(watching, *person)
+    sidebar = sidebar_of(watching)
+    elsewhere = open_page(parley_server)
+    log_in(elsewhere, *person)
+    new_conversation(elsewhere)
+    send(elsewhere, "Order a pizza for the team")  # the scripted agent asks which one
+    expect(elsewhere.get_by_role("group", name="Pizza")).to_be_visible()
+
+    # No reload: the watching tab's sidebar lists it, marked as waiting for an answer.
+    row = sidebar.get_by_role("listitem").filter(has_text="Order a pizza for the team")
+    expect(row).to_have_count(1)
+    expect(row.get_by_text("Waiting for your answer")).to_be_visible()
