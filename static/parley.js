@@ -485,11 +485,17 @@
   });
   // The button lives in the composer, which a send swaps for a new one.
   document.addEventListener("htmx:afterSettle", function () { setWaiting(waitingId); });
+  // Alt+Up goes to the question announced while the person typed, else to the newest one
+  // waiting on the page, wherever the focus is.
   document.addEventListener("keydown", function (event) {
-    if (waitingId && event.altKey && event.key === "ArrowUp" && !event.ctrlKey && !event.metaKey) {
-      event.preventDefault();
-      goToWaiting();
-    }
+    if (!event.altKey || event.key !== "ArrowUp" || event.ctrlKey || event.metaKey) { return; }
+    var blocks = pendingQuestions();
+    if (!waitingId && !blocks.length) { return; }
+    event.preventDefault();
+    if (waitingId) { goToWaiting(); return; }
+    var block = blocks[blocks.length - 1];
+    block.scrollIntoView({ block: "center" });
+    focusQuestion(block);
   });
 
   document.addEventListener("DOMContentLoaded", function () {

@@ -423,3 +423,19 @@ def test_number_keys_never_answer_a_confirmation(page):
     page.keyboard.press("Enter")  # the focused button itself
     expect(last_reply(page)).to_contain_text("You answered no.")
     expect(page.locator(".message-assistant").filter(has_text="You answered yes")).to_have_count(0)
+
+
+def test_alt_up_reaches_the_waiting_question_wherever_the_focus_is(page):
+    log_in(page)
+    new_conversation(page)
+    group = ask(page, "pizza")
+    margherita = group.get_by_role("button", name="Margherita")
+    expect(margherita).to_be_focused()  # it came while nothing was typed
+    for elsewhere in (
+        page.get_by_role("textbox", name="Message"),
+        page.get_by_role("searchbox", name="Search"),
+        page.get_by_role("link", name="New conversation"),
+    ):
+        elsewhere.focus()
+        page.keyboard.press("Alt+ArrowUp")
+        expect(margherita).to_be_focused()
