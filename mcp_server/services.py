@@ -89,7 +89,7 @@ def undelivered_call(*, user, client: Client, fingerprint: str) -> AgentCall | N
 def _ask(
     *, user, client: Client, request: QuestionRequest, arguments: dict, fingerprint: str
 ) -> AgentCall:
-    conversation = _conversation_for(user=user, client=client)
+    conversation = session_conversation(user=user, client=client)
     with Transcript(conversation) as transcript:
         lease, call = turns.begin_external_call(transcript, name=request.tool, arguments=arguments)
     # A new turn of a conversation with no pause yet: within any limit of pauses.
@@ -106,7 +106,7 @@ def _ask(
     )
 
 
-def _conversation_for(*, user, client: Client):
+def session_conversation(*, user, client: Client):
     """The conversation this client session asks in, locked: the one of its newest call,
     unless it waits for an answer already (a call made while another waits gets a conversation
     of its own) or is gone; else a new one, titled after the client."""

@@ -289,6 +289,7 @@ class Question(models.Model):
                 decision=decided.get("decision"),
                 edited_arguments=decided.get("arguments"),
                 feedback=decided.get("feedback", ""),
+                ended=decided.get("ended", ""),
             )
         if self.kind == QuestionKind.ELICITATION:
             request = self.elicitation

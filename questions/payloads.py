@@ -319,6 +319,8 @@ class ApprovalPayload(_Payload):
     # The arguments the person allowed instead of the model's (None: not edited).
     edited_arguments: dict[str, Any] | None = None
     feedback: str = ""
+    # Why an agent outside Parley stopped waiting (questions.approvals.ENDED_*), if it did.
+    ended: str = ""
 
     @property
     def arguments_json(self) -> str:
