@@ -19,7 +19,7 @@ def endpoint_url(request: HttpRequest) -> str:
 
 
 # The environment variable the hook snippets read the token from (never written into them).
-TOKEN_VARIABLE = "PARLEY_TOKEN"
+TOKEN_VARIABLE = "PARLEY_TOKEN"  # noqa: S105 (a variable's name, not a token)
 # The hooks' timeout in the snippets, in seconds: AGENT_HOOK_WAIT stays a little under it.
 HOOK_TIMEOUT = 600
 

@@ -82,8 +82,9 @@ def test_settings_show_the_hooks_of_each_cli(client, user):
     codex = tomllib.loads(field(html, "codex-hooks"))["hooks"]["PermissionRequest"][0]
     assert codex["matcher"] == "Bash"
     assert codex["hooks"][0]["type"] == "command"
-    assert "--data-binary @- http://localhost/hooks/codex/permission-request" in (
-        codex["hooks"][0]["command"]
+    assert (
+        "--data-binary @- http://localhost/hooks/codex/permission-request"
+        in (codex["hooks"][0]["command"])
     )
     assert field(html, "codex-command") == (
         "codex mcp add parley --url http://localhost/mcp/ --bearer-token-env-var PARLEY_TOKEN"
