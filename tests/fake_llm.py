@@ -65,7 +65,8 @@ class _Handler(BaseHTTPRequestHandler):
         headers = {name.lower(): value for name, value in self.headers.items()}
         self.fake.requests.append({"path": self.path, "body": body, "headers": headers})
         response = self.fake.responses.pop(0) if self.fake.responses else {"text": "ok"}
-        anthropic = self.path.endswith("/messages")
+        # Claude Code asks /v1/messages?beta=true.
+        anthropic = self.path.split("?", 1)[0].endswith("/messages")
         if "status" in response:
             error = (
                 {"type": "error", "error": {"type": "api_error", "message": "fake failure"}}

@@ -1,0 +1,217 @@
+"""The real, pinned Claude Code CLI (tools/agents, `make agents`) asks Parley before it acts:
+`claude -p` against a fake Anthropic Messages API served by the test, its hooks configured
+exactly as Settings' "Connect an agent" gives them (mcp_server.connecting.claude_code_hooks),
+a live Parley server, and the person deciding through the JSON API.
+
+In print mode there is no terminal: a call Parley does not decide is denied by the CLI itself,
+so nothing runs unless the person allowed it."""
+
+import json
+import os
+import subprocess
+import time
+from pathlib import Path
+
+import httpx
+import pytest
+
+from mcp_server.connecting import TOKEN_VARIABLE, claude_code_hooks
+from tests.fake_llm import FakeLLM
+from tests.live_server import LiveServer
+
+pytestmark = [pytest.mark.live]
+
+ROOT = Path(__file__).resolve().parents[2]
+CLAUDE = ROOT / ".tools" / "agents" / "node_modules" / ".bin" / "claude"
+# Short, so the test of no decision is quick; long enough for the test to decide first.
+HOOK_WAIT = 8
+
+
+@pytest.fixture(scope="module")
+def mcp_live(tmp_path_factory):
+    """One Parley server for the module (the `account` fixture's), hooks waiting HOOK_WAIT."""
+    subprocess.run(["make", "-s", "agents"], cwd=ROOT, check=True)
+    server = LiveServer(
+        tmp_path_factory.mktemp("hooks"),
+        AGENT_HOOK_WAIT=str(HOOK_WAIT),
+        MCP_PROGRESS_SECONDS="0.2",
+        PARLEY_SWEEP_SECONDS="0.2",
+    )
+    server.set_up_database()
+    server.start()
+    yield server
+    server.stop()
+
+
+@pytest.fixture
+def model():
+    fake = FakeLLM()
+    yield fake
+    fake.close()
+
+
+class Claude:
+    """`claude -p` in a project folder of its own, with a home of its own holding the
+    Settings page's hooks."""
+
+    def __init__(self, server: LiveServer, token: str, model: FakeLLM, tmp_path: Path) -> None:
+        self.project = tmp_path / "proj"
+        self.project.mkdir()
+        home = tmp_path / "home"
+        config = home / ".claude"
+        config.mkdir(parents=True)
+        (config / "settings.json").write_text(json.dumps(claude_code_hooks(server.url)))
+        self.env = {
+            "PATH": os.environ["PATH"],
+            "HOME": str(home),
+            "CLAUDE_CONFIG_DIR": str(config),
+            "ANTHROPIC_BASE_URL": model.url,
+            "ANTHROPIC_API_KEY": "sk-ant-fake",
+            "CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC": "1",
+            "DISABLE_AUTOUPDATER": "1",
+            TOKEN_VARIABLE: token,
+        }
+        self.process: subprocess.Popen | None = None
+
+    def start(self, prompt: str = "Do it.") -> subprocess.Popen:
+        self.process = subprocess.Popen(
+            [str(CLAUDE), "-p", prompt, "--model", "claude-sonnet-4-5", "--output-format", "json"],
+            cwd=self.project,
+            env=self.env,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            text=True,
+        )
+        return self.process
+
+    def finish(self, timeout: float = 60) -> dict:
+        out, err = self.process.communicate(timeout=timeout)
+        assert self.process.returncode == 0, err
+        return json.loads(out)
+
+
+@pytest.fixture
+def claude(mcp_live, account, model, tmp_path):
+    cli = Claude(mcp_live, account.token, model, tmp_path)
+    yield cli
+    if cli.process is not None and cli.process.poll() is None:
+        cli.process.kill()
+        cli.process.wait()
+
+
+def bash(command: str, description: str = "Run it") -> dict:
+    arguments = json.dumps({"command": command, "description": description})
+    return {"tool_calls": [{"id": "toolu_01", "name": "Bash", "arguments": arguments}]}
+
+
+def pending_approval(server: LiveServer, account, timeout: float = 30) -> dict:
+    """The account's one pending approval, once the CLI's hook has asked it."""
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        response = httpx.get(f"{server.url}/api/v1/questions", headers=account.auth)
+        response.raise_for_status()
+        approvals = [q for q in response.json() if q["tool"] == "tool_approval"]
+        if approvals:
+            return approvals[0]
+        time.sleep(0.05)
+    raise AssertionError("no approval came")
+
+
+def decide(server: LiveServer, account, approval: dict, **body) -> None:
+    url = (
+        f"{server.url}/api/v1/conversations/{approval['conversationId']}"
+        f"/approvals/{approval['toolCallId']}"
+    )
+    response = httpx.post(url, headers=account.auth, json=body)
+    assert response.status_code == 200, response.text
+
+
+def tool_result(model: FakeLLM) -> dict:
+    """What the model received for its call, in its next request."""
+    [result] = [
+        block
+        for block in model.requests[-1]["body"]["messages"][-1]["content"]
+        if isinstance(block, dict) and block.get("type") == "tool_result"
+    ]
+    return result
+
+
+def ended(server: LiveServer, approval: dict) -> tuple[str, dict]:
+    [(status, answers)] = server.query(
+        "SELECT status, answers FROM questions_question WHERE conversation_id = %s "
+        "AND tool_call_id = %s",
+        approval["conversationId"],
+        approval["toolCallId"],
+    )
+    return status, json.loads(answers) if isinstance(answers, str) else answers
+
+
+def test_allow_runs_the_command_once_and_shows_who_allowed_it(mcp_live, account, model, claude):
+    ran = claude.project / "ran"
+    model.queue(bash(f"echo once >> {ran}", "Note that it ran"), {"text": "done"})
+    claude.start()
+    approval = pending_approval(mcp_live, account)
+    assert approval["approval"]["server"] == "claude-code"
+    assert approval["approval"]["arguments"]["command"] == f"echo once >> {ran}"
+    decide(mcp_live, account, approval, decision="allow")
+    claude.finish()
+    assert ran.read_text() == "once\n"
+    assert tool_result(model)["is_error"] is False
+    response = httpx.get(
+        f"{mcp_live.url}/api/v1/questions", params={"status": "answered"}, headers=account.auth
+    )
+    [decided] = response.json()
+    assert (decided["answeredBy"], decided["answeredVia"]) == (account.username, "api")
+
+
+def test_deny_with_feedback_runs_nothing_and_the_model_reads_the_feedback(
+    mcp_live, account, model, claude
+):
+    ran = claude.project / "ran"
+    model.queue(bash(f"touch {ran}"), {"text": "done"})
+    claude.start()
+    approval = pending_approval(mcp_live, account)
+    decide(mcp_live, account, approval, decision="deny", feedback="Use mkdir instead")
+    claude.finish()
+    assert not ran.exists()
+    result = tool_result(model)
+    assert result["is_error"] is True
+    assert "Use mkdir instead" in json.dumps(result["content"])
+
+
+def test_an_edit_runs_the_edited_command_not_the_original(mcp_live, account, model, claude):
+    original, edited = claude.project / "original", claude.project / "edited"
+    model.queue(bash(f"touch {original}"), {"text": "done"})
+    claude.start()
+    approval = pending_approval(mcp_live, account)
+    arguments = {"command": f"touch {edited}", "description": "Run it"}
+    decide(mcp_live, account, approval, decision="allow", arguments=arguments)
+    claude.finish()
+    assert edited.exists()
+    assert not original.exists()
+
+
+def test_no_decision_in_time_runs_nothing_and_says_it_was_asked_in_the_terminal(
+    mcp_live, account, model, claude
+):
+    ran = claude.project / "ran"
+    model.queue(bash(f"touch {ran}"), {"text": "done"})
+    claude.start()
+    approval = pending_approval(mcp_live, account)
+    claude.finish(timeout=HOOK_WAIT + 60)
+    assert not ran.exists()
+    assert tool_result(model)["is_error"] is True
+    assert ended(mcp_live, approval) == ("cancelled", {"ended": "terminal"})
+
+
+def test_the_cli_killed_mid_wait_ends_the_approval(mcp_live, account, model, claude):
+    model.queue(bash(f"touch {claude.project / 'ran'}"), {"text": "done"})
+    process = claude.start()
+    approval = pending_approval(mcp_live, account)
+    process.kill()
+    process.wait()
+    deadline = time.monotonic() + HOOK_WAIT - 2  # well before the wait would have ended it
+    while ended(mcp_live, approval)[0] == "pending":
+        assert time.monotonic() < deadline, "the approval still waits"
+        time.sleep(0.05)
+    assert ended(mcp_live, approval) == ("cancelled", {"ended": "closed"})
