@@ -152,7 +152,9 @@ def decide(
     status = QuestionStatus.REJECTED if decision == DENY else QuestionStatus.ANSWERED
     with Transcript(question.conversation) as transcript:
         resolve(transcript, question, status=status, by=user, via=via, answers=stored)
-        if decision == ALWAYS:
+        # An agent CLI's call (an external conversation's) is never granted tool-wide: its
+        # "don't ask again" is the approval rules' narrowest rule, not a ToolPermission.
+        if decision == ALWAYS and not question.conversation.is_external:
             ToolPermission.objects.get_or_create(user=user, tool=request.name)
         resume_if_decided(transcript)
     return question

@@ -19,7 +19,7 @@ from mcp_server.hook_input import ToolHookInput
 from mcp_server.models import AgentCall
 from questions import approvals
 from questions.errors import QuestionAlreadyResolved
-from questions.models import Question, QuestionKind, QuestionStatus
+from questions.models import Question, QuestionKind, QuestionStatus, ToolPermission
 from questions.payloads import Answer
 from questions.resolving import answer_question
 
@@ -147,6 +147,8 @@ def test_always_allow_answers_allow_and_never_hands_back_the_clis_suggestions(us
     decided = output(waiting)["hookSpecificOutput"]["decision"]
     assert decided == {"behavior": "allow"}
     assert "updatedPermissions" not in json.dumps(decided)
+    # Never a grant of every Bash command: that is the approval rules' narrowest rule.
+    assert not ToolPermission.objects.exists()
 
 
 def test_an_edit_is_returned_as_updated_input(user):
