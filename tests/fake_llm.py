@@ -28,6 +28,10 @@ class FakeLLM:
     def queue(self, *responses: dict) -> None:
         self.responses.extend(responses)
 
+    def respond(self, body: dict) -> dict:
+        """The response to a request: the next one queued (a subclass may read `body`)."""
+        return self.responses.pop(0) if self.responses else {"text": "ok"}
+
     def close(self) -> None:
         self.server.shutdown()
         self.server.server_close()
@@ -64,7 +68,7 @@ class _Handler(BaseHTTPRequestHandler):
         body = json.loads(self.rfile.read(int(self.headers["Content-Length"])))
         headers = {name.lower(): value for name, value in self.headers.items()}
         self.fake.requests.append({"path": self.path, "body": body, "headers": headers})
-        response = self.fake.responses.pop(0) if self.fake.responses else {"text": "ok"}
+        response = self.fake.respond(body)
         # Claude Code asks /v1/messages?beta=true.
         anthropic = self.path.split("?", 1)[0].endswith("/messages")
         if "status" in response:

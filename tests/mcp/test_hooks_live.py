@@ -4,11 +4,15 @@ exactly as Settings' "Connect an agent" gives them (mcp_server.connecting.claude
 a live Parley server, and the person deciding through the JSON API.
 
 In print mode there is no terminal: a call Parley does not decide is denied by the CLI itself,
-so nothing runs unless the person allowed it."""
+so nothing runs unless the person allowed it. AskUserQuestion exists only in an interactive
+session: that test drives the CLI in a pseudo-terminal."""
 
 import json
 import os
+import pty
+import signal
 import subprocess
+import threading
 import time
 from pathlib import Path
 
@@ -215,3 +219,137 @@ def test_the_cli_killed_mid_wait_ends_the_approval(mcp_live, account, model, cla
         assert time.monotonic() < deadline, "the approval still waits"
         time.sleep(0.05)
     assert ended(mcp_live, approval) == ("cancelled", {"ended": "closed"})
+
+
+# --- AskUserQuestion: interactive only ------------------------------------------------------------
+
+COLOUR = {
+    "questions": [
+        {
+            "question": "Which colour?",
+            "header": "Colour",
+            "options": [
+                {"label": "Red", "description": "warm"},
+                {"label": "Blue", "description": "cold"},
+            ],
+            "multiSelect": False,
+        }
+    ]
+}
+
+
+class AskingModel(FakeLLM):
+    """Calls AskUserQuestion once, in the first request that offers it; then says "done".
+    An interactive session also makes requests of its own (a title, a summary), which get
+    "done" whatever their order."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.asked = False
+        self.answered = threading.Event()
+
+    def respond(self, body: dict) -> dict:
+        offered = [tool.get("name") for tool in body.get("tools", [])]
+        content = (body.get("messages") or [{}])[-1].get("content")
+        results = (
+            [c for c in content if c.get("type") == "tool_result"]
+            if isinstance(content, list)
+            else []
+        )
+        if results:
+            self.answered.set()
+        if "AskUserQuestion" in offered and not results and not self.asked:
+            self.asked = True
+            arguments = json.dumps(COLOUR)
+            return {
+                "tool_calls": [
+                    {"id": "toolu_01", "name": "AskUserQuestion", "arguments": arguments}
+                ]
+            }
+        return {"text": "done"}
+
+
+def test_ask_user_question_answered_in_parley_reaches_the_model(
+    mcp_live, account, claude, tmp_path
+):
+    model = AskingModel()
+    try:
+        claude.env["ANTHROPIC_BASE_URL"] = model.url
+        claude.env["TERM"] = "xterm-256color"
+        home = Path(claude.env["HOME"])
+        # An interactive session that has been through onboarding and trusts its folder.
+        state = {
+            "hasCompletedOnboarding": True,
+            "theme": "dark",
+            "projects": {str(claude.project): {"hasTrustDialogAccepted": True}},
+            # The key's last 20 characters: "use this API key?" answered yes.
+            "customApiKeyResponses": {"approved": [claude.env["ANTHROPIC_API_KEY"][-20:]]},
+        }
+        for path in (home / ".claude.json", Path(claude.env["CLAUDE_CONFIG_DIR"]) / ".claude.json"):
+            path.write_text(json.dumps(state))
+        controller, terminal = pty.openpty()
+        process = subprocess.Popen(
+            [
+                str(CLAUDE),
+                "--model",
+                "claude-sonnet-4-5",
+                "--permission-mode",
+                "default",
+                "Ask me my colour.",
+            ],
+            cwd=claude.project,
+            env=claude.env,
+            stdin=terminal,
+            stdout=terminal,
+            stderr=terminal,
+            start_new_session=True,
+        )
+        os.close(terminal)
+        shown = bytearray()
+        reader = threading.Thread(target=_drain, args=(controller, shown), daemon=True)
+        reader.start()
+        try:
+            question = pending_question(mcp_live, account, shown)
+            assert question["questions"][0]["question"] == "Which colour?"
+            response = httpx.post(
+                f"{mcp_live.url}/api/v1/conversations/{question['conversationId']}/respond",
+                headers=account.auth,
+                json={"answers": {"Which colour?": "Blue"}},
+            )
+            assert response.status_code == 200, response.text
+            assert model.answered.wait(30), "the model never got the answer"
+        finally:
+            process.kill()
+            process.wait()
+            os.close(controller)
+        [result] = [
+            block
+            for request in model.requests
+            for block in (request["body"]["messages"][-1]["content"] or [])
+            if isinstance(block, dict) and block.get("type") == "tool_result"
+        ]
+        assert '"Which colour?"="Blue"' in json.dumps(
+            result["content"], ensure_ascii=False
+        ).replace('\\"', '"')
+    finally:
+        model.close()
+
+
+def _drain(fd: int, shown: bytearray) -> None:
+    """Read the terminal's output, which the CLI blocks on if nobody reads it."""
+    try:
+        while chunk := os.read(fd, 65536):
+            shown.extend(chunk)
+    except OSError:
+        pass
+
+
+def pending_question(server: LiveServer, account, shown: bytearray, timeout: float = 30) -> dict:
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        response = httpx.get(f"{server.url}/api/v1/questions", headers=account.auth)
+        questions = [q for q in response.json() if q["tool"] == "ask_user_question"]
+        if questions:
+            return questions[0]
+        time.sleep(0.05)
+    raise AssertionError(f"no question came; the terminal showed: {bytes(shown[-3000:])!r}")
