@@ -10,7 +10,6 @@ session: that test drives the CLI in a pseudo-terminal."""
 import json
 import os
 import pty
-import signal
 import subprocess
 import threading
 import time
