@@ -2,8 +2,8 @@
 a question) in the session's conversation, each decision the documented output, and what
 cannot be read, is too large or comes without a token is refused with nothing created.
 
-The inputs are what Claude Code 2.1.337 really sent (captured by tests/mcp/test_hooks_live.py's
-CLI against a hook server of the test's own), and Codex's documented PermissionRequest input."""
+The inputs are what Claude Code 2.1.337 and Codex 0.171.0 really sent to a hook server of our
+own (the same CLIs drive tests/mcp/test_hooks_live.py against Parley itself)."""
 
 import asyncio
 import json
@@ -47,15 +47,18 @@ PRE_TOOL_USE = {
     "hook_event_name": "PreToolUse",
     "tool_use_id": "toolu_01",
 }
-# Codex's PermissionRequest input (stdin of its command hook), as its hooks document it.
+# What Codex 0.171.0's PermissionRequest command hook reads on stdin (and the Settings page's
+# curl forwards) for an escalated exec_command, interactive with -a on-request.
 CODEX = {
-    "session_id": "019a-codex-session",
-    "turn_id": "019a-turn",
+    "session_id": "01a2513b-1d9c-7c50-a155-4dfa4f8dfd11",
+    "turn_id": "01a2513b-1de3-7f62-ac12-dc267d43e17c",
+    "transcript_path": "/home/me/.codex/sessions/2026/12/07/rollout-01a2513b.jsonl",
     "cwd": "/work/proj",
     "hook_event_name": "PermissionRequest",
     "model": "gpt-5",
+    "permission_mode": "default",
     "tool_name": "Bash",
-    "tool_input": {"command": "touch ran", "description": "Make a file"},
+    "tool_input": {"command": "touch /work/proj/ran", "description": "Make a file"},
 }
 ASK = {
     **BASH,

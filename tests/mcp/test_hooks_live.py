@@ -7,10 +7,13 @@ In print mode there is no terminal: a call Parley does not decide is denied by t
 so nothing runs unless the person allowed it. AskUserQuestion exists only in an interactive
 session: that test drives the CLI in a pseudo-terminal."""
 
+import fcntl
 import json
 import os
 import pty
+import struct
 import subprocess
+import termios
 import threading
 import time
 from pathlib import Path
@@ -18,8 +21,8 @@ from pathlib import Path
 import httpx
 import pytest
 
-from mcp_server.connecting import TOKEN_VARIABLE, claude_code_hooks
-from tests.fake_llm import FakeLLM
+from mcp_server.connecting import TOKEN_VARIABLE, claude_code_hooks, codex_hooks
+from tests.fake_llm import FakeLLM, FakeResponses
 from tests.live_server import LiveServer
 
 pytestmark = [pytest.mark.live]
@@ -352,3 +355,126 @@ def pending_question(server: LiveServer, account, shown: bytearray, timeout: flo
             return questions[0]
         time.sleep(0.05)
     raise AssertionError(f"no question came; the terminal showed: {bytes(shown[-3000:])!r}")
+
+
+# --- Codex: interactive, through a pseudo-terminal ------------------------------------------------
+
+CODEX = ROOT / ".tools" / "agents" / "node_modules" / ".bin" / "codex"
+
+
+class Codex:
+    """The interactive Codex CLI (`-a on-request -s read-only`: `codex exec` never asks, so
+    its hook never fires) in a pseudo-terminal, its config.toml holding the Settings page's
+    command hook, against a fake Responses API that asks to run `command` escalated."""
+
+    def __init__(self, server: LiveServer, token: str, tmp_path: Path, command: str) -> None:
+        self.project = tmp_path / "proj"
+        self.project.mkdir(exist_ok=True)
+        home = tmp_path / "codex-home"
+        config = home / ".codex"
+        config.mkdir(parents=True)
+        self.model = FakeResponses(
+            "exec_command",
+            {
+                "cmd": command.format(project=self.project),
+                "sandbox_permissions": "require_escalated",
+                "justification": "Make a file",
+            },
+        )
+        (config / "config.toml").write_text(
+            'model = "gpt-5"\n'
+            'model_provider = "fake"\n'
+            "[model_providers.fake]\n"
+            'name = "fake"\n'
+            f'base_url = "{self.model.url}/v1"\n'
+            'wire_api = "responses"\n'
+            'env_key = "FAKE_OPENAI_KEY"\n'
+            f'[projects."{self.project}"]\n'
+            'trust_level = "trusted"\n\n' + codex_hooks(server.url)
+        )
+        self.env = {
+            "PATH": os.environ["PATH"],
+            "HOME": str(home),
+            "CODEX_HOME": str(config),
+            "FAKE_OPENAI_KEY": "fake",
+            "TERM": "xterm-256color",
+            TOKEN_VARIABLE: token,
+        }
+        self.shown = bytearray()
+
+    def start(self) -> subprocess.Popen:
+        controller, terminal = pty.openpty()
+        fcntl.ioctl(terminal, termios.TIOCSWINSZ, struct.pack("HHHH", 40, 120, 0, 0))
+        self.process = subprocess.Popen(
+            [
+                str(CODEX),
+                "-a",
+                "on-request",
+                "-s",
+                "read-only",
+                "--dangerously-bypass-hook-trust",
+                "Make the file.",
+            ],
+            cwd=self.project,
+            env=self.env,
+            stdin=terminal,
+            stdout=terminal,
+            stderr=terminal,
+            start_new_session=True,
+        )
+        os.close(terminal)
+        self.controller = controller
+        threading.Thread(target=self._terminal, daemon=True).start()
+        return self.process
+
+    def _terminal(self) -> None:
+        """Read the screen; answer the terminal's cursor-position query, as a terminal does."""
+        try:
+            while chunk := os.read(self.controller, 65536):
+                self.shown.extend(chunk)
+                if b"\x1b[6n" in chunk:
+                    os.write(self.controller, b"\x1b[1;1R")
+        except OSError:
+            pass
+
+    def stop(self) -> None:
+        self.process.kill()
+        self.process.wait()
+        os.close(self.controller)
+        self.model.close()
+
+
+@pytest.fixture
+def codex(mcp_live, account, tmp_path):
+    made = []
+
+    def make(command: str) -> Codex:
+        cli = Codex(mcp_live, account.token, tmp_path, command)
+        made.append(cli)
+        return cli
+
+    yield make
+    for cli in made:
+        cli.stop()
+
+
+def test_codex_allow_runs_the_command(mcp_live, account, codex):
+    cli = codex("touch {project}/ran")
+    cli.start()
+    approval = pending_approval(mcp_live, account)
+    assert approval["approval"]["server"] == "codex"
+    assert approval["approval"]["arguments"]["command"] == f"touch {cli.project}/ran"
+    decide(mcp_live, account, approval, decision="allow")
+    assert cli.model.result_came.wait(30), bytes(cli.shown[-2000:])
+    assert (cli.project / "ran").exists()
+
+
+def test_codex_deny_with_feedback_runs_nothing_and_the_model_reads_it(mcp_live, account, codex):
+    cli = codex("touch {project}/ran")
+    cli.start()
+    approval = pending_approval(mcp_live, account)
+    decide(mcp_live, account, approval, decision="deny", feedback="Use mkdir instead")
+    assert cli.model.result_came.wait(30), bytes(cli.shown[-2000:])
+    assert not (cli.project / "ran").exists()
+    [output] = cli.model.outputs()
+    assert "Use mkdir instead" in output["output"]
