@@ -490,3 +490,22 @@ def test_long_content_is_folded_and_codex_offers_no_edit(user):
     assert "<details><summary>Show the content</summary>" in html
     html = card(user, CODEX, agent="codex")
     assert "Edit arguments" not in html
+
+
+def test_a_teammate_the_session_is_shared_with_decides_and_is_audited(user, other_user):
+    from chat.models import MemberRole
+    from chat.sharing import share_conversation
+    from questions.selectors import pending_questions_for_user
+
+    waiting = ask(user)
+    share_conversation(
+        user=user,
+        conversation_id=waiting.conversation_id,
+        username=other_user.username,
+        role=MemberRole.PARTICIPANT,
+    )
+    assert [q.pk for q in pending_questions_for_user(user=other_user)] == [waiting.question_id]
+    decide(other_user, waiting, "allow")
+    question = Question.objects.get(pk=waiting.question_id)
+    assert (question.answered_by, question.answered_via) == (other_user, "browser")
+    assert output(waiting)["hookSpecificOutput"]["decision"] == {"behavior": "allow"}
