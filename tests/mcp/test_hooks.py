@@ -509,3 +509,18 @@ def test_a_teammate_the_session_is_shared_with_decides_and_is_audited(user, othe
     question = Question.objects.get(pk=waiting.question_id)
     assert (question.answered_by, question.answered_via) == (other_user, "browser")
     assert output(waiting)["hookSpecificOutput"]["decision"] == {"behavior": "allow"}
+
+
+def test_an_ended_card_says_so_and_offers_no_decision(user):
+    from django.template.loader import render_to_string
+
+    waiting = ask(user)
+    approvals.end_unanswered(question_id=waiting.question_id, reason=approvals.ENDED_TERMINAL)
+    question = Question.objects.get(pk=waiting.question_id)
+    html = render_to_string(
+        "questions/approval.html", {"block": question.block, "conversation": question.conversation}
+    )
+    assert "Asked in the terminal instead" in html
+    assert 'name="decision"' not in html
+    notices = json.dumps([m.blocks for m in question.conversation.messages.all()])
+    assert "Asked in the terminal instead." in notices
