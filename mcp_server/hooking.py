@@ -41,7 +41,7 @@ from mcp_server.services import (
     CLIENT_NAME_CHARS,
     SESSION_ID_CHARS,
     Client,
-    _check_storable,
+    check_storable,
     session_conversation,
 )
 from questions import asking
@@ -108,10 +108,15 @@ def ask_permission(*, user, agent: str, hook: ToolHookInput) -> Waiting | Answer
     message sent (core.limits). Raises InvalidHookInput, TooManyMessages,
     TooManyConversations."""
     try:
-        _check_storable(hook.tool_input)
+        check_storable(hook.tool_input)
     except ValueError as error:
         raise InvalidHookInput(str(error)) from None
-    verdict = rule_verdict(user=user, agent=agent, tool=hook.tool_name, arguments=hook.tool_input)
+    # A question is the person's to answer: no rule answers it.
+    verdict = (
+        "ask"
+        if hook.tool_name == ASK_USER_QUESTION
+        else rule_verdict(user=user, agent=agent, tool=hook.tool_name, arguments=hook.tool_input)
+    )
     if verdict in (ALLOW, DENY):
         logger.info("A rule %ss %s's %s for user %s", verdict, agent, hook.tool_name, user.pk)
         message = DENIED_BY_RULE if verdict == DENY else ""
