@@ -21,14 +21,13 @@ from pathlib import Path
 import httpx
 import pytest
 
-from mcp_server.connecting import TOKEN_VARIABLE, claude_code_hooks, codex_hooks
+from mcp_server.connecting import TOKEN_VARIABLE, codex_hooks
 from tests.fake_llm import FakeLLM, FakeResponses
 from tests.live_server import LiveServer
+from tests.mcp.conftest import AGENTS, CLAUDE, ROOT, Claude
 
 pytestmark = [pytest.mark.live]
 
-ROOT = Path(__file__).resolve().parents[2]
-CLAUDE = ROOT / ".tools" / "agents" / "node_modules" / ".bin" / "claude"
 # Short, so the test of no decision is quick; long enough for the test to decide first.
 HOOK_WAIT = 8
 
@@ -54,46 +53,6 @@ def model():
     fake = FakeLLM()
     yield fake
     fake.close()
-
-
-class Claude:
-    """`claude -p` in a project folder of its own, with a home of its own holding the
-    Settings page's hooks."""
-
-    def __init__(self, server: LiveServer, token: str, model: FakeLLM, tmp_path: Path) -> None:
-        self.project = tmp_path / "proj"
-        self.project.mkdir()
-        home = tmp_path / "home"
-        config = home / ".claude"
-        config.mkdir(parents=True)
-        (config / "settings.json").write_text(json.dumps(claude_code_hooks(server.url)))
-        self.env = {
-            "PATH": os.environ["PATH"],
-            "HOME": str(home),
-            "CLAUDE_CONFIG_DIR": str(config),
-            "ANTHROPIC_BASE_URL": model.url,
-            "ANTHROPIC_API_KEY": "sk-ant-fake",
-            "CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC": "1",
-            "DISABLE_AUTOUPDATER": "1",
-            TOKEN_VARIABLE: token,
-        }
-        self.process: subprocess.Popen | None = None
-
-    def start(self, prompt: str = "Do it.") -> subprocess.Popen:
-        self.process = subprocess.Popen(
-            [str(CLAUDE), "-p", prompt, "--model", "claude-sonnet-4-5", "--output-format", "json"],
-            cwd=self.project,
-            env=self.env,
-            stdout=subprocess.PIPE,
-            stderr=subprocess.PIPE,
-            text=True,
-        )
-        return self.process
-
-    def finish(self, timeout: float = 60) -> dict:
-        out, err = self.process.communicate(timeout=timeout)
-        assert self.process.returncode == 0, err
-        return json.loads(out)
 
 
 @pytest.fixture
@@ -359,7 +318,7 @@ def pending_question(server: LiveServer, account, shown: bytearray, timeout: flo
 
 # --- Codex: interactive, through a pseudo-terminal ------------------------------------------------
 
-CODEX = ROOT / ".tools" / "agents" / "node_modules" / ".bin" / "codex"
+CODEX = AGENTS / "codex"
 
 
 class Codex:
