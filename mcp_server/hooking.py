@@ -23,6 +23,7 @@ from django.db import transaction
 from django.utils.translation import gettext_lazy as _
 
 from chat.engine import turns
+from chat.models import Conversation
 from chat.transcript import Transcript
 from core import limits
 from core.text import clean_text
@@ -111,11 +112,18 @@ def ask_permission(*, user, agent: str, hook: ToolHookInput) -> Waiting | Answer
         check_storable(hook.tool_input)
     except ValueError as error:
         raise InvalidHookInput(str(error)) from None
+    client = client_for(agent=agent, session_id=hook.session_id, cwd=hook.cwd)
     # A question is the person's to answer: no rule answers it.
     verdict = (
         "ask"
         if hook.tool_name == ASK_USER_QUESTION
-        else rule_verdict(user=user, agent=agent, tool=hook.tool_name, arguments=hook.tool_input)
+        else rule_verdict(
+            user=user,
+            conversation=_session_conversation(user=user, client=client),
+            agent=agent,
+            tool=hook.tool_name,
+            arguments=hook.tool_input,
+        )
     )
     if verdict in (ALLOW, DENY):
         logger.info("A rule %ss %s's %s for user %s", verdict, agent, hook.tool_name, user.pk)
@@ -128,11 +136,23 @@ def ask_permission(*, user, agent: str, hook: ToolHookInput) -> Waiting | Answer
         except ValueError as error:
             raise InvalidHookInput(str(error)) from None
     limits.check_message_rate(user=user)
-    client = client_for(agent=agent, session_id=hook.session_id, cwd=hook.cwd)
     return _ask(user=user, agent=agent, client=client, hook=hook, request=request)
 
 
-def rule_verdict(*, user, agent: str, tool: str, arguments: dict) -> str:
+def _session_conversation(*, user, client: Client) -> Conversation | None:
+    """The conversation the session asked in last, if any (for rules scoped to it)."""
+    conversation_id = (
+        AgentCall.objects.filter(user=user, client_name=client.name, session_id=client.session_id)
+        .order_by("-created_at", "-id")
+        .values_list("question__conversation_id", flat=True)
+        .first()
+    )
+    if conversation_id is None:
+        return None
+    return Conversation.objects.filter(pk=conversation_id, deleted_at__isnull=True).first()
+
+
+def rule_verdict(*, user, conversation, agent: str, tool: str, arguments: dict) -> str:
     """The one place a CLI's call meets the approval rules (questions.rules, one policy for
     every agent): "allow", "deny" or "ask". Until that module exists, and on any error while
     evaluating, the person is asked: a rule never allows by accident."""
@@ -142,7 +162,12 @@ def rule_verdict(*, user, agent: str, tool: str, arguments: dict) -> str:
         return "ask"
     try:
         verdict = rules.evaluate(
-            user=user, conversation=None, agent=agent, server=agent, tool=tool, arguments=arguments
+            user=user,
+            conversation=conversation,
+            agent=agent,
+            server=agent,
+            tool=tool,
+            arguments=arguments,
         )
         effect = getattr(verdict, "effect", "ask")
     except Exception:  # any error asks the person

@@ -258,12 +258,53 @@ def test_a_rule_that_allows_answers_at_once_without_an_approval(user, monkeypatc
     assert not Question.objects.exists()
 
 
-def test_without_the_rule_store_every_call_asks(user):
-    assert hooking.rule_verdict(user=user, agent="claude-code", tool="Bash", arguments={}) in (
-        "ask",
-        "allow",
-        "deny",
+def test_the_rules_are_asked_with_the_calls_agent_tool_and_arguments(user, monkeypatch):
+    import sys
+    import types
+    from dataclasses import dataclass
+
+    @dataclass
+    class Verdict:
+        effect: str
+        rule: object = None
+
+    seen = []
+
+    def evaluate(*, user, conversation, agent, server, tool, arguments):
+        seen.append((user, conversation, agent, server, tool, arguments))
+        return Verdict("deny" if arguments.get("command", "").startswith("rm") else "allow")
+
+    rules = types.ModuleType("questions.rules")
+    rules.evaluate = evaluate
+    monkeypatch.setitem(sys.modules, "questions.rules", rules)
+    import questions
+
+    monkeypatch.setattr(questions, "rules", rules, raising=False)
+    allowed = ask(user)
+    assert allowed.output["hookSpecificOutput"]["decision"] == {"behavior": "allow"}
+    denied = ask(user, {**BASH, "tool_input": {"command": "rm -rf /"}})
+    assert denied.output["hookSpecificOutput"]["decision"] == {
+        "behavior": "deny",
+        "message": hooking.DENIED_BY_RULE,
+    }
+    assert seen[0] == (user, None, "claude-code", "claude-code", "Bash", BASH["tool_input"])
+    assert not Question.objects.exists()
+    # Any error while evaluating asks the person; it never allows.
+    rules.evaluate = lambda **kwargs: 1 / 0
+    assert isinstance(ask(user), hooking.Waiting)
+    # Nor does a rule answer Claude Code's own question.
+    rules.evaluate = evaluate
+    assert isinstance(ask(user, ASK), hooking.Waiting)
+
+
+def test_without_the_rule_store_every_call_asks(user, monkeypatch):
+    import sys
+
+    monkeypatch.setitem(sys.modules, "questions.rules", None)  # an import that fails
+    verdict = hooking.rule_verdict(
+        user=user, conversation=None, agent="codex", tool="Bash", arguments={}
     )
+    assert verdict == "ask"
 
 
 # --- The endpoints -------------------------------------------------------------------------------
