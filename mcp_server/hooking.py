@@ -165,7 +165,7 @@ def rule_verdict(*, user, conversation, agent: str, tool: str, arguments: dict) 
             user=user,
             conversation=conversation,
             agent=agent,
-            server=agent,
+            server="",
             tool=tool,
             arguments=arguments,
         )
@@ -189,7 +189,8 @@ def _ask(*, user, agent: str, client: Client, hook: ToolHookInput, request) -> W
     else:
         approval = ApprovalRequest.of(
             name=hook.tool_name,
-            server=agent,
+            server="",
+            agent=agent,
             tool=hook.tool_name,
             title=str(TITLES.get(hook.tool_name, "")) or hook.tool_name,
             description=str(hook.tool_input.get("description") or ""),

@@ -116,8 +116,9 @@ def test_a_permission_request_is_an_approval_in_the_sessions_conversation(user, 
     assert conversation.agent_state == AgentState.AWAITING_USER
     assert question.kind == QuestionKind.TOOL_APPROVAL
     approval = question.approval
-    assert (approval.server, approval.tool, approval.arguments) == (
+    assert (approval.agent, approval.server, approval.tool, approval.arguments) == (
         "claude-code",
+        "",
         "Bash",
         BASH["tool_input"],
     )
@@ -192,7 +193,7 @@ def test_codex_is_asked_as_codex(user):
     waiting = ask(user, CODEX, agent="codex")
     question = Question.objects.get(pk=waiting.question_id)
     assert question.conversation.title == "Codex · proj"
-    assert question.approval.server == "codex"
+    assert (question.approval.agent, question.approval.server) == ("codex", "")
     decide(user, waiting, "allow")
     assert output(waiting, CODEX)["hookSpecificOutput"]["decision"] == {"behavior": "allow"}
 
@@ -287,7 +288,7 @@ def test_the_rules_are_asked_with_the_calls_agent_tool_and_arguments(user, monke
         "behavior": "deny",
         "message": hooking.DENIED_BY_RULE,
     }
-    assert seen[0] == (user, None, "claude-code", "claude-code", "Bash", BASH["tool_input"])
+    assert seen[0] == (user, None, "claude-code", "", "Bash", BASH["tool_input"])
     assert not Question.objects.exists()
     # Any error while evaluating asks the person; it never allows.
     rules.evaluate = lambda **kwargs: 1 / 0

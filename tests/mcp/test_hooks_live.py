@@ -116,7 +116,7 @@ def test_allow_runs_the_command_once_and_shows_who_allowed_it(mcp_live, account,
     model.queue(bash(f"echo once >> {ran}", "Note that it ran"), {"text": "done"})
     claude.start()
     approval = pending_approval(mcp_live, account)
-    assert approval["approval"]["server"] == "claude-code"
+    assert (approval["approval"]["agent"], approval["approval"]["server"]) == ("claude-code", "")
     assert approval["approval"]["arguments"]["command"] == f"echo once >> {ran}"
     decide(mcp_live, account, approval, decision="allow")
     claude.finish()
@@ -421,7 +421,7 @@ def test_codex_allow_runs_the_command(mcp_live, account, codex):
     cli = codex("touch {project}/ran")
     cli.start()
     approval = pending_approval(mcp_live, account)
-    assert approval["approval"]["server"] == "codex"
+    assert (approval["approval"]["agent"], approval["approval"]["server"]) == ("codex", "")
     assert approval["approval"]["arguments"]["command"] == f"touch {cli.project}/ran"
     decide(mcp_live, account, approval, decision="allow")
     assert cli.model.result_came.wait(30), bytes(cli.shown[-2000:])
