@@ -11,6 +11,7 @@ import fcntl
 import json
 import os
 import pty
+import signal
 import struct
 import subprocess
 import termios
@@ -397,7 +398,8 @@ class Codex:
             pass
 
     def stop(self) -> None:
-        self.process.kill()
+        # `codex` is a launcher whose native child outlives it: end its whole session.
+        os.killpg(self.process.pid, signal.SIGKILL)
         self.process.wait()
         os.close(self.controller)
         self.model.close()
