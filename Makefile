@@ -18,7 +18,7 @@ LIVE_WORKERS ?= 3
 PYTEST := $(PYTHON) -m pytest
 
 .PHONY: run test test-fast test-live test-postgres check lock-check lock upgrade bench bootstrap \
-	messages makemessages lint format docs dev-database token user chat
+	messages makemessages lint format docs dev-database token user chat agents
 
 bootstrap:
 	@scripts/bootstrap.sh
@@ -89,8 +89,20 @@ check: lock-check lint
 test-fast: messages
 	$(PYTEST) -n $(WORKERS) -m "not live"
 
-# Real daphne and worker processes, Chromium, nginx: each test file on one test process.
-test-live: messages
+# The agent CLIs the live tests drive (Claude Code, Codex), pinned in tools/agents and
+# installed with `npm ci` into .tools/agents; a no-op while the lock file is unchanged.
+AGENTS := .tools/agents
+agents: $(AGENTS)/.installed
+
+$(AGENTS)/.installed: tools/agents/package.json tools/agents/package-lock.json
+	@mkdir -p $(AGENTS)
+	@cp tools/agents/package.json tools/agents/package-lock.json $(AGENTS)/
+	@cd $(AGENTS) && npm ci --no-audit --no-fund --loglevel=error
+	@touch $@
+
+# Real daphne and worker processes, Chromium, nginx, the agent CLIs: each test file on one
+# test process.
+test-live: messages agents
 	$(PYTEST) -n $(LIVE_WORKERS) -m live --dist loadfile --durations=10
 
 test-postgres: messages

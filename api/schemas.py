@@ -133,6 +133,11 @@ class ApprovalDetail(Schema):
     name: str = Field(description="The tool's name as the model calls it: mcp__<server>__<tool>.")
     server: str = Field(description="The MCP server (its name in MCP_CONFIG).")
     tool: str = Field(description="The tool's own name on its server.")
+    agent: str = Field(
+        "",
+        description='The agent CLI that asks through its permission hook ("claude-code", '
+        '"codex"; its calls have no MCP server: `server` is empty); empty for Parley\'s own agent.',
+    )
     title: str = Field(description="The tool's title, else its name.")
     description: str
     arguments: dict[str, Any] = Field(description="The arguments the model called it with.")

@@ -405,6 +405,10 @@ MCP_SESSION_IDLE_SECONDS = float(os.environ.get("MCP_SESSION_IDLE_SECONDS", "600
 MCP_SESSIONS_PER_USER = int(os.environ.get("MCP_SESSIONS_PER_USER", "20"))
 # Every MCP tool call a user makes, whatever it asks, counts against this (429 past it).
 PARLEY_MCP_CALLS_PER_MINUTE = int(os.environ.get("PARLEY_MCP_CALLS_PER_MINUTE", "60"))
+# The agent CLIs' permission hooks (/hooks/…): how long a request waits for the person's
+# decision, in seconds, before it answers with none (the CLI then asks in its own terminal).
+# A little under the 600 s hook timeout the Settings page's snippets set.
+AGENT_HOOK_WAIT = float(os.environ.get("AGENT_HOOK_WAIT", "590"))
 # Parley's own address as people reach it, for links sent elsewhere (webhooks); the Settings
 # page's "Connect an agent" uses it when it is set, else the address the page was opened at.
 PUBLIC_URL_CONFIGURED = bool(os.environ.get("PUBLIC_URL"))

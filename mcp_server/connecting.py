@@ -18,6 +18,66 @@ def endpoint_url(request: HttpRequest) -> str:
     return request.build_absolute_uri("/mcp/")
 
 
+# The environment variable the hook snippets read the token from (never written into them).
+TOKEN_VARIABLE = "PARLEY_TOKEN"  # noqa: S105 (a variable's name, not a token)
+# The hooks' timeout in the snippets, in seconds: AGENT_HOOK_WAIT stays a little under it.
+HOOK_TIMEOUT = 600
+
+
+def base_url(request: HttpRequest) -> str:
+    """Parley's address as agents reach it: PUBLIC_URL when set, else this request's."""
+    if settings.PUBLIC_URL_CONFIGURED:
+        return settings.PUBLIC_URL.rstrip("/")
+    return request.build_absolute_uri("/").rstrip("/")
+
+
+def claude_code_hooks(base: str) -> dict:
+    """Claude Code's `hooks` block for ~/.claude/settings.json: every permission prompt and
+    notification posted to Parley (`http` hooks), the token read from TOKEN_VARIABLE."""
+
+    def hook(path: str, timeout: int) -> dict:
+        return {
+            "type": "http",
+            "url": f"{base}{path}",
+            "headers": {"Authorization": f"Bearer ${TOKEN_VARIABLE}"},
+            "allowedEnvVars": [TOKEN_VARIABLE],
+            "timeout": timeout,
+        }
+
+    return {
+        "hooks": {
+            "PermissionRequest": [
+                {
+                    "matcher": "*",
+                    "hooks": [hook("/hooks/claude-code/permission-request", HOOK_TIMEOUT)],
+                }
+            ],
+            "Notification": [
+                {"matcher": "", "hooks": [hook("/hooks/claude-code/notification", 30)]}
+            ],
+        }
+    }
+
+
+def codex_hooks(base: str) -> str:
+    """Codex's config.toml hook: Codex has command hooks only, so curl forwards the hook's
+    stdin to Parley and prints Parley's answer (a failure prints nothing: Codex asks)."""
+    url = f"{base}/hooks/codex/permission-request"
+    command = (
+        f'curl -fsS --max-time {HOOK_TIMEOUT} -H "Authorization: Bearer ${TOKEN_VARIABLE}" '
+        f"-H 'Content-Type: application/json' --data-binary @- {url}"
+    )
+    quoted = command.replace("\\", "\\\\").replace('"', '\\"')
+    return (
+        "[[hooks.PermissionRequest]]\n"
+        'matcher = "Bash"\n\n'
+        "[[hooks.PermissionRequest.hooks]]\n"
+        'type = "command"\n'
+        f'command = "{quoted}"\n'
+        f"timeout = {HOOK_TIMEOUT}\n"
+    )
+
+
 def connect_context(request: HttpRequest, token: str = "") -> dict:
     """The Claude Code command and the mcpServers JSON for other clients, with `token` (or
     the placeholder)."""
@@ -34,4 +94,10 @@ def connect_context(request: HttpRequest, token: str = "") -> dict:
         "claude_command": f"claude mcp add --transport http {SERVER_NAME} {url} "
         f'--header "Authorization: {header}"',
         "mcp_servers_json": json.dumps(servers, indent=2),
+        "token_variable": TOKEN_VARIABLE,
+        "token_export": f"export {TOKEN_VARIABLE}={token or TOKEN_PLACEHOLDER}",
+        "claude_hooks_json": json.dumps(claude_code_hooks(base_url(request)), indent=2),
+        "codex_hooks_toml": codex_hooks(base_url(request)),
+        "codex_command": f"codex mcp add {SERVER_NAME} --url {url} "
+        f"--bearer-token-env-var {TOKEN_VARIABLE}",
     }

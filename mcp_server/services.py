@@ -58,7 +58,7 @@ def ask(*, user, client: Client, tool: str, arguments: object) -> AgentCall:
     TooManyConversations (core.limits: each new question counts as a message sent).
     """
     request = normalise(tool, arguments)
-    _check_storable(arguments)
+    check_storable(arguments)
     client = Client(
         name=clean_text(client.name)[:CLIENT_NAME_CHARS] or UNNAMED_CLIENT,
         version=clean_text(client.version)[:CLIENT_VERSION_CHARS],
@@ -89,7 +89,7 @@ def undelivered_call(*, user, client: Client, fingerprint: str) -> AgentCall | N
 def _ask(
     *, user, client: Client, request: QuestionRequest, arguments: dict, fingerprint: str
 ) -> AgentCall:
-    conversation = _conversation_for(user=user, client=client)
+    conversation = session_conversation(user=user, client=client)
     with Transcript(conversation) as transcript:
         lease, call = turns.begin_external_call(transcript, name=request.tool, arguments=arguments)
     # A new turn of a conversation with no pause yet: within any limit of pauses.
@@ -106,7 +106,7 @@ def _ask(
     )
 
 
-def _conversation_for(*, user, client: Client):
+def session_conversation(*, user, client: Client):
     """The conversation this client session asks in, locked: the one of its newest call,
     unless it waits for an answer already (a call made while another waits gets a conversation
     of its own) or is gone; else a new one, titled after the client."""
@@ -137,7 +137,7 @@ def mark_delivered(*, call_id: int) -> None:
     )
 
 
-def _check_storable(value: object) -> None:
+def check_storable(value: object) -> None:
     """Raise ValueError if the arguments hold a character no database stores (NUL, or half of
     a surrogate pair): the call is kept as it was made, so it is refused, not changed."""
     if isinstance(value, str):
@@ -145,11 +145,11 @@ def _check_storable(value: object) -> None:
             raise ValueError(_("the arguments contain a NUL or an unpaired surrogate character"))
     elif isinstance(value, dict):
         for key, item in value.items():
-            _check_storable(key)
-            _check_storable(item)
+            check_storable(key)
+            check_storable(item)
     elif isinstance(value, list):
         for item in value:
-            _check_storable(item)
+            check_storable(item)
 
 
 def _fingerprint(tool: str, arguments: object) -> str:

@@ -19,7 +19,9 @@ from django.db import transaction
 from django.db.models import Subquery
 from django.db.models.functions import Coalesce
 from django.utils.translation import gettext_lazy as _
+from django.utils.translation import gettext_noop
 
+from chat.blocks import ToolResultBlock
 from chat.engine import dispatch, turns
 from chat.models import AgentState, Conversation
 from chat.transcript import Transcript
@@ -248,6 +250,50 @@ def _pending_approval(*, user, conversation_id: int, tool_call_id: str) -> Quest
     ):
         raise QuestionAlreadyResolved
     return question
+
+
+# Why an agent outside Parley stopped waiting for an approval (the row's answers["ended"]).
+ENDED_TERMINAL = "terminal"  # no decision in time: the agent asks in its own terminal
+ENDED_CLOSED = "closed"  # the agent closed its request (answered there, or stopped)
+ENDED_NOTICES = {
+    ENDED_TERMINAL: gettext_noop("Asked in the terminal instead."),
+    ENDED_CLOSED: gettext_noop("The agent stopped waiting: it was answered in the terminal."),
+}
+ENDED_RESULT = "Not decided in Parley; the agent that asked stopped waiting."
+
+
+@transaction.atomic
+def end_unanswered(*, question_id: int, reason: str) -> bool:
+    """The agent outside Parley that asked for this approval stopped waiting (`reason`:
+    ENDED_TERMINAL or ENDED_CLOSED): a still pending approval ends cancelled, can no longer be
+    answered, and says why; its conversation's turn ends. False if it was decided first."""
+    question = (
+        Question.objects.select_related("message", "conversation")
+        .filter(pk=question_id, status=QuestionStatus.PENDING)
+        .select_for_update(of=("conversation",))
+        .first()
+    )
+    if question is None:
+        return False
+    with Transcript(question.conversation) as transcript:
+        resolve(
+            transcript,
+            question,
+            status=QuestionStatus.CANCELLED,
+            by=None,
+            via="",
+            answers={"ended": reason},
+        )
+        if question.conversation.agent_state == AgentState.AWAITING_USER:
+            turns.decline(
+                transcript,
+                result=ToolResultBlock.error(question.tool_call_id, ENDED_RESULT).model_copy(
+                    update={"shown_elsewhere": True}
+                ),
+                unrun_result=ENDED_RESULT,
+                notice=ENDED_NOTICES[reason],
+            )
+    return True
 
 
 # --- Edited arguments --------------------------------------------------------------------------

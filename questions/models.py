@@ -292,6 +292,7 @@ class Question(models.Model):
                 rule=decided.get("rule"),
                 edited_arguments=decided.get("arguments"),
                 feedback=decided.get("feedback", ""),
+                ended=decided.get("ended", ""),
             )
         if self.kind == QuestionKind.ELICITATION:
             request = self.elicitation

@@ -299,6 +299,10 @@ class RuleNote(BaseModel):
     created: bool = False
 
 
+# The agent CLIs that ask through their permission hooks, by the names people know them by.
+AGENT_NAMES = {"claude-code": "Claude Code", "codex": "Codex"}
+
+
 class ApprovalRequest(BaseModel):
     """What an approval asks, as stored in the row's `questions` (one item)."""
 
@@ -307,6 +311,9 @@ class ApprovalRequest(BaseModel):
     name: str  # the name the model calls it by (mcp__<server>__<tool>)
     server: str
     tool: str  # the tool's own name on its server
+    # The agent that asks: "" for Parley's own; "claude-code" or "codex" for a CLI's
+    # permission hook (whose calls have no MCP server: `server` is then "").
+    agent: str = ""
     title: str = ""  # the tool's title, else its name
     description: str = ""
     arguments: dict[str, Any] = {}
@@ -329,11 +336,13 @@ class ApprovalRequest(BaseModel):
         input_schema,
         asked_by: RuleNote | None = None,
         shadow: list[RuleNote] | None = None,
+        agent: str = "",
     ) -> "ApprovalRequest":
         return cls(
             name=name,
             server=server,
             tool=tool,
+            agent=agent,
             title=clip(drop_invisible(title or tool), 200),
             description=clip(drop_invisible(description or "")),
             arguments=storable(arguments) if isinstance(arguments, dict) else {},
@@ -351,6 +360,7 @@ class ApprovalPayload(_Payload):
     name: str = ""
     server: str
     tool: str
+    agent: str = ""  # see ApprovalRequest.agent
     title: str
     description: str = ""
     arguments: dict[str, Any] = {}
@@ -364,6 +374,13 @@ class ApprovalPayload(_Payload):
     # The arguments the person allowed instead of the model's (None: not edited).
     edited_arguments: dict[str, Any] | None = None
     feedback: str = ""
+    # Why an agent outside Parley stopped waiting (questions.approvals.ENDED_*), if it did.
+    ended: str = ""
+
+    @property
+    def agent_name(self) -> str:
+        """The asking agent CLI's name as people know it."""
+        return AGENT_NAMES.get(self.agent, self.agent)
 
     @property
     def arguments_json(self) -> str:

@@ -18,7 +18,16 @@ AUDIT_FIELDS = {
     "assigned_to",
 }
 # What an approval and an elicitation ask.
-APPROVAL_FIELDS = {"name", "server", "tool", "title", "description", "arguments", "input_schema"}
+APPROVAL_FIELDS = {
+    "name",
+    "server",
+    "tool",
+    "agent",
+    "title",
+    "description",
+    "arguments",
+    "input_schema",
+}
 ELICITATION_FIELDS = {"server", "tool", "call_id", "message", "mode", "url", "fields"}
 
 

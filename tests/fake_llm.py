@@ -28,6 +28,10 @@ class FakeLLM:
     def queue(self, *responses: dict) -> None:
         self.responses.extend(responses)
 
+    def respond(self, body: dict) -> dict:
+        """The response to a request: the next one queued (a subclass may read `body`)."""
+        return self.responses.pop(0) if self.responses else {"text": "ok"}
+
     def close(self) -> None:
         self.server.shutdown()
         self.server.server_close()
@@ -64,8 +68,9 @@ class _Handler(BaseHTTPRequestHandler):
         body = json.loads(self.rfile.read(int(self.headers["Content-Length"])))
         headers = {name.lower(): value for name, value in self.headers.items()}
         self.fake.requests.append({"path": self.path, "body": body, "headers": headers})
-        response = self.fake.responses.pop(0) if self.fake.responses else {"text": "ok"}
-        anthropic = self.path.endswith("/messages")
+        response = self.fake.respond(body)
+        # Claude Code asks /v1/messages?beta=true.
+        anthropic = self.path.split("?", 1)[0].endswith("/messages")
         if "status" in response:
             error = (
                 {"type": "error", "error": {"type": "api_error", "message": "fake failure"}}
@@ -185,3 +190,110 @@ class _Handler(BaseHTTPRequestHandler):
         )
         events.append(event("message_stop", {}))
         return events
+
+
+class FakeResponses:
+    """A fake OpenAI Responses API (`POST /v1/responses`, streamed), as Codex speaks it: the
+    first request that offers `tool` answers with one call of it (`arguments`), every other
+    with the text "done". `requests` holds each request's body."""
+
+    def __init__(self, tool: str, arguments: dict) -> None:
+        self.tool = tool
+        self.arguments = arguments
+        self.called = False
+        self.requests: list[dict] = []
+        self.result_came = threading.Event()
+        handler = type("Handler", (_ResponsesHandler,), {"fake": self})
+        self.server = ThreadingHTTPServer(("127.0.0.1", 0), handler)
+        self.url = f"http://127.0.0.1:{self.server.server_address[1]}"
+        self.thread = threading.Thread(target=self.server.serve_forever, daemon=True)
+        self.thread.start()
+
+    def outputs(self) -> list[dict]:
+        """The function_call_output items the client sent back."""
+        return [
+            item
+            for body in self.requests
+            for item in body.get("input", [])
+            if isinstance(item, dict) and item.get("type") == "function_call_output"
+        ]
+
+    def close(self) -> None:
+        self.server.shutdown()
+        self.server.server_close()
+
+
+class _ResponsesHandler(BaseHTTPRequestHandler):
+    fake: FakeResponses
+    protocol_version = "HTTP/1.1"
+
+    def log_message(self, *args) -> None:
+        pass
+
+    def do_GET(self) -> None:
+        payload = json.dumps({"models": []}).encode()
+        self.send_response(200)
+        self.send_header("Content-Type", "application/json")
+        self.send_header("Content-Length", str(len(payload)))
+        self.end_headers()
+        self.wfile.write(payload)
+
+    def do_POST(self) -> None:
+        fake = self.fake
+        body = json.loads(self.rfile.read(int(self.headers["Content-Length"])))
+        fake.requests.append(body)
+        if fake.outputs():
+            fake.result_came.set()
+        number = len(fake.requests)
+        usage = {
+            "input_tokens": 1,
+            "output_tokens": 1,
+            "total_tokens": 2,
+            "input_tokens_details": {"cached_tokens": 0},
+            "output_tokens_details": {"reasoning_tokens": 0},
+        }
+        response = {
+            "id": f"resp_{number}",
+            "object": "response",
+            "created_at": 0,
+            "status": "completed",
+            "model": "fake-model",
+            "output": [],
+            "usage": usage,
+        }
+        offered = [tool.get("name") for tool in body.get("tools") or []]
+        if fake.tool in offered and not fake.called:
+            fake.called = True
+            item = {
+                "type": "function_call",
+                "id": "fc_1",
+                "call_id": "call_1",
+                "name": fake.tool,
+                "arguments": json.dumps(fake.arguments),
+                "status": "completed",
+            }
+            added = {**item, "arguments": ""}
+        else:
+            text = {"type": "output_text", "text": "done", "annotations": []}
+            item = {
+                "type": "message",
+                "id": f"msg_{number}",
+                "role": "assistant",
+                "status": "completed",
+                "content": [text],
+            }
+            added = {**item, "content": []}
+        events = [
+            {"type": "response.created", "response": {**response, "status": "in_progress"}},
+            {"type": "response.output_item.added", "output_index": 0, "item": added},
+            {"type": "response.output_item.done", "output_index": 0, "item": item},
+            {"type": "response.completed", "response": response},
+        ]
+        self.send_response(200)
+        self.send_header("Content-Type", "text/event-stream")
+        self.send_header("Connection", "close")
+        self.end_headers()
+        for event in events:
+            self.wfile.write(f"event: {event['type']}\ndata: {json.dumps(event)}\n\n".encode())
+            self.wfile.flush()
+        self.close_connection = True

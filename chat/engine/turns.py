@@ -77,6 +77,8 @@ CONTEXT_OVERFLOW = gettext_noop(
 STOPPED = gettext_noop("Stopped")
 # What the model reads for calls that never ran.
 STOPPED_RESULT = "The user stopped the agent before this tool ran."
+# An external agent's call once decided: the agent runs it (or not) where it runs.
+DECIDED_ELSEWHERE_RESULT = "Decided; the agent that asked runs the call itself."
 MISSING_RESULT = "No result was recorded for this tool call."
 
 TOOL_CALL_ID = re.compile(r"[A-Za-z0-9_-]{1,64}")
@@ -204,7 +206,15 @@ def resume(transcript: Transcript, *, result: ToolResultBlock) -> Next:
 def resume_tools(transcript: Transcript) -> Next:
     """Every decision the pause waited for is made (the tools' approvals): run the open calls,
     which read their decisions. The caller holds the row lock and has checked the pause is
-    still open."""
+    still open.
+
+    In a conversation of an agent outside Parley (a CLI's permission hook) the turn ends
+    there (idle): that agent reads the decision and runs the call itself, or not."""
+    if transcript.conversation.is_external:
+        _close_open_tool_calls(transcript, DECIDED_ELSEWHERE_RESULT)
+        _end(transcript, AgentState.IDLE)
+        attention_changed(transcript.conversation)
+        return NOTHING
     transcript.conversation.turn_steps = 0
     next = _set_running(transcript, AgentState.TOOL_EXECUTING)
     attention_changed(transcript.conversation)

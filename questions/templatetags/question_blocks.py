@@ -10,6 +10,8 @@ from django.utils.html import format_html
 from django.utils.safestring import SafeString
 from django.utils.translation import gettext_lazy as _
 
+from core.text import drop_invisible
+from questions.links import safe_link
 from questions.models import AnsweredVia
 from questions.payloads import (
     Answer,
@@ -173,3 +175,74 @@ def elicitation_value(payload: ElicitationPayload, field) -> str:
     if field.kind == "enum":
         return next((c.title for c in field.choices if c.value == value), str(value))
     return "" if value is None else str(value)
+
+
+# --- An agent CLI's call, as what it is ---------------------------------------------------------
+
+# Longer content is folded (a <details> the person opens).
+FOLD_LINES = 12
+FOLD_CHARS = 1_500
+
+
+@dataclass(frozen=True)
+class CliCall:
+    """What an agent CLI's call (Claude Code's, Codex's) reads as on its approval card: `kind`
+    command, write, edit, fetch or arguments; every text cleaned of invisible characters (the
+    template escapes it)."""
+
+    kind: str
+    command: str = ""
+    description: str = ""
+    path: str = ""
+    content: str = ""
+    old: str = ""
+    new: str = ""
+    url: str = ""
+    host: str = ""
+    folded: bool = False
+
+
+def _text(value: Any) -> str:
+    return drop_invisible(value) if isinstance(value, str) else ""
+
+
+def _long(*texts: str) -> bool:
+    return any(t.count("\n") >= FOLD_LINES or len(t) > FOLD_CHARS for t in texts)
+
+
+@register.filter
+def cli_call(payload: ApprovalPayload) -> CliCall | None:
+    """An agent CLI's tool call, as the tool it is (None for an MCP tool's call, shown as its
+    arguments). A CLI's call is named by the tool's own name; an MCP tool's is mcp__…__…."""
+    if payload.name != payload.tool:
+        return None
+    args = payload.arguments
+    tool = payload.tool
+    if tool == "Bash" and isinstance(args.get("command"), str):
+        command = _text(args["command"])
+        return CliCall(
+            kind="command",
+            command=command,
+            description=_text(args.get("description")),
+            folded=_long(command),
+        )
+    if tool == "Write" and isinstance(args.get("file_path"), str):
+        content = _text(args.get("content"))
+        return CliCall(
+            kind="write", path=_text(args["file_path"]), content=content, folded=_long(content)
+        )
+    if tool == "Edit" and isinstance(args.get("file_path"), str):
+        old, new = _text(args.get("old_string")), _text(args.get("new_string"))
+        return CliCall(
+            kind="edit", path=_text(args["file_path"]), old=old, new=new, folded=_long(old, new)
+        )
+    if tool == "WebFetch" and isinstance(args.get("url"), str):
+        url = _text(args["url"])
+        link = safe_link(args["url"])  # the host a browser would go to, or none shown
+        return CliCall(
+            kind="fetch",
+            url=url,
+            host=link.host if link is not None else "",
+            description=_text(args.get("prompt")),
+        )
+    return CliCall(kind="arguments")

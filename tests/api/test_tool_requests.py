@@ -90,6 +90,7 @@ def test_a_pending_approval_in_the_conversation_and_the_listing(api, approval):
             "name": WRITE_NOTE,
             "server": "notes",
             "tool": "write_note",
+            "agent": "",
             "title": "Write note",
             "description": "Create or replace a note.",
             "arguments": SHOPPING,

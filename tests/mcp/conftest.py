@@ -3,10 +3,14 @@ ClientSession) over real HTTP: accounts and tokens written straight into the liv
 database, the JSON API to answer as the user does, and a TCP proxy that can cut connections."""
 
 import asyncio
+import json
+import os
 import secrets
+import subprocess
 from contextlib import asynccontextmanager
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
+from pathlib import Path
 
 import httpx
 import httpx2
@@ -17,6 +21,8 @@ from mcp.client.streamable_http import streamable_http_client
 from mcp_types import Implementation
 
 from api.tokens import PREFIX, digest
+from mcp_server.connecting import TOKEN_VARIABLE, claude_code_hooks
+from tests.fake_llm import FakeLLM
 from tests.live_server import LiveServer
 
 CLIENT = "Test agent"
@@ -218,3 +224,49 @@ async def mcp_client_resumed(base_url: str, token: str, headers: dict[str, str])
         ClientSession(read, write) as session,
     ):
         yield session
+
+
+# The pinned agent CLIs (tools/agents), as `make agents` installs them.
+ROOT = Path(__file__).resolve().parents[2]
+AGENTS = ROOT / ".tools" / "agents" / "node_modules" / ".bin"
+CLAUDE = AGENTS / "claude"
+
+
+class Claude:
+    """`claude -p` in a project folder of its own, with a home of its own holding the
+    Settings page's hooks."""
+
+    def __init__(self, server: LiveServer, token: str, model: FakeLLM, tmp_path: Path) -> None:
+        self.project = tmp_path / "proj"
+        self.project.mkdir()
+        home = tmp_path / "home"
+        config = home / ".claude"
+        config.mkdir(parents=True)
+        (config / "settings.json").write_text(json.dumps(claude_code_hooks(server.url)))
+        self.env = {
+            "PATH": os.environ["PATH"],
+            "HOME": str(home),
+            "CLAUDE_CONFIG_DIR": str(config),
+            "ANTHROPIC_BASE_URL": model.url,
+            "ANTHROPIC_API_KEY": "sk-ant-fake",
+            "CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC": "1",
+            "DISABLE_AUTOUPDATER": "1",
+            TOKEN_VARIABLE: token,
+        }
+        self.process: subprocess.Popen | None = None
+
+    def start(self, prompt: str = "Do it.") -> subprocess.Popen:
+        self.process = subprocess.Popen(
+            [str(CLAUDE), "-p", prompt, "--model", "claude-sonnet-4-5", "--output-format", "json"],
+            cwd=self.project,
+            env=self.env,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            text=True,
+        )
+        return self.process
+
+    def finish(self, timeout: float = 60) -> dict:
+        out, err = self.process.communicate(timeout=timeout)
+        assert self.process.returncode == 0, err
+        return json.loads(out)

@@ -225,6 +225,7 @@ def test_an_approval_is_requested_and_resolved_signed_with_its_data(
         "name": WRITE_NOTE,
         "server": "notes",
         "tool": "write_note",
+        "agent": "",
         "title": "Write note",
         "description": "Create or replace a note.",
         "arguments": SHOPPING,
