@@ -65,9 +65,9 @@ def claude(mcp_live, account, model, tmp_path):
         cli.process.wait()
 
 
-def bash(command: str, description: str = "Run it") -> dict:
+def bash(command: str, description: str = "Run it", call_id: str = "toolu_01") -> dict:
     arguments = json.dumps({"command": command, "description": description})
-    return {"tool_calls": [{"id": "toolu_01", "name": "Bash", "arguments": arguments}]}
+    return {"tool_calls": [{"id": call_id, "name": "Bash", "arguments": arguments}]}
 
 
 def pending_approval(server: LiveServer, account, timeout: float = 30) -> dict:
@@ -155,6 +155,58 @@ def test_an_edit_runs_the_edited_command_not_the_original(mcp_live, account, mod
     claude.finish()
     assert edited.exists()
     assert not original.exists()
+
+
+def approval_for(server: LiveServer, account, command: str, timeout: float = 30) -> dict:
+    """The account's pending approval of `command`, once the CLI's hook has asked it."""
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        response = httpx.get(f"{server.url}/api/v1/questions", headers=account.auth)
+        response.raise_for_status()
+        for question in response.json():
+            if (question.get("approval") or {}).get("arguments", {}).get("command") == command:
+                return question
+        time.sleep(0.05)
+    raise AssertionError(f"no approval of {command!r} came")
+
+
+def test_dont_ask_again_answers_the_same_prefix_at_once_until_the_rule_is_revoked(
+    mcp_live, account, model, claude
+):
+    first, second, third, fourth = (claude.project / name for name in ("a", "b", "c", "d"))
+    model.queue(
+        bash(f"touch {first}", call_id="toolu_01"),
+        bash(f"touch {second}", call_id="toolu_02"),  # the same prefix: the rule answers
+        bash(f"mkdir {third}", call_id="toolu_03"),  # another prefix: asks
+        bash(f"touch {fourth}", call_id="toolu_04"),  # asks again: the rule was revoked
+        {"text": "done"},
+    )
+    claude.start()
+    decide(mcp_live, account, approval_for(mcp_live, account, f"touch {first}"), decision="always")
+    other = approval_for(mcp_live, account, f"mkdir {third}")
+    assert second.exists()  # ran without asking, before the next call came
+    [rule] = httpx.get(f"{mcp_live.url}/api/v1/rules", headers=account.auth).json()
+    assert (rule["agent"], rule["tool"], rule["match"]) == (
+        "claude-code",
+        "Bash",
+        {"command": "touch*"},
+    )
+    revoked = httpx.delete(f"{mcp_live.url}/api/v1/rules/{rule['id']}", headers=account.auth)
+    assert revoked.status_code == 204, revoked.text
+    decide(mcp_live, account, other, decision="deny")
+    decide(mcp_live, account, approval_for(mcp_live, account, f"touch {fourth}"), decision="allow")
+    claude.finish()
+    assert (first.exists(), second.exists(), third.exists(), fourth.exists()) == (
+        True,
+        True,
+        False,
+        True,
+    )
+    # The rule's answer is audited in the session's conversation, like a person's.
+    audited = httpx.get(
+        f"{mcp_live.url}/api/v1/questions", params={"status": "answered"}, headers=account.auth
+    ).json()
+    assert "rule" in {q["answeredVia"] for q in audited}
 
 
 def test_no_decision_in_time_runs_nothing_and_says_it_was_asked_in_the_terminal(
