@@ -86,7 +86,9 @@ class McpTool(Tool):
         self.tool = tool
         self.name = exposed_name(server.name, tool.name)
         annotations = tool.annotations
-        self.title = (tool.title or (annotations.title if annotations else None) or tool.name)[:200]
+        title = tool.title or (annotations.title if annotations else None) or tool.name
+        self.title = drop_invisible(title)[:200]  # the server's text: shown escaped
+        self.source = server.name
         self.read_only = bool(annotations and annotations.read_only_hint)
         self.description = drop_invisible(tool.description or self.title)[:MAX_DESCRIPTION]
         self.parameters = tool.input_schema if isinstance(tool.input_schema, dict) else {}

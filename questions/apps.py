@@ -13,7 +13,7 @@ class QuestionsConfig(AppConfig):
         from chat.engine import tools
         from core import jobs
         from questions import approvals, deadlines, resolving, selectors
-        from questions.payloads import APPROVAL_TYPE, ELICITATION_TYPE
+        from questions.payloads import APPROVAL_TYPE, ELICITATION_TYPE, approval_call_state
         from questions.tools import TOOLS
 
         for tool in TOOLS:
@@ -22,5 +22,6 @@ class QuestionsConfig(AppConfig):
         tools.register_action(ELICITATION_TYPE, "questions/elicitation.html")
         tools.resolve_pauses_by_message(approvals.deny_by_message)
         tools.register_live_cards(selectors.live_cards)
+        tools.register_call_state(approval_call_state)
         jobs.every_sweep(deadlines.sweep)
         sharing.access_changed.connect(resolving.members_changed, dispatch_uid="questions")

@@ -25,6 +25,7 @@ from pydantic import BaseModel, ConfigDict, Field, computed_field, model_validat
 from pydantic.alias_generators import to_camel
 
 from chat.blocks import ActionBlock, Block
+from chat.engine.tools import CallState
 from core.text import drop_invisible
 from questions.links import Link, safe_link
 from questions.schemas import AskedQuestion, Option, ToolName
@@ -560,3 +561,26 @@ def elicitation_block(payload: ElicitationPayload) -> ActionBlock:
         status=payload.status,
         extra=payload.model_dump(mode="json", exclude_none=True),
     )
+
+
+def approval_call_state(blocks: list[Block], call_id: str) -> CallState | None:
+    """What the approval of the call `call_id` among a message's `blocks` says of it (chat's
+    tool cards: chat.engine.tools.register_call_state): waiting for the person's decision, or
+    denied; None when no approval decides it or it was allowed (its result says the rest)."""
+    for block in blocks:
+        if not isinstance(block, ActionBlock) or block.action_type != APPROVAL_TYPE:
+            continue
+        if block.extra.get("toolCallId") != call_id:
+            continue
+        try:
+            approval = ApprovalPayload.model_validate(block.extra)
+        except ValueError:
+            return None
+        if approval.pending:
+            state = "waiting"
+        elif approval.question_resolution == REJECTED:
+            state = "denied"
+        else:
+            return None
+        return CallState(state=state, title=approval.title, source=approval.server)
+    return None

@@ -82,6 +82,10 @@ class Tool:
     """A tool. Subclasses set the class attributes and implement `run`."""
 
     name: str
+    # How a person reads it on its call's card (default: its name), and where it comes from
+    # (an MCP server's name; default: nowhere said).
+    title: str = ""
+    source: str = ""
     description: str
     input_model: type[BaseModel]
     # Offered to sub-agents? If not, what a sub-agent's call of it gets as its result.
@@ -279,3 +283,33 @@ def register_live_cards(finder: Callable[["Conversation"], list[int]]) -> None:
 def live_card_messages(conversation: "Conversation") -> list[int]:
     """The ids of the messages whose waiting cards render state outside the transcript."""
     return [message_id for finder in live_cards for message_id in finder(conversation)]
+
+
+@dataclass(frozen=True)
+class CallState:
+    """What a tool call's card says while an action block of another app decides the call:
+    `state` "waiting" (for the person's decision) or "denied"; the tool's `title` and
+    `source` where that block knows them (a tool no longer offered)."""
+
+    state: str
+    title: str = ""
+    source: str = ""
+
+
+# Readers of one message's blocks that say what a call of it waits for (an approval): each
+# returns a CallState for the call, or None.
+call_states: Registry[Callable[[list, str], CallState | None]] = Registry("call states")
+
+
+def register_call_state(reader: Callable[[list, str], CallState | None]) -> None:
+    """`reader(blocks, call_id)` reads a message's parsed blocks for what decides its call
+    `call_id` (chat/conversation.html shows it on the call's card)."""
+    call_states.add(reader)
+
+
+def call_state(blocks: list, call_id: str) -> CallState | None:
+    """What decides the call `call_id` of the message holding `blocks`, if anything does."""
+    for reader in call_states:
+        if (state := reader(blocks, call_id)) is not None:
+            return state
+    return None

@@ -1,5 +1,6 @@
 import json
 import re
+from dataclasses import dataclass
 
 from django import template
 from django.conf import settings
@@ -8,7 +9,7 @@ from django.utils.safestring import SafeString, mark_safe
 from django.utils.translation import gettext
 
 from chat import selectors
-from chat.blocks import ToolResultBlock
+from chat.blocks import ToolResultBlock, parse_blocks
 from chat.engine import providers, tools
 from chat.engine.subagents import TOOL_NAME as SPAWN_AGENTS
 from chat.markdown import render_markdown
@@ -107,3 +108,25 @@ def highlight(text, query: str) -> SafeString:
         parts += [escape(text[end : match.start()]), format_html("<mark>{}</mark>", match[0])]
         end = match.end()
     return mark_safe("".join([*parts, escape(text[end:])]))  # noqa: S308 - each part escaped
+
+
+@dataclass(frozen=True)
+class ToolCard:
+    """How a tool call's card names the tool and what it says of the call besides its
+    result: "waiting" (for an approval), "denied", or "" (its result says)."""
+
+    title: str
+    source: str
+    state: str
+
+
+@register.simple_tag
+def tool_card(message: Message, name: str, call_id: str) -> ToolCard:
+    """The card of the call `call_id` (of tool `name`) in `message`: the tool's title and
+    source as it is registered, else as the block deciding the call knows them, else its
+    name."""
+    decided = tools.call_state(parse_blocks(message.blocks), call_id)
+    tool = tools.registered(name)
+    title = (tool.title if tool else "") or (decided.title if decided else "") or name
+    source = (tool.source if tool else "") or (decided.source if decided else "")
+    return ToolCard(title=title, source=source, state=decided.state if decided else "")

@@ -48,6 +48,11 @@ def tab(request, browser, tools_server, console_errors):
     assert console_errors.unexpected() == []
 
 
+def tool_card(page, title: str):
+    """The card of a call of the tool titled `title` (a <details> named by its summary)."""
+    return page.locator("details").filter(has_text=f"Used the tool {title}").last
+
+
 def ask_to_save(page):
     new_conversation(page)
     send(page, "Save a note")
@@ -59,8 +64,12 @@ def ask_to_save(page):
 def test_a_read_runs_at_once_and_a_write_asks_then_runs_once_when_allowed(tab, tools_server):
     before = writes(tools_server.notes)
     approval = ask_to_save(tab)
-    # The read ran without asking; the write waits, not run.
-    expect(tab.get_by_text("Used the tool mcp__notes__list_notes")).to_be_visible()
+    # The read ran without asking; the write waits, not run. Each card names the tool by its
+    # title, with its server; the write's says what it waits for.
+    expect(tab.get_by_text("Used the tool List notes")).to_be_visible()
+    write = tool_card(tab, "Write note")
+    expect(write.locator("summary")).to_contain_text("notes")
+    expect(write.locator("summary")).to_contain_text("Waiting for your approval")
     assert writes(tools_server.notes) == before
     expect(approval.locator("pre")).to_contain_text('"text": "Milk, eggs, bread"')
     expect(approval.get_by_text("notes", exact=True)).to_be_visible()  # the server is named
@@ -71,6 +80,7 @@ def test_a_read_runs_at_once_and_a_write_asks_then_runs_once_when_allowed(tab, t
         tab.get_by_text("The notes server answered: Saved shopping (17 characters)")
     ).to_be_visible()
     expect(approval.get_by_text("Allowed", exact=True)).to_be_visible()
+    expect(write.locator("summary")).to_contain_text("Done")
     expect(approval.get_by_text(re.compile("Answered by demo .* via browser"))).to_be_visible()
     assert writes(tools_server.notes) == [*before, "write shopping"]
     assert (tools_server.notes / "shopping.md").read_text() == "Milk, eggs, bread"
@@ -89,6 +99,12 @@ def test_deny_with_feedback_reaches_the_model_and_nothing_runs(tab, tools_server
         )
     ).to_be_visible()
     expect(approval.get_by_text("Denied", exact=True)).to_be_visible()
+    # The call's card says it was denied, not that it failed, also after a reload.
+    for _ in range(2):
+        summary = tool_card(tab, "Write note").locator("summary")
+        expect(summary).to_contain_text("Denied")
+        expect(summary).not_to_contain_text("Failed")
+        tab.reload()
     assert writes(tools_server.notes) == before
 
 

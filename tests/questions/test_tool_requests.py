@@ -32,7 +32,7 @@ def request_for(call: ToolCallBlock) -> ApprovalRequest:
         server="notes",
         tool="write_note",
         title="Write note <b>now</b>",
-        description="Create or replace a note.",
+        description="Create or **replace** a note. <script>alert(1)</script>",
         arguments=call.arguments,
         input_schema=SCHEMA,
     )
@@ -309,6 +309,9 @@ def test_what_the_server_wrote_is_shown_escaped_in_the_page_and_the_inbox(
         assert "Write note &lt;b&gt;now&lt;/b&gt;" in html
         assert "<b>now</b>" not in html
         assert 'aria-label="Write note &lt;b&gt;now&lt;/b&gt;"' in html
+        # The tool's description is markdown, rendered and sanitised: no script survives.
+        assert "Create or <strong>replace</strong> a note." in html
+        assert "<script>alert(1)</script>" not in html
         assert html.count('name="decision" value="allow"') == 2
 
 
