@@ -407,10 +407,19 @@
 
   // Focus moves into a question when it appears: the box of a free-form question, else the
   // default (or first) option; never the box when there are options to pick.
+  // A tool's form starts at its first field, in the server's order (its chosen radio, if the
+  // first field is a choice).
   function focusQuestion(block) {
     setUpSteps(block);
-    var target = firstControl(scopeOf(block));
+    var target = block.classList.contains("elicitation") ? firstField(block) : firstControl(scopeOf(block));
     if (target) { target.focus(); }
+  }
+  function firstField(block) {
+    var first = block.querySelector(".elicitation-field :is(input, textarea)");
+    if (first && first.type === "radio") {
+      return first.form.querySelector('input[type="radio"][name="' + first.name + '"]:checked') || first;
+    }
+    return first || firstControl(block);
   }
 
   function pendingQuestions() {
@@ -668,7 +677,8 @@
       }
       return;
     }
-    if (event.key === "Enter" && !event.isComposing && inAnswerBox && !event.shiftKey && plain) {
+    if (event.key === "Enter" && !event.isComposing && inAnswerBox && !event.shiftKey && plain &&
+        !event.target.hasAttribute("data-multiline")) {
       // Enter in the typed-answer box submits the typed answer (not the first option);
       // Shift+Enter starts a new line.
       event.preventDefault();
