@@ -144,10 +144,16 @@
   }
   document.addEventListener("parley:pushed", watchEarlier);  // a newest page pushed whole
 
+  // A touch screen (a coarse pointer) has no Shift+Enter to speak of: there Enter adds a line
+  // and the Send button sends, and no page focuses the composer on load (which would open the
+  // keyboard over the page). The hint under the composer follows the same media query.
+  var touch = window.matchMedia && window.matchMedia("(pointer: coarse)");
+
   // Composer: Enter sends, Shift+Enter adds a line (IME composition is left alone).
   document.addEventListener("keydown", function (event) {
     var target = event.target;
     if (target.id !== "composer-text" || event.key !== "Enter") { return; }
+    if (touch && touch.matches) { return; }
     if (event.shiftKey || event.isComposing || event.altKey || event.ctrlKey || event.metaKey) { return; }
     event.preventDefault();
     if (target.form && !target.form.querySelector("button[disabled]")) { target.form.requestSubmit(); }
@@ -202,7 +208,8 @@
   document.addEventListener("DOMContentLoaded", function () {
     if (byId("transcript")) { scrollToEnd(); watchEarlier(); }
     var text = byId("composer-text");
-    if (text) { text.focus(); sayLength(text); }
+    if (text && !(touch && touch.matches)) { text.focus(); }
+    if (text) { sayLength(text); }
     // The language switcher applies as soon as a language is picked.
     var select = byId("language-select");
     if (select) {
