@@ -198,12 +198,41 @@
     });
   });
 
-  // After the composer is swapped (sent, or refused with an error), keep typing in it.
-  document.addEventListener("htmx:afterSettle", function () {
+  // Focus never falls on <body>. When the control that had it is swapped away, hidden or
+  // disabled (the composer swapped after a send, Stop once the reply stops, Save and send
+  // once the edit is taken, a question answered in another tab), it goes back to that
+  // control if it is still there to use, else to the composer. Focus the person moved away
+  // themselves (a click on the page's text) is left where they put it.
+  var lastFocused = null;
+  var clickedAway = false;
+  document.addEventListener("focusin", function (event) {
+    lastFocused = event.target;
+    clickedAway = false;
+  });
+  document.addEventListener("pointerdown", function (event) {
+    var target = event.target;
+    clickedAway = !(target.closest && target.closest("a[href], button, input, textarea, select, summary, label, [tabindex]"));
+  });
+  function usable(el) {
+    return !!el && el.isConnected && !el.disabled && el.getClientRects().length > 0;
+  }
+  function rescueFocus() {
+    var active = document.activeElement;
+    // Nothing had the focus yet on this page (a touch screen focuses nothing on load): a push
+    // does not open the keyboard.
+    if (!lastFocused || (active && active !== document.body) || clickedAway) { return; }
+    if (usable(lastFocused)) { lastFocused.focus({ preventScroll: true }); return; }
     var text = byId("composer-text");
-    if (text && (!document.activeElement || document.activeElement === document.body)) { text.focus(); }
+    if (usable(text)) { text.focus(); }
+  }
+  document.addEventListener("htmx:afterSettle", function () {
+    rescueFocus();
+    var text = byId("composer-text");
     if (text) { sayLength(text); }
   });
+  // A request's buttons are enabled again only after its afterRequest handlers have run.
+  document.addEventListener("htmx:afterRequest", function () { setTimeout(rescueFocus, 0); });
+  document.addEventListener("parley:pushed", rescueFocus);
 
   document.addEventListener("DOMContentLoaded", function () {
     if (byId("transcript")) { scrollToEnd(); watchEarlier(); }
