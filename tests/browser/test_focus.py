@@ -68,6 +68,18 @@ def test_on_a_desktop_enter_sends_and_the_composer_has_the_focus(page, parley_se
     expect(user_messages(page)).to_have_count(1)
 
 
+def photograph(page, screenshots, name: str) -> None:
+    """The page as it is, light and dark, at a desktop's and a phone's width (the focus kept)."""
+    size = page.viewport_size
+    for scheme in ("light", "dark"):
+        page.emulate_media(color_scheme=scheme)
+        for width in (1280, 390):
+            page.set_viewport_size({"width": width, "height": 800})
+            page.screenshot(path=screenshots / f"{name}-{scheme}-{width}.png")
+    page.emulate_media(color_scheme="light")
+    page.set_viewport_size(size)
+
+
 def last_reply(page):
     return page.locator(".message-assistant").last
 
@@ -90,9 +102,10 @@ def test_after_stop_the_composer_has_the_focus(start_server, open_page, screensh
     expect(page.get_by_role("list", name="Transcript").get_by_text("Stopped")).to_be_visible()
     expect(stop).to_have_count(0)
     expect(page.get_by_role("textbox", name="Message")).to_be_focused()
+    photograph(page, screenshots, "focus-after-stop")
 
 
-def test_switching_versions_keeps_the_focus_on_the_switch(page, parley_server):
+def test_switching_versions_keeps_the_focus_on_the_switch(page, parley_server, screenshots):
     log_in(page)
     new_conversation(page)
     page.get_by_role("button", name="Hello!").click()
@@ -106,6 +119,8 @@ def test_switching_versions_keeps_the_focus_on_the_switch(page, parley_server):
     previous.focus()
     page.keyboard.press("Enter")  # to the first version: Previous is disabled now
     expect(previous).to_be_disabled()
+    expect(following).to_be_focused()
+    photograph(page, screenshots, "focus-first-version")
     expect(following).to_be_focused()
     page.keyboard.press("Enter")  # back to the newest: Next is disabled now
     expect(following).to_be_disabled()
