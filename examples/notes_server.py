@@ -167,7 +167,7 @@ async def slow_write(
 # and text are stored; the others show how booleans, bounded integers and choices render.
 # (No docstring: it would be sent as the form's description.)
 class NoteForm(BaseModel):
-    name: str = Field(title="Note name", description="A short name")
+    name: str = Field(title="Note name", description="A short name", max_length=60)
     text: str = Field(title="Text")
     pinned: bool = Field(default=False, title="Pinned")
     priority: int = Field(default=3, ge=1, le=5, title="Priority")

@@ -414,6 +414,12 @@ class Choice(BaseModel):
     title: str
 
 
+# A string field allowed more characters than this (or any number) is long text: a textarea.
+LONG_TEXT = 200
+# The string formats a form's field hint names (templates/questions/elicitation.html).
+FORMATS_SAID = ("email", "uri", "date", "date-time")
+
+
 class FormField(BaseModel):
     """One form field, read from a property of the requested schema (the flat subset MCP
     allows: string, number, integer, boolean, and a string enum)."""
@@ -438,6 +444,36 @@ class FormField(BaseModel):
     @property
     def label(self) -> str:
         return self.title or self.name
+
+    @property
+    def long_text(self) -> bool:
+        """Prose rather than a value: a string with no format and no short length limit gets
+        a textarea (a limit of more than LONG_TEXT characters, or none)."""
+        return (
+            self.kind == "string"
+            and not self.format
+            and (self.max_length is None or self.max_length > LONG_TEXT)
+        )
+
+    @property
+    def has_limits(self) -> bool:
+        """Whether the form says what the field takes beyond its label (a number always has
+        a kind to say; a string, its format or its length limits)."""
+        if self.kind in ("number", "integer"):
+            return True
+        return self.kind == "string" and bool(
+            self.format in FORMATS_SAID
+            or self.min_length is not None
+            or self.max_length is not None
+        )
+
+    @property
+    def shown_minimum(self) -> str:
+        return "" if self.minimum is None else f"{self.minimum:g}"
+
+    @property
+    def shown_maximum(self) -> str:
+        return "" if self.maximum is None else f"{self.maximum:g}"
 
 
 def form_fields(schema: Any, order: list[str] | tuple = ()) -> list[FormField]:

@@ -230,6 +230,11 @@
     if (!button || button.disabled) { return; }
     var message = button.closest(".message");
     showVersion(message, message.parleyVersion + (button.classList.contains("branch-next") ? 1 : -1));
+    // At either end the button used is disabled: the focus goes to the other one.
+    if (button.disabled) {
+      var other = button.parentNode.querySelector(button.classList.contains("branch-next") ? ".branch-previous" : ".branch-next");
+      if (other && !other.disabled) { other.focus(); }
+    }
   });
 
   function toggleEdit(button, open) {

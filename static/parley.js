@@ -144,10 +144,16 @@
   }
   document.addEventListener("parley:pushed", watchEarlier);  // a newest page pushed whole
 
+  // A touch screen (a coarse pointer) has no Shift+Enter to speak of: there Enter adds a line
+  // and the Send button sends, and no page focuses the composer on load (which would open the
+  // keyboard over the page). The hint under the composer follows the same media query.
+  var touch = window.matchMedia && window.matchMedia("(pointer: coarse)");
+
   // Composer: Enter sends, Shift+Enter adds a line (IME composition is left alone).
   document.addEventListener("keydown", function (event) {
     var target = event.target;
     if (target.id !== "composer-text" || event.key !== "Enter") { return; }
+    if (touch && touch.matches) { return; }
     if (event.shiftKey || event.isComposing || event.altKey || event.ctrlKey || event.metaKey) { return; }
     event.preventDefault();
     if (target.form && !target.form.querySelector("button[disabled]")) { target.form.requestSubmit(); }
@@ -192,17 +198,47 @@
     });
   });
 
-  // After the composer is swapped (sent, or refused with an error), keep typing in it.
-  document.addEventListener("htmx:afterSettle", function () {
+  // Focus never falls on <body>. When the control that had it is swapped away, hidden or
+  // disabled (the composer swapped after a send, Stop once the reply stops, Save and send
+  // once the edit is taken, a question answered in another tab), it goes back to that
+  // control if it is still there to use, else to the composer. Focus the person moved away
+  // themselves (a click on the page's text) is left where they put it.
+  var lastFocused = null;
+  var clickedAway = false;
+  document.addEventListener("focusin", function (event) {
+    lastFocused = event.target;
+    clickedAway = false;
+  });
+  document.addEventListener("pointerdown", function (event) {
+    var target = event.target;
+    clickedAway = !(target.closest && target.closest("a[href], button, input, textarea, select, summary, label, [tabindex]"));
+  });
+  function usable(el) {
+    return !!el && el.isConnected && !el.disabled && el.getClientRects().length > 0;
+  }
+  function rescueFocus() {
+    var active = document.activeElement;
+    // Nothing had the focus yet on this page (a touch screen focuses nothing on load): a push
+    // does not open the keyboard.
+    if (!lastFocused || (active && active !== document.body) || clickedAway) { return; }
+    if (usable(lastFocused)) { lastFocused.focus({ preventScroll: true }); return; }
     var text = byId("composer-text");
-    if (text && (!document.activeElement || document.activeElement === document.body)) { text.focus(); }
+    if (usable(text)) { text.focus(); }
+  }
+  document.addEventListener("htmx:afterSettle", function () {
+    rescueFocus();
+    var text = byId("composer-text");
     if (text) { sayLength(text); }
   });
+  // A request's buttons are enabled again only after its afterRequest handlers have run.
+  document.addEventListener("htmx:afterRequest", function () { setTimeout(rescueFocus, 0); });
+  document.addEventListener("parley:pushed", rescueFocus);
 
   document.addEventListener("DOMContentLoaded", function () {
     if (byId("transcript")) { scrollToEnd(); watchEarlier(); }
     var text = byId("composer-text");
-    if (text) { text.focus(); sayLength(text); }
+    if (text && !(touch && touch.matches)) { text.focus(); }
+    if (text) { sayLength(text); }
     // The language switcher applies as soon as a language is picked.
     var select = byId("language-select");
     if (select) {
@@ -422,10 +458,19 @@
 
   // Focus moves into a question when it appears: the box of a free-form question, else the
   // default (or first) option; never the box when there are options to pick.
+  // A tool's form starts at its first field, in the server's order (its chosen radio, if the
+  // first field is a choice).
   function focusQuestion(block) {
     setUpSteps(block);
-    var target = firstControl(scopeOf(block));
+    var target = block.classList.contains("elicitation") ? firstField(block) : firstControl(scopeOf(block));
     if (target) { target.focus(); }
+  }
+  function firstField(block) {
+    var first = block.querySelector(".elicitation-field :is(input, textarea)");
+    if (first && first.type === "radio") {
+      return first.form.querySelector('input[type="radio"][name="' + first.name + '"]:checked') || first;
+    }
+    return first || firstControl(block);
   }
 
   function pendingQuestions() {
@@ -689,7 +734,8 @@
       }
       return;
     }
-    if (event.key === "Enter" && !event.isComposing && inAnswerBox && !event.shiftKey && plain) {
+    if (event.key === "Enter" && !event.isComposing && inAnswerBox && !event.shiftKey && plain &&
+        !event.target.hasAttribute("data-multiline")) {
       // Enter in the typed-answer box submits the typed answer (not the first option);
       // Shift+Enter starts a new line.
       event.preventDefault();

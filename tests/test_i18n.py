@@ -13,7 +13,8 @@ def entries(language: str) -> list[tuple[str, str, bool]]:
     found = []
     for chunk in text.split("\n\n"):
         msgid = re.search(r'^msgid "(.*)"$', chunk, re.M)
-        msgstr = re.search(r'^msgstr "(.*)"$', chunk, re.M)
+        # A plural's first form stands for all (each has the same placeholders).
+        msgstr = re.search(r'^msgstr(?:\[0\])? "(.*)"$', chunk, re.M)
         if msgid and msgid.group(1):
             found.append((msgid.group(1), msgstr.group(1) if msgstr else "", "fuzzy" in chunk))
     return found

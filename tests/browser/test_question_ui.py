@@ -7,7 +7,14 @@ import re
 import pytest
 from playwright.sync_api import expect
 
-from tests.browser.pages import axe_violations, log_in, new_conversation, send, user_menu
+from tests.browser.pages import (
+    axe_violations,
+    log_in,
+    new_conversation,
+    send,
+    touch_screen,
+    user_menu,
+)
 from tests.live_server import wait_for
 
 FORMS = {
@@ -22,7 +29,10 @@ FORMS = {
 
 def ask(page, word):
     page.get_by_role("textbox", name="Message").fill(f"Let's try {word}")
-    page.get_by_role("textbox", name="Message").press("Enter")
+    if touch_screen(page):
+        page.get_by_role("button", name="Send").click()
+    else:
+        page.get_by_role("textbox", name="Message").press("Enter")
     group = page.get_by_role("group", name=FORMS[word][0], exact=True)
     expect(group).to_be_visible()
     return group

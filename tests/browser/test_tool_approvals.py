@@ -260,3 +260,54 @@ def test_an_approval_from_the_inbox_and_the_blocks_in_both_themes_and_widths(
     form.get_by_role("button", name="Cancel").click()
     expect(page.get_by_text("No questions are waiting for you.")).to_be_visible()
     context.close()
+
+
+def test_a_form_focuses_its_first_field_in_view_and_says_its_limits_before_a_submit(
+    browser, tools_server, screenshots
+):
+    if tools_server.notes.parent.name.startswith("tools-http"):
+        pytest.skip("the form is the same over HTTP")
+    for theme in ("Light", "Dark"):
+        for width in (1280, 390):
+            # Short enough that the form does not fit: the page scrolls to the focused field.
+            context = browser.new_context(
+                base_url=tools_server.url,
+                locale="en-US",
+                viewport={"width": width, "height": 640},
+                color_scheme=theme.lower(),
+            )
+            context.set_default_timeout(15_000)
+            page = context.new_page()
+            log_in(page)
+            new_conversation(page)
+            send(page, "Make a note from a form")
+            form = page.get_by_role("group", name="Details for the new note")
+            name = form.get_by_role("textbox", name="Note name")
+            # The first field in the server's order, not the first checkbox or radio.
+            expect(name).to_be_focused()
+            # In view, and below the sticky header (on a phone the header scrolls away).
+            box = name.bounding_box()
+            header = page.get_by_role("banner").bounding_box()
+            assert box["y"] >= max(0, header["y"] + header["height"]), (box, header)
+            assert box["y"] + box["height"] <= 640, box
+            # What each field takes is said before any submit, and read with the field.
+            expect(form.get_by_text("At most 60 characters.")).to_be_visible()
+            expect(form.get_by_text("A whole number. From 1 to 5.")).to_be_visible()
+            expect(name).to_have_accessible_description(re.compile("At most 60 characters"))
+            priority = form.get_by_role("spinbutton", name="Priority")
+            expect(priority).to_have_accessible_description("A whole number. From 1 to 5.")
+            # Text has no length limit: prose, in a textarea where Enter starts a new line.
+            text = form.get_by_role("textbox", name="Text")
+            assert text.evaluate("box => box.tagName") == "TEXTAREA"
+            text.fill("First line")
+            text.press("Enter")
+            text.press_sequentially("second line")
+            expect(text).to_have_value("First line\nsecond line")
+            expect(form.get_by_role("button", name="Submit")).to_be_visible()
+            name.focus()
+            suffix = f"{'-dark' if theme == 'Dark' else ''}-{width}"
+            page.screenshot(path=screenshots / f"tool-form-first-field{suffix}.png")
+            # Nothing left waiting for the module's later tests (the inbox counts them).
+            form.get_by_role("button", name="Decline").click()
+            expect(form.get_by_text("Declined", exact=True)).to_be_visible()
+            context.close()

@@ -30,7 +30,12 @@ STARTUP = 30
 FORM = {"name": "groceries", "text": "Milk", "pinned": True, "priority": 5, "colour": "green"}
 # The form as the client receives it (the requested schema's properties).
 FORM_FIELDS = {
-    "name": {"type": "string", "title": "Note name", "description": "A short name"},
+    "name": {
+        "type": "string",
+        "title": "Note name",
+        "description": "A short name",
+        "maxLength": 60,
+    },
     "text": {"type": "string", "title": "Text"},
     "pinned": {"type": "boolean", "title": "Pinned", "default": False},
     "priority": {"type": "integer", "title": "Priority", "minimum": 1, "maximum": 5, "default": 3},

@@ -4,7 +4,10 @@ decided one by one, Always allow, Deny with feedback, edited arguments checked a
 tool's schema, a message instead, expiry; an elicitation answered, expired, or ended with its
 call."""
 
+import re
+
 import pytest
+from django.urls import reverse
 
 from chat import services
 from chat.blocks import ToolCallBlock, parse_blocks
@@ -441,3 +444,45 @@ def test_the_admin_shows_each_approval_with_its_decision_and_audit(
     assert '<span class="parley-badge">Denied</span>' in html
     assert "Not &lt;this&gt;" in html
     assert "<dt>Answered via</dt><dd>browser</dd>" in html
+
+
+HINTED = {
+    "type": "object",
+    "properties": {
+        "email": {"type": "string", "title": "Email", "format": "email"},
+        "site": {"type": "string", "title": "Site", "format": "uri"},
+        "day": {"type": "string", "title": "Day", "format": "date"},
+        "code": {"type": "string", "title": "Code", "minLength": 2, "maxLength": 8},
+        "bio": {"type": "string", "title": "Bio", "maxLength": 500},
+        "ratio": {"type": "number", "title": "Ratio", "minimum": 0.5},
+    },
+}
+
+
+def test_a_forms_fields_say_their_format_and_limits_and_long_text_gets_a_textarea(
+    client, user, conversation, running
+):
+    lease, [call] = running("mcp__notes__new_note_from_form")
+    request = ElicitationRequest(
+        server="notes", call_id=call.id, message="Tell me", requested_schema=HINTED
+    )
+    asking.ask_elicitation(lease, call, request, key="elicit_2")
+    client.force_login(user)
+    html = client.get(reverse("chat:conversation_detail", args=[conversation.pk])).content.decode()
+    hints = [
+        " ".join(h.split())
+        for h in re.findall(r'class="question-hint field-limits"[^>]*>(.*?)</p>', html, re.S)
+    ]
+    assert hints == [
+        "An email address.",
+        "A web address, such as https://example.com.",
+        "A date.",
+        "2 to 8 characters.",
+        "At most 500 characters.",
+        "A number. At least 0.5.",
+    ]
+    # More than 200 characters allowed: prose, in a textarea; each field is described by its hint.
+    assert re.search(
+        r'<textarea class="custom-input elicitation-long" id="field-elicit_2-bio"', html
+    )
+    assert 'aria-describedby="field-elicit_2-code-limits"' in html
