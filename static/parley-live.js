@@ -13,6 +13,13 @@
   function all(selector, root) { return Array.prototype.slice.call((root || document).querySelectorAll(selector)); }
   function channel() { return document.querySelector(".live[ws-connect]"); }
 
+  // The channel's call for the sidebar's list to load again (a conversation made, shared or
+  // unshared) is for a page that has one: elsewhere (the inbox, Settings) it is left out.
+  document.addEventListener("htmx:oobBeforeSwap", function (event) {
+    var target = event.detail.target;
+    if (target && target.id === "sidebar-refresh" && !byId("sidebar-list")) { event.detail.shouldSwap = false; }
+  });
+
   function pending() {
     var state = byId("live-state");
     if (!state) { return null; }

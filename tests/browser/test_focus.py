@@ -108,7 +108,7 @@ def test_after_stop_the_composer_has_the_focus(start_server, open_page, screensh
 def test_switching_versions_keeps_the_focus_on_the_switch(page, parley_server, screenshots):
     log_in(page)
     new_conversation(page)
-    page.get_by_role("button", name="Hello!").click()
+    page.get_by_role("button", name="Hello!", exact=True).click()
     expect(last_reply(page)).to_contain_text("scripted")
     wait_until_idle(page)
     page.get_by_role("button", name="Regenerate reply").click()
