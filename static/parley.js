@@ -184,6 +184,41 @@
     if (event.target.id === "composer-text") { sayLength(event.target); }
   });
 
+  // A new conversation's first message makes it, and the page then moves to its address
+  // (HX-Redirect): what the person typed while that message was on its way goes with them,
+  // the caret where it was. Kept for the one page it moves to (sessionStorage, this tab).
+  var CARRY = "parley:composer-carry";
+  var sending = null;  // the text the composer's request in flight sends
+  document.addEventListener("htmx:beforeRequest", function (event) {
+    var text = byId("composer-text");
+    if (text && event.target.id === "composer") { sending = text.value; }
+  });
+  document.addEventListener("htmx:beforeOnLoad", function (event) {
+    var to = event.detail.xhr.getResponseHeader("HX-Redirect");
+    if (event.target.id !== "composer" || !to) { return; }
+    var path = new URL(to, location.href).pathname;
+    function carry() {
+      var text = byId("composer-text");
+      if (!text || sending === null || text.value.indexOf(sending) !== 0) { return; }
+      var typed = text.value.slice(sending.length);
+      if (!typed) { sessionStorage.removeItem(CARRY); return; }
+      var caret = Math.max(0, text.selectionStart - sending.length);
+      sessionStorage.setItem(CARRY, JSON.stringify({ path: path, text: typed, caret: caret }));
+    }
+    carry();
+    window.addEventListener("pagehide", carry);
+  });
+  function takeCarried(text) {
+    var kept = null;
+    try { kept = JSON.parse(sessionStorage.getItem(CARRY) || "null"); } catch (error) { kept = null; }
+    sessionStorage.removeItem(CARRY);
+    if (!kept || kept.path !== location.pathname || typeof kept.text !== "string") { return; }
+    text.value = kept.text + text.value;
+    var caret = Math.min(Number(kept.caret) || 0, kept.text.length);
+    text.focus();
+    text.setSelectionRange(caret, caret);
+  }
+
   // A plain form that creates something (a suggestion sent from a blank conversation) is
   // sent once: a second click while the next page loads would create it twice.
   document.addEventListener("submit", function (event) {
@@ -238,7 +273,7 @@
     if (byId("transcript")) { scrollToEnd(); watchEarlier(); }
     var text = byId("composer-text");
     if (text && !(touch && touch.matches)) { text.focus(); }
-    if (text) { sayLength(text); }
+    if (text) { takeCarried(text); sayLength(text); }
     // The language switcher applies as soon as a language is picked.
     var select = byId("language-select");
     if (select) {
@@ -406,7 +441,13 @@
 
   // The first thing to act on in a step: what is chosen, else the default or first option,
   // else the typed-answer box.
+  // An approval lets a tool act: its Deny takes the focus, so that an Enter meant for
+  // something else never allows it (Allow takes a click, or the arrow keys and Enter).
   function firstControl(scope) {
+    if (scope.closest && scope.closest(".approval")) {
+      var deny = scope.querySelector("button[value=deny]:not([disabled])");
+      if (deny) { return deny; }
+    }
     var list = options(scope);
     var chosen = list.filter(function (input) { return input.checked; })[0];
     return chosen || scope.querySelector("[data-default]") || list[0] || scope.querySelector(".custom-input:not([disabled])");

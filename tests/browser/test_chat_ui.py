@@ -3,6 +3,7 @@ times, regenerate and edit, Send while the agent replies, the tab title, the emp
 the API tokens page."""
 
 import re
+import time
 from pathlib import Path
 
 from playwright.sync_api import expect
@@ -333,3 +334,32 @@ def test_the_composer_grows_with_its_text_and_says_the_limit_before_sending(page
     composer.fill("short again")
     expect(count).to_have_text("")
     expect(composer).not_to_have_attribute("aria-invalid", "true")
+
+
+def test_text_typed_while_the_first_message_makes_the_conversation_is_kept(page, parley_server):
+    log_in(page)
+    new_conversation(page)
+    held = []  # the first message's request, held until the person has typed on
+
+    def hold(route, request):
+        if request.method == "POST":
+            held.append(route)
+        else:
+            route.continue_()
+
+    page.route("**/conversations/new/", hold)
+    composer = page.get_by_role("textbox", name="Message")
+    composer.fill("Plan a trip")
+    composer.press("Enter")
+    deadline = time.monotonic() + 10
+    while not held and time.monotonic() < deadline:
+        page.wait_for_timeout(20)  # until the request reaches the route
+    page.keyboard.type("1 more thing")
+    for _ in range(5):
+        page.keyboard.press("ArrowLeft")  # the caret before "thing"
+    held[0].continue_()
+    expect(page).to_have_url(re.compile(r"/c/\d+/$"))  # the conversation's own page
+    composer = page.get_by_role("textbox", name="Message")
+    expect(composer).to_have_value("1 more thing")
+    expect(composer).to_be_focused()
+    assert composer.evaluate("box => [box.selectionStart, box.selectionEnd]") == [7, 7]

@@ -134,6 +134,19 @@ def test_free_form_focuses_the_box_and_enter_submits(page):
     expect(last_reply(page)).to_contain_text("The project is now called Apollo.")
 
 
+def test_a_typed_answer_of_several_lines_keeps_its_paragraphs(page):
+    log_in(page)
+    new_conversation(page)
+    group = ask(page, "name")
+    box = group.get_by_role("textbox", name="Your answer")
+    box.fill("Apollo\n\nAfter the programme,\nnot the god.")
+    box.press("Enter")
+    typed = group.locator(".answer-typed")
+    expect(typed.get_by_role("paragraph")).to_have_count(2)
+    expect(typed.get_by_role("paragraph").first).to_have_text("Apollo")
+    expect(typed.get_by_role("paragraph").last).to_contain_text("After the programme,")
+
+
 def test_confirm_names_the_action_warns_and_explains_no_and_reject(page):
     log_in(page)
     new_conversation(page)

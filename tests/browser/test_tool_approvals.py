@@ -199,12 +199,15 @@ def test_the_approval_is_keyboard_only_and_number_keys_never_allow(tab, tools_se
     before = writes(tools_server.notes)
     approval = ask_to_save(tab)
     allow = approval.get_by_role("button", name="Allow", exact=True)
-    expect(allow).to_be_focused()  # the person was not typing: focus moved to it
+    # The person was not typing: focus moved to the approval, on Deny (a write: an Enter
+    # meant for something else never allows it).
+    expect(approval.get_by_role("button", name="Deny")).to_be_focused()
     for key in ("1", "2", "3"):
         tab.keyboard.press(key)
-    tab.keyboard.press("ArrowRight")
+    tab.keyboard.press("ArrowLeft")
     expect(approval.get_by_role("button", name="Always allow")).to_be_focused()
     tab.keyboard.press("ArrowLeft")
+    expect(allow).to_be_focused()
     assert writes(tools_server.notes) == before
     expect(allow).to_be_visible()
     assert axe_violations(tab) == []
