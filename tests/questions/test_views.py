@@ -68,7 +68,7 @@ def test_typed_answer_and_plain_form_post(client, asked, committed):
     block = html.split('id="question-q1"')[1].split('role="alert"')[0]
     # The answer shows once, under its question, marked as typed; the inserted message
     # (the contract's, still in the data) is not shown a second time.
-    assert '<span class="answer-typed-mark">typed</span><p>Calzone</p>' in block
+    assert '<span class="answer-typed-mark">typed</span> <p>Calzone</p>' in block
     assert html.count("Calzone") == 2  # the block, and the agent's "Thanks: Calzone"
     assert "Thanks: Calzone" in html
     assert 'name="q0"' not in html  # no inputs left once resolved
