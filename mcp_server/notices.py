@@ -4,7 +4,8 @@ for your input"), shown in that agent session's conversation.
 While an approval of the session waits in Parley, the notification is about that same prompt:
 the person was already told (the approval's mail and push), so it adds nothing — one prompt
 reaches a person once. Otherwise it is written to the conversation as the agent's message,
-cleaned of invisible characters, and the conversation's open pages show it live.
+cleaned of invisible characters; the conversation's open pages show it live, and it reaches
+the person by mail and Web Push as a question would (reach.outbox).
 """
 
 from django.db import transaction
@@ -19,6 +20,7 @@ from mcp_server.hook_input import NotificationInput
 from mcp_server.hooking import client_for
 from mcp_server.models import AgentCall
 from mcp_server.services import session_conversation
+from reach import outbox
 
 MAX_NOTICE_CHARS = 2_000
 
@@ -48,5 +50,6 @@ def notify(*, user, agent: str, hook: NotificationInput) -> bool:
     title = clean_text(hook.title)[:200]
     with Transcript(conversation) as transcript:
         shown = f"**{title}**\n\n{text}" if title else text
-        transcript.append(role=Role.ASSISTANT, blocks=[TextBlock(text=shown)])
+        message = transcript.append(role=Role.ASSISTANT, blocks=[TextBlock(text=shown)])
+    outbox.notify(message=message, title=title, text=text)
     return True

@@ -25,14 +25,19 @@ def attempt_seconds() -> float:
 
 
 def prepare(delivery: Delivery) -> Send:
-    """The e-mail of a queued delivery, ready to send; Skip if its question no longer waits,
-    or its recipient turned e-mail off or has no address any more."""
+    """The e-mail of a queued delivery, ready to send; Skip if what it is about (a question,
+    an agent's notification) no longer waits, or its recipient turned e-mail off or has no
+    address any more."""
     recipient = delivery.recipient
-    question = outbox.waiting_question(delivery)
+    notice = outbox.waiting_notice(delivery) if outbox.is_notice(delivery) else None
+    question = None if notice else outbox.waiting_question(delivery)
     preferences = preferences_for(recipient)
     if not (recipient.is_active and recipient.email and preferences.email_questions):
         raise Skip
-    message = compose(question=question, recipient=recipient, language=preferences.language)
+    if notice is not None:
+        message = compose_notice(notice=notice, recipient=recipient, language=preferences.language)
+    else:
+        message = compose(question=question, recipient=recipient, language=preferences.language)
 
     def send() -> None:
         message.send()
@@ -57,6 +62,31 @@ def compose(*, question: Question, recipient, language: str = "") -> EmailMultiA
         subject = _("Parley asks: %(summary)s") % {"summary": question.summary}
         text = render_to_string("reach/question_email.txt", context)
         html = render_to_string("reach/question_email.html", context)
+    return _message(subject=subject, text=text, html=html, recipient=recipient)
+
+
+def compose_notice(
+    *, notice: outbox.Notice, recipient, language: str = ""
+) -> EmailMultiAlternatives:
+    """The e-mail of an agent's notification ("Claude is waiting for your input")."""
+    with translation.override(language or settings.LANGUAGE_CODE):
+        context = {
+            "notice": notice,
+            "conversation_title": str(notice.conversation),
+            "conversation_url": notice.url,
+            "recipient": recipient,
+            "language": translation.get_language(),
+        }
+        subject = _("%(conversation)s: %(notice)s") % {
+            "conversation": notice.conversation,
+            "notice": notice.text,
+        }
+        text = render_to_string("reach/notice_email.txt", context)
+        html = render_to_string("reach/notice_email.html", context)
+    return _message(subject=subject, text=text, html=html, recipient=recipient)
+
+
+def _message(*, subject: str, text: str, html: str, recipient) -> EmailMultiAlternatives:
     message = EmailMultiAlternatives(
         subject=" ".join(subject.split())[:200],
         body=text,

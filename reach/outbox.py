@@ -1,13 +1,18 @@
-"""The e-mails and pushes a waiting question makes, written to the webhooks' outbox
-(webhooks.models.Delivery) in the transaction that asked it (questions.notifications), so a
-turn never waits for, nor fails with, a mail server or a push service."""
+"""The e-mails and pushes a waiting question makes (and an agent's notification, such as
+"Claude is waiting for your input"), written to the webhooks' outbox (webhooks.models.Delivery)
+in the transaction that asked it (questions.notifications), so a turn never waits for, nor
+fails with, a mail server or a push service."""
 
 import json
 import logging
 import uuid
+from dataclasses import dataclass
 
+from django.conf import settings
 from django.contrib.auth import get_user_model
+from django.urls import reverse
 
+from chat.models import Conversation, Message
 from core import jobs, presence
 from questions import notifications
 from questions.models import Question
@@ -20,6 +25,9 @@ logger = logging.getLogger("parley.reach")
 
 # The events that mean a question now waits for someone.
 WAITING = (notifications.ASKED, notifications.APPROVAL_REQUESTED)
+
+# An agent's notification (a message of its conversation): the event type of its deliveries.
+NOTIFIED = "agent.notification"
 
 
 def reaches(event: QuestionEvent) -> bool:
@@ -36,20 +44,27 @@ def reaches(event: QuestionEvent) -> bool:
 
 
 def enqueue(sender, *, event: QuestionEvent, **kwargs) -> None:
-    """Queue an e-mail for each recipient who asked for them (and has an address), and a push
-    to each browser of each recipient with no Parley page open (core.presence). What is sent
-    is read when it is sent: a question resolved by then is not sent at all."""
-    if not reaches(event):
-        return
-    user_ids = event.recipient_ids
-    body = json.dumps({"question": event.question.pk})
+    """Queue a question's e-mails and pushes when it now waits for someone. What is sent is
+    read when it is sent: a question resolved by then is not sent at all."""
+    if reaches(event):
+        queue(
+            user_ids=event.recipient_ids,
+            event_type=event.type,
+            body={"question": event.question.pk},
+        )
+
+
+def queue(*, user_ids, event_type: str, body: dict) -> None:
+    """Queue an e-mail for each of the users who asked for them (and has an address), and a
+    push to each browser of each of them with no Parley page open (core.presence)."""
+    body_text = json.dumps(body)
     rows = [
         Delivery(
             channel=DeliveryChannel.EMAIL,
             recipient_id=user_id,
             event_id=f"mail_{uuid.uuid4().hex}",
-            event_type=event.type,
-            body=body,
+            event_type=event_type,
+            body=body_text,
         )
         for user_id in get_user_model()
         .objects.filter(pk__in=user_ids, is_active=True, preferences__email_questions=True)
@@ -71,8 +86,8 @@ def enqueue(sender, *, event: QuestionEvent, **kwargs) -> None:
                 recipient_id=user_id,
                 target=str(pk),
                 event_id=f"push_{uuid.uuid4().hex}",
-                event_type=event.type,
-                body=body,
+                event_type=event_type,
+                body=body_text,
             )
             for pk, user_id in subscriptions
             if user_id not in present
@@ -93,3 +108,45 @@ def waiting_question(delivery: Delivery) -> Question:
     if question is None or not question.is_pending or question.conversation.deleted_at is not None:
         raise Skip
     return question
+
+
+@dataclass(frozen=True)
+class Notice:
+    """An agent's notification, as its e-mail and push say it."""
+
+    conversation: Conversation
+    title: str
+    text: str
+
+    @property
+    def url(self) -> str:
+        link = reverse("chat:conversation_detail", args=[self.conversation.pk])
+        return f"{settings.PUBLIC_URL}{link}"
+
+
+def notify(*, message: Message, title: str, text: str) -> None:
+    """Queue the e-mails and pushes of an agent's notification, shown as `message`, to the
+    conversation's owner, as a waiting question's are (same settings, same presence)."""
+    queue(
+        user_ids=[message.conversation.owner_id],
+        event_type=NOTIFIED,
+        body={"notice": message.pk, "title": title, "text": text},
+    )
+
+
+def is_notice(delivery: Delivery) -> bool:
+    return delivery.event_type == NOTIFIED
+
+
+def waiting_notice(delivery: Delivery) -> Notice:
+    """The notification a delivery is about, read when it is sent; Skip if the conversation
+    moved on since (a newer message, such as the approval the notice announced, which reaches
+    the person itself) or was deleted."""
+    body = json.loads(delivery.body)
+    message = Message.objects.select_related("conversation").filter(pk=body["notice"]).first()
+    if message is None:
+        raise Skip
+    conversation = message.conversation
+    if conversation.deleted_at is not None or message.order != conversation.message_count - 1:
+        raise Skip
+    return Notice(conversation=conversation, title=body["title"], text=body["text"])

@@ -161,26 +161,42 @@ def payload(question: Question, *, language: str = "") -> dict:
         }
 
 
+def notice_payload(notice: outbox.Notice) -> dict:
+    """An agent's notification: one per conversation on the device (a newer one replaces it)."""
+    return {
+        "title": str(notice.conversation),
+        "body": notice.text,
+        "url": notice.url,
+        "tag": f"notice-{notice.conversation.pk}",
+    }
+
+
+def _shown(delivery: Delivery) -> tuple[dict, timedelta]:
+    """What the delivery's push says, and how long the push service may keep it (no longer
+    than its question may be answered); Skip if what it is about no longer waits."""
+    if outbox.is_notice(delivery):
+        return notice_payload(outbox.waiting_notice(delivery)), DEFAULT_TTL
+    question = outbox.waiting_question(delivery)
+    ttl = DEFAULT_TTL
+    if question.expires_at is not None:
+        ttl = min(ttl, max(question.expires_at - timezone.now(), timedelta(seconds=1)))
+    return payload(question, language=preferences_for(delivery.recipient).language), ttl
+
+
 def prepare(delivery: Delivery) -> Post:
     """The push of a queued delivery, encrypted and signed, for the sweep to send as it sends
-    a webhook; Skip if its question no longer waits or its browser is no longer subscribed.
+    a webhook; Skip if what it is about no longer waits or its browser is no longer subscribed.
     Raises UnsafeUrl if its endpoint is no longer allowed."""
     subscription = PushSubscription.objects.filter(
         pk=int(delivery.target), user_id=delivery.recipient_id
     ).first()
-    question = outbox.waiting_question(delivery)
+    shown, ttl = _shown(delivery)
     if subscription is None:
         raise Skip
     if not settings.VAPID_PRIVATE_KEY:
         raise ImproperlyConfigured("VAPID_PRIVATE_KEY is not set")
     url = endpoint_url(subscription.endpoint)
-    data = json.dumps(
-        payload(question, language=preferences_for(delivery.recipient).language),
-        ensure_ascii=False,
-    )
-    ttl = DEFAULT_TTL
-    if question.expires_at is not None:
-        ttl = min(ttl, max(question.expires_at - timezone.now(), timedelta(seconds=1)))
+    data = json.dumps(shown, ensure_ascii=False)
     keys = {"p256dh": subscription.p256dh, "auth": subscription.auth}
     pusher = WebPusher({"endpoint": subscription.endpoint, "keys": keys})
     return Post(

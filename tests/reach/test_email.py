@@ -515,3 +515,83 @@ def test_a_member_who_can_no_longer_answer_finds_their_link_no_longer_available(
     with committed():
         assert confirm(Client(), option_links(owners)[0]).status_code == 200
     assert Question.objects.get().answered_by == mailed_user
+
+
+# --- An agent's notification (Claude Code's Notification hook) ---------------------------------
+
+IDLE = {
+    "session_id": "92520878-8804-4513-a42c-e39cba79fb6c",
+    "cwd": "/work/proj",
+    "hook_event_name": "Notification",
+    "title": "Claude Code",
+    "message": "Claude is waiting for your input",
+    "notification_type": "idle_prompt",
+}
+
+
+def notify(client, user, body=IDLE):
+    from api.tokens import create_token
+
+    token = create_token(user=user, name="hook")[1]
+    response = client.post(
+        "/hooks/claude-code/notification",
+        body,
+        content_type="application/json",
+        headers={"Authorization": f"Bearer {token}"},
+    )
+    assert response.status_code == 200
+
+
+def test_an_agents_notification_is_mailed_with_the_link_to_its_conversation(
+    client, mailed_user, sweep, committed
+):
+    with committed():
+        notify(client, mailed_user)
+    assert sweep() == 1
+    [message] = mail.outbox
+    assert message.subject == "Claude Code · proj: Claude is waiting for your input"
+    assert "Claude is waiting for your input" in message.body
+    conversation = mailed_user.conversations.get()
+    assert f"{PUBLIC_URL}/c/{conversation.pk}/" in message.body
+    html = message.alternatives[0][0]
+    assert "Claude is waiting for your input" in html
+
+
+def test_a_notification_the_conversation_moved_past_is_not_mailed(
+    client, mailed_user, sweep, committed
+):
+    """A newer message (such as the approval the notice announced, which is mailed itself)
+    makes the notice stale: one prompt reaches the person once."""
+    from chat.blocks import TextBlock
+    from chat.transcript import Transcript
+
+    with committed():
+        notify(client, mailed_user)
+        conversation = mailed_user.conversations.get()
+        with Transcript(conversation) as transcript:
+            transcript.append(role=Role.ASSISTANT, blocks=[TextBlock(text="Done.")])
+    sweep()
+    assert mail.outbox == []
+    assert Delivery.objects.get().status == DeliveryStatus.SKIPPED
+
+
+def test_a_notification_about_an_approval_already_waiting_is_not_mailed_again(
+    client, mailed_user, sweep, committed
+):
+    from mcp_server import hooking
+    from mcp_server.hook_input import ToolHookInput
+
+    bash = {
+        **IDLE,
+        "hook_event_name": "PermissionRequest",
+        "tool_name": "Bash",
+        "tool_input": {"command": "touch ran"},
+    }
+    with committed():
+        hooking.ask_permission(
+            user=mailed_user, agent="claude-code", hook=ToolHookInput.model_validate(bash)
+        )
+        notify(client, mailed_user, {**IDLE, "message": "Claude needs your permission to use Bash"})
+    assert sweep() == 1
+    [message] = mail.outbox
+    assert message.subject.startswith("Parley asks:")

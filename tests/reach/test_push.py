@@ -422,3 +422,36 @@ def test_a_push_service_that_trickles_does_not_hold_back_another_users_webhook(
         wake.set()
         thread.join(30)
         theirs.close()
+
+
+def test_an_agents_notification_is_pushed_one_per_conversation(
+    client, user, subscribed, push_service, sweep, committed
+):
+    """Claude Code's Notification hook reaches a phone as a question does; its tag makes a
+    newer notice of the same conversation replace the older one on the device."""
+    from api.tokens import create_token
+
+    token = create_token(user=user, name="hook")[1]
+    with committed():
+        response = client.post(
+            "/hooks/claude-code/notification",
+            {
+                "session_id": "s1",
+                "cwd": "/work/proj",
+                "hook_event_name": "Notification",
+                "message": "Claude is waiting for your input",
+                "notification_type": "idle_prompt",
+            },
+            content_type="application/json",
+            headers={"Authorization": f"Bearer {token}"},
+        )
+    assert response.status_code == 200
+    assert sweep() == 1
+    [payload] = push_service.payloads
+    conversation = user.conversations.get()
+    assert payload == {
+        "title": "Claude Code · proj",
+        "body": "Claude is waiting for your input",
+        "url": f"{PUBLIC_URL}/c/{conversation.pk}/",
+        "tag": f"notice-{conversation.pk}",
+    }
