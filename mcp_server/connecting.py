@@ -61,11 +61,19 @@ def claude_code_hooks(base: str) -> dict:
 
 def codex_hooks(base: str) -> str:
     """Codex's config.toml hook: Codex has command hooks only, so curl forwards the hook's
-    stdin to Parley and prints Parley's answer (a failure prints nothing: Codex asks)."""
+    stdin to Parley and prints Parley's answer (a failure prints nothing: Codex asks).
+
+    Codex starts a hook in a process session of its own and leaves it running when Codex
+    itself ends, so the shell around curl watches Codex (its parent) and stops curl once Codex
+    is gone: Parley then ends the approval at once instead of at AGENT_HOOK_WAIT. A background
+    command's stdin is /dev/null in sh, hence the hook's stdin kept as fd 3."""
     url = f"{base}/hooks/codex/permission-request"
     command = (
-        f'curl -fsS --max-time {HOOK_TIMEOUT} -H "Authorization: Bearer ${TOKEN_VARIABLE}" '
-        f"-H 'Content-Type: application/json' --data-binary @- {url}"
+        f"exec 3<&0; curl -fsS --max-time {HOOK_TIMEOUT} "
+        f'-H "Authorization: Bearer ${TOKEN_VARIABLE}" '
+        f"-H 'Content-Type: application/json' --data-binary @- {url} <&3 & c=$!; "
+        "while kill -0 $c 2>/dev/null; do kill -0 $PPID 2>/dev/null || kill $c; sleep 1; done; "
+        "wait $c"
     )
     quoted = command.replace("\\", "\\\\").replace('"', '\\"')
     return (

@@ -257,7 +257,7 @@ ENDED_TERMINAL = "terminal"  # no decision in time: the agent asks in its own te
 ENDED_CLOSED = "closed"  # the agent closed its request (answered there, or stopped)
 ENDED_NOTICES = {
     ENDED_TERMINAL: gettext_noop("Asked in the terminal instead."),
-    ENDED_CLOSED: gettext_noop("The agent stopped waiting: it was answered in the terminal."),
+    ENDED_CLOSED: gettext_noop("The agent stopped waiting: answered in its terminal, or stopped."),
 }
 ENDED_RESULT = "Not decided in Parley; the agent that asked stopped waiting."
 

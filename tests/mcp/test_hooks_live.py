@@ -11,6 +11,7 @@ import fcntl
 import json
 import os
 import pty
+import secrets
 import signal
 import struct
 import subprocess
@@ -25,7 +26,7 @@ import pytest
 from mcp_server.connecting import TOKEN_VARIABLE, codex_hooks
 from tests.fake_llm import FakeLLM, FakeResponses
 from tests.live_server import LiveServer
-from tests.mcp.conftest import AGENTS, CLAUDE, ROOT, Claude
+from tests.mcp.conftest import AGENTS, CLAUDE, ROOT, Claude, add_account
 
 pytestmark = [pytest.mark.live]
 
@@ -233,6 +234,32 @@ def test_the_cli_killed_mid_wait_ends_the_approval(mcp_live, account, model, cla
         assert time.monotonic() < deadline, "the approval still waits"
         time.sleep(0.05)
     assert ended(mcp_live, approval) == ("cancelled", {"ended": "closed"})
+
+
+def test_a_teammate_the_session_is_shared_with_allows_from_their_own_inbox(
+    mcp_live, account, model, claude
+):
+    teammate = add_account(mcp_live, f"bo-{secrets.token_hex(3)}")
+    ran = claude.project / "ran"
+    model.queue(bash(f"touch {ran}"), {"text": "done"})
+    claude.start()
+    approval = pending_approval(mcp_live, account)
+    shared = httpx.put(
+        f"{mcp_live.url}/api/v1/conversations/{approval['conversationId']}"
+        f"/members/{teammate.username}",
+        headers=account.auth,
+        json={"role": "participant"},
+    )
+    assert shared.status_code == 200, shared.text
+    in_their_inbox = pending_approval(mcp_live, teammate)
+    assert in_their_inbox["toolCallId"] == approval["toolCallId"]
+    decide(mcp_live, teammate, in_their_inbox, decision="allow")
+    claude.finish()
+    assert ran.exists()
+    [decided] = httpx.get(
+        f"{mcp_live.url}/api/v1/questions", params={"status": "answered"}, headers=account.auth
+    ).json()
+    assert decided["answeredBy"] == teammate.username
 
 
 # --- AskUserQuestion: interactive only ------------------------------------------------------------
@@ -491,3 +518,34 @@ def test_codex_deny_with_feedback_runs_nothing_and_the_model_reads_it(mcp_live, 
     assert not (cli.project / "ran").exists()
     [output] = cli.model.outputs()
     assert "Use mkdir instead" in output["output"]
+
+
+def test_codex_with_no_decision_in_time_asks_in_its_terminal_and_runs_nothing(
+    mcp_live, account, codex
+):
+    cli = codex("touch {project}/ran")
+    cli.start()
+    approval = pending_approval(mcp_live, account)
+    deadline = time.monotonic() + HOOK_WAIT + 30
+    while ended(mcp_live, approval)[0] == "pending":
+        assert time.monotonic() < deadline, "the approval still waits"
+        time.sleep(0.1)
+    assert ended(mcp_live, approval) == ("cancelled", {"ended": "terminal"})
+    deadline = time.monotonic() + 30
+    while b"Would you like to run" not in cli.shown:
+        assert time.monotonic() < deadline, bytes(cli.shown[-3000:])
+        time.sleep(0.1)
+    assert not (cli.project / "ran").exists()
+
+
+def test_codex_killed_mid_wait_ends_the_approval(mcp_live, account, codex):
+    cli = codex("touch {project}/ran")
+    cli.start()
+    approval = pending_approval(mcp_live, account)
+    os.killpg(cli.process.pid, signal.SIGKILL)
+    deadline = time.monotonic() + HOOK_WAIT - 2  # well before the wait would have ended it
+    while ended(mcp_live, approval)[0] == "pending":
+        assert time.monotonic() < deadline, "the approval still waits"
+        time.sleep(0.05)
+    assert ended(mcp_live, approval) == ("cancelled", {"ended": "closed"})
+    assert not (cli.project / "ran").exists()
