@@ -4,25 +4,20 @@ the API tokens page."""
 
 import re
 import time
-from pathlib import Path
 
+import pytest
 from playwright.sync_api import expect
 
-from tests.browser.pages import choose_theme, log_in, new_conversation, send, user_menu
+from tests.browser.pages import (
+    axe_violations,
+    choose_theme,
+    log_in,
+    new_conversation,
+    send,
+    user_menu,
+)
 
-ROOT = Path(__file__).resolve().parents[2]
-AXE = ROOT / "tests" / "vendor" / "axe-core" / "axe.min.js"
 CODE_REPLY = "Press Copy code"
-
-
-def axe_violations(page) -> list[dict]:
-    page.add_script_tag(path=str(AXE))
-    result = page.evaluate("async () => await axe.run(document)")
-    return [
-        {"id": v["id"], "impact": v["impact"], "nodes": [n["html"][:160] for n in v["nodes"]]}
-        for v in result["violations"]
-        if v["impact"] in ("serious", "critical")
-    ]
 
 
 def background(page) -> str:
@@ -363,3 +358,36 @@ def test_text_typed_while_the_first_message_makes_the_conversation_is_kept(page,
     expect(composer).to_have_value("1 more thing")
     expect(composer).to_be_focused()
     assert composer.evaluate("box => [box.selectionStart, box.selectionEnd]") == [7, 7]
+
+
+@pytest.mark.parametrize("width", [1280, 390])
+def test_a_turn_with_several_tools_reads_as_one_reply_and_a_list_as_a_list(
+    open_page, parley_server, screenshots, width
+):
+    """The agent's words after its tool calls join the message before them: one reply, one
+    "Parley" head, no gap; several chosen toppings are a list, not one run-on line."""
+    page = open_page(parley_server, bypass_csp=True, viewport={"width": width, "height": 900})
+    log_in(page)
+    new_conversation(page)
+    send(page, "What time is it? Use your tools.")
+    transcript = page.get_by_role("list", name="Transcript")
+    expect(transcript).to_contain_text("Two tools, one turn")
+    replies = page.locator("#transcript > .message-assistant")
+    expect(replies).to_have_count(2)
+    first, second = replies.nth(0).bounding_box(), replies.nth(1).bounding_box()
+    assert abs(second["y"] - (first["y"] + first["height"])) <= 1, (first, second)
+    expect(replies.nth(0).locator(".message-author")).to_be_visible()
+    assert replies.nth(1).locator(".message-author").bounding_box()["width"] <= 1
+
+    send(page, "Pick several toppings")
+    for topping in ("Olives", "Onions"):
+        page.get_by_role("checkbox", name=topping).check()
+    page.get_by_role("button", name="Submit").click()
+    said = transcript.locator(".message-assistant").last
+    expect(said.get_by_role("listitem")).to_have_text(["Olives", "Onions"])
+    wait_until_idle(page)
+    for theme in ("Light", "Dark"):
+        choose_theme(page, theme)
+        assert axe_violations(page) == [], theme
+        replies.nth(1).scroll_into_view_if_needed()
+        page.screenshot(path=str(screenshots / f"one-turn-{width}-{theme.lower()}.png"))

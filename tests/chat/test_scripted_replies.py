@@ -57,3 +57,27 @@ def test_an_expired_question_gets_the_agents_own_words(conversation, user, post,
     reply = last_reply(conversation)
     assert reply == "No answer came, so I left the files as they are."
     assert EXPIRED_RESULT not in reply
+
+
+def test_several_chosen_toppings_are_said_as_a_list(conversation, user, post, committed):
+    """Not "Olives Onions" run together in one paragraph: one list item each."""
+    from chat.markdown import render_markdown
+
+    post(user, conversation, "Pick several toppings")
+    with committed():
+        answer(user, conversation, Answer(labels=["Olives", "Onions"]))
+    reply = last_reply(conversation)
+    assert reply == "Adding these toppings:\n\n- Olives\n- Onions"
+    assert "<li>Olives</li>" in render_markdown(reply)
+
+
+def test_a_notes_server_out_of_reach_ends_the_turn_with_words_of_its_own(conversation, user, post):
+    """Without the notes server (no MCP_CONFIG) the agent says so once and stops: it neither
+    lists the error as "your notes" nor goes on to write a note."""
+    post(user, conversation, "Save a note")
+    replies = [
+        "".join(b.text for b in parse_blocks(m.blocks) if isinstance(b, TextBlock))
+        for m in conversation.messages.filter(role=Role.ASSISTANT).order_by("order")
+    ]
+    assert replies[-1].startswith("I cannot reach the notes server")
+    assert not any("Your notes now" in reply for reply in replies)

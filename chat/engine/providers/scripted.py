@@ -81,6 +81,21 @@ def spoken(result: str) -> str:
     return result
 
 
+def listed(result: str) -> str:
+    """A tool result as a markdown list ({listed[N]} in a script): a question's chosen
+    values, or the result's lines, one item each."""
+    try:
+        data = json.loads(result)
+    except ValueError:
+        data = None
+    if isinstance(data, dict) and isinstance(data.get("answers"), dict):
+        values = [v if isinstance(v, list) else [v] for v in data["answers"].values()]
+        items = [str(item) for value in values for item in value]
+    else:
+        items = [line.strip() for line in result.splitlines() if line.strip()]
+    return "\n".join(f"- {item}" for item in items)
+
+
 class _Format(dict):
     def __missing__(self, key: str) -> str:
         return "{" + key + "}"
@@ -118,6 +133,7 @@ class ScriptedProvider:
             "count": len(user_turns),
             "results": [result.content for result in last_results],
             "answers": [spoken(result.content) for result in last_results],
+            "listed": [listed(result.content) for result in last_results],
         }
 
     async def stream(
