@@ -43,6 +43,7 @@ class PreferencesForm(forms.ModelForm):
         widgets = {
             "theme": forms.RadioSelect,
             "notify_in_browser": forms.CheckboxInput(attrs={"role": "switch"}),
+            "email_questions": forms.CheckboxInput(attrs={"role": "switch"}),
         }
 
     def __init__(self, *args, **kwargs) -> None:

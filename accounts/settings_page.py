@@ -25,6 +25,8 @@ from accounts.selectors import preferences_for
 from core.registry import Registry
 
 PAGE = "accounts/preferences.html"
+# The preferences form alone: what a save from the page (htmx) swaps in.
+FORM = f"{PAGE}#preferences_form"
 
 
 class Slot(StrEnum):
@@ -91,10 +93,11 @@ def render(
     form: PreferencesForm | None = None,
     status: int = 200,
     shown: Mapping[str, object] | None = None,
+    template: str = PAGE,
 ) -> HttpResponse:
-    """The Settings page. `form`: the preferences form as posted (its errors shown); `shown`:
-    what a section shows again after its own form was refused (the value typed, the refusal),
-    over what its `context` gives."""
+    """The Settings page (or, with `template=FORM`, its preferences form). `form`: the
+    preferences form as posted (its errors shown); `shown`: what a section shows again after
+    its own form was refused (the value typed, the refusal), over what its `context` gives."""
     if form is None:
         form = PreferencesForm(instance=preferences_for(request.user))
     context = {
@@ -104,4 +107,4 @@ def render(
         "more_links": links_in_order(),
         "shown": dict(shown or {}),
     }
-    return render_template(request, PAGE, context, status=status)
+    return render_template(request, template, context, status=status)

@@ -6,6 +6,7 @@ from django.contrib import messages
 from django.contrib.auth import logout
 from django.http import HttpRequest, HttpResponse
 from django.shortcuts import redirect, render
+from django.template.loader import render_to_string
 from django.utils.http import url_has_allowed_host_and_scheme
 from django.utils.translation import activate, get_language, gettext_lazy
 from django.utils.translation import gettext as _
@@ -24,19 +25,39 @@ SIGNED_OUT_EVERYWHERE = gettext_lazy(
 
 @require_http_methods(["GET", "POST"])
 def preferences(request: HttpRequest) -> HttpResponse:
+    """The Settings page; a POST saves the preferences form. From the page (htmx: a control
+    changed) the answer is the saved form, or the refused one with its errors (400), and the
+    page's status says which; a new language reloads the page in it."""
+    shown_in = get_language()  # the page's language (the cookie's, as LocaleMiddleware read it)
     form = PreferencesForm(request.POST or None, instance=preferences_for(request.user))
-    if request.method == "POST":
-        if form.is_valid():
-            form.save()
-            language = form.cleaned_data["language"] or get_language()
-            # The saved message is said in the language just chosen.
-            activate(language)
-            messages.success(request, _("Settings saved."))
-            response = redirect("accounts:preferences")
-            remember_language(response, language)
-            return response
+    if request.method != "POST":
+        return settings_page.render(request, form=form)
+    if not form.is_valid():
+        if request.htmx:
+            response = settings_page.render(
+                request, form=form, status=400, template=settings_page.FORM
+            )
+            return with_status(response, _("Not saved: correct the field marked above."))
         return settings_page.render(request, form=form, status=400)
-    return settings_page.render(request, form=form)
+    form.save()
+    language = form.cleaned_data["language"] or get_language()
+    # The saved message is said in the language just chosen.
+    activate(language)
+    if request.htmx and language == shown_in:
+        response = settings_page.render(request, template=settings_page.FORM)
+        return with_status(response, _("Settings saved."))
+    messages.success(request, _("Settings saved."))
+    response = redirect("accounts:preferences")
+    if request.htmx:
+        response = HttpResponse(headers={"HX-Refresh": "true"})  # the page in its new language
+    remember_language(response, language)
+    return response
+
+
+def with_status(response: HttpResponse, text: str) -> HttpResponse:
+    """`response` (the form htmx swaps in) with `text` for the page's status, out of band."""
+    response.content += render_to_string("accounts/settings_status.html", {"text": text}).encode()
+    return response
 
 
 def remember_language(response: HttpResponse, language: str) -> None:

@@ -230,11 +230,22 @@
     note.textContent = live.getAttribute("data-notifications-blocked");
   }
 
+  // The settings form is swapped for the saved one as the switch saves (static/parley-ui.js),
+  // maybe before the browser answers: the note goes beside the switch on the page now, and
+  // comes back after each swap while the switch stays on.
+  var blocked = false;
+  function showBlockedBesideSwitch() {
+    var box = byId("id_notify_in_browser");
+    if (box && box.checked) { showBlocked(box.closest("div") || box); } else { blocked = false; }
+  }
   document.addEventListener("change", function (event) {
     var box = event.target;
     if (box.id === "id_notify_in_browser" && box.checked) {
-      askPermission(function () { showBlocked(box.closest("div") || box); });
+      askPermission(function () { blocked = true; showBlockedBesideSwitch(); });
     }
+  });
+  document.addEventListener("htmx:afterSettle", function () {
+    if (blocked && !byId("notifications-blocked")) { showBlockedBesideSwitch(); }
   });
 
   document.addEventListener("click", function (event) {

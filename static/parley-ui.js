@@ -23,6 +23,29 @@
     }
   });
 
+  // --- Settings: each named control of the preferences form saves as it changes (htmx posts
+  // the form and swaps in the saved one; #settings-status says so), so Save settings, there
+  // for pages without script, goes. A "Custom…" deadline waits for its minutes.
+  var saveButton = byId("settings-save");
+  if (saveButton && byId("settings-form")) { saveButton.hidden = true; }
+  document.addEventListener("change", function (event) {
+    var control = event.target;
+    var form = control.form;
+    if (!form || !form.hasAttribute("data-saves-on-change") || !control.name) { return; }
+    var minutes = form.elements.namedItem("expire_minutes");
+    if (control.name === "expire" && control.value === "custom" && minutes && !minutes.value) {
+      minutes.focus();
+      return;
+    }
+    if (control.name === "theme") {
+      // The page follows at once, and so does the user menu's switch.
+      document.documentElement.setAttribute("data-theme", control.value);
+      var other = document.querySelector('#theme-switch input[name="theme"][value="' + control.value + '"]');
+      if (other) { other.checked = true; }
+    }
+    form.requestSubmit();
+  });
+
   // --- The user menu (the header's username): a disclosure button; Escape, a click
   // elsewhere or focus leaving it closes it; Escape gives focus back to the button.
   function menuButton() { return document.querySelector(".user-menu-button"); }

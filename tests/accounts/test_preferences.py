@@ -71,3 +71,50 @@ def test_the_language_chosen_in_settings_is_remembered(client, user):
     )
     assert client.cookies["django_language"].value == "pt-br"
     assert "Configurações salvas." in response.content.decode()
+
+
+# --- From the page: each change saves at once (htmx), one save model for the whole form ----------
+
+HTMX = {"HX-Request": "true"}
+
+
+def test_a_change_from_the_page_saves_and_answers_the_saved_form_and_its_status(client, user):
+    client.force_login(user)
+    response = client.post(
+        reverse("accounts:preferences"),
+        {"theme": "dark", "language": "en", "email_questions": "on", "expire": "900"},
+        headers=HTMX,
+    )
+    assert response.status_code == 200
+    html = response.content.decode()
+    assert html.lstrip().startswith('<form method="post"')
+    assert '<p id="settings-status" hx-swap-oob="innerHTML">Settings saved.</p>' in html
+    assert "<h1>" not in html  # the form alone, not the page
+    preferences = Preferences.objects.get(user=user)
+    assert (preferences.theme, preferences.email_questions) == (Theme.DARK, True)
+    assert preferences.question_expire_after == 900
+
+
+def test_a_refused_change_from_the_page_is_said_and_nothing_is_saved(client, user):
+    client.force_login(user)
+    response = client.post(
+        reverse("accounts:preferences"),
+        {"theme": "dark", "language": "en", "expire": "custom", "expire_minutes": "-5"},
+        headers=HTMX,
+    )
+    assert response.status_code == 400
+    html = response.content.decode()
+    assert 'aria-invalid="true"' in html
+    assert "Not saved: correct the field marked above." in html
+    assert not Preferences.objects.filter(user=user).exists()
+
+
+def test_a_new_language_from_the_page_reloads_it_in_that_language(client, user):
+    client.force_login(user)
+    response = client.post(
+        reverse("accounts:preferences"), {"theme": "system", "language": "pt-br"}, headers=HTMX
+    )
+    assert response["HX-Refresh"] == "true"
+    assert client.cookies["django_language"].value == "pt-br"
+    page = client.get(reverse("accounts:preferences"))
+    assert "Configurações salvas." in page.content.decode()

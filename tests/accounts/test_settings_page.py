@@ -26,7 +26,7 @@ def headings(html: str) -> list[str]:
 
 
 def preferences_form(html: str) -> str:
-    start = html.index('<form method="post" class="settings-form"')
+    start = html.index('id="settings-form"')
     return html[start : html.index("</form>", start)]
 
 

@@ -144,12 +144,15 @@ def expire_after(server) -> int | None:
     return rows[0][0]
 
 
-def save(page, saved="Settings saved.", button="Save settings"):
-    page.get_by_role("button", name=button).click()
-    expect(page.get_by_role("status").filter(has_text=saved)).to_be_visible()
+def saved(page, text="Settings saved."):
+    """The page's status says the last change was saved (each change saves as it is made),
+    then is cleared for the next one."""
+    status = page.locator("#settings-status")
+    expect(status).to_have_text(text)
+    status.evaluate("el => { el.textContent = ''; }")
 
 
-def test_settings_hold_the_theme_language_switches_and_the_deadline_picker(
+def test_settings_save_as_they_change_with_the_theme_language_switches_and_deadline_picker(
     page, parley_server, console_errors
 ):
     console_errors.expect("400 (Bad Request)")  # the refused custom deadline, on purpose
@@ -175,51 +178,66 @@ def test_settings_hold_the_theme_language_switches_and_the_deadline_picker(
     more = page.get_by_role("region", name="More settings")
     for link in ("API tokens", "Webhooks", "Tools"):
         expect(more.get_by_role("link", name=link)).to_be_visible()
+    # One save model: every control saves as it changes, so there is no Save button.
+    expect(page.get_by_role("button", name="Save settings")).to_be_hidden()
 
-    # On/off settings are switches.
+    # On/off settings are switches, saved as they are flipped; focus stays on the switch.
     switch = page.get_by_role("switch", name="Browser notifications")
     expect(switch).not_to_be_checked()
     switch.check()
+    saved(page)
+    expect(page.get_by_role("switch", name="Browser notifications")).to_be_focused()
+    page.reload()
+    expect(page.get_by_role("switch", name="Browser notifications")).to_be_checked()
 
-    # The deadline picker: presets, and a custom number of minutes, stored in seconds.
+    # The deadline picker: presets, and a custom number of minutes, stored in seconds. Custom…
+    # waits for its minutes (focus goes there), which save as they are entered.
     picker = page.get_by_role("group", name="Questions expire after")
     for choice in ("Never", "15 minutes", "1 hour", "1 day", "Custom…"):
         expect(picker.get_by_role("radio", name=choice)).to_be_visible()
     minutes = picker.get_by_role("spinbutton", name="Minutes")
     expect(minutes).to_be_hidden()
     picker.get_by_role("radio", name="Custom…").check()
+    expect(minutes).to_be_focused()
     minutes.fill("90")
-    save(page)
+    minutes.press("Tab")
+    saved(page)
     assert expire_after(parley_server) == 90 * 60
-    expect(page.get_by_role("switch", name="Browser notifications")).to_be_checked()
+    page.reload()
     expect(picker.get_by_role("radio", name="Custom…")).to_be_checked()
     expect(minutes).to_have_value("90")
 
     # A custom deadline without its minutes is refused, and said where they go.
     minutes.fill("")
-    page.get_by_role("button", name="Save settings").click()
+    minutes.press("Tab")
+    saved(page, "Not saved: correct the field marked above.")
     expect(page.get_by_role("alert")).to_contain_text("Enter a number of minutes.")
     expect(minutes).to_have_attribute("aria-invalid", "true")
+    assert expire_after(parley_server) == 90 * 60
     picker.get_by_role("radio", name="1 hour").check()
-    save(page)
+    saved(page)
+    expect(page.get_by_role("alert")).to_have_count(0)
     assert expire_after(parley_server) == 3600
     picker.get_by_role("radio", name="Never").check()
+    saved(page)
     page.get_by_role("switch", name="Browser notifications").uncheck()
-    save(page)
+    saved(page)
     assert expire_after(parley_server) == 0
 
-    # The theme and the language are settings too.
+    # The theme and the language are settings too: the page follows at once.
     page.get_by_role("group", name="Theme").get_by_role("radio", name="Dark").check()
-    save(page)
+    expect(page.locator("html")).to_have_attribute("data-theme", "dark")
+    saved(page)
+    page.reload()
     expect(page.locator("html")).to_have_attribute("data-theme", "dark")
     page.get_by_role("combobox", name="Language of Parley’s pages").select_option("pt-br")
-    save(page, "Configurações salvas.")
     expect(page.get_by_role("heading", name="Configurações", level=1)).to_be_visible()
+    expect(page.get_by_role("status").filter(has_text="Configurações salvas.")).to_be_visible()
     page.get_by_role("group", name="Tema").get_by_role("radio", name="Seguir o sistema").check()
+    saved(page, "Configurações salvas.")
     page.get_by_role("combobox", name="Idioma das páginas do Parley").select_option("en")
-    save(page, button="Salvar configurações")
-    expect(page.locator("html")).to_have_attribute("data-theme", "system")
     expect(page.locator("html")).to_have_attribute("lang", "en")
+    expect(page.locator("html")).to_have_attribute("data-theme", "system")
 
     # Log out is in the menu too.
     user_menu(page).get_by_role("button", name="Log out").click()

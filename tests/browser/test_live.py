@@ -138,7 +138,6 @@ def test_a_question_asked_while_the_tab_is_hidden_notifies_once_and_leads_to_it(
     # Opting in is a setting.
     user_menu(page, person[0]).get_by_role("link", name="Settings").click()
     page.get_by_role("switch", name="Browser notifications").check()
-    page.get_by_role("button", name="Save settings").click()
     expect(page.get_by_role("status").filter(has_text="Settings saved.")).to_be_visible()
 
     background = background_tab(granted)
@@ -322,7 +321,6 @@ def test_a_reminder_before_the_deadline_notifies_a_hidden_tab(browser, start_ser
         log_in(page)
         page.goto("/settings/")
         page.get_by_role("switch", name="Browser notifications").check()
-        page.get_by_role("button", name="Save settings").click()
         expect(page.get_by_role("status").filter(has_text="Settings saved.")).to_be_visible()
         background = background_tab(context)
         page.goto("/")
