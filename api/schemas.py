@@ -144,6 +144,10 @@ class ApprovalDetail(Schema):
     inputSchema: dict[str, Any] = Field(
         description="The tool's input schema (JSON Schema): edited arguments must fit it."
     )
+    argumentsDigest: str = Field(
+        description="The digest of `arguments`, which deciding a step's approvals together "
+        "(POST /conversations/{id}/approvals) binds each decision to."
+    )
 
 
 @audited
@@ -159,6 +163,11 @@ class ApprovalOut(Schema):
     )
     editedArguments: dict[str, Any] | None = Field(
         None, description="The arguments allowed instead of the model's; null: not edited."
+    )
+    stoppedBy: str | None = Field(
+        None,
+        description="Denied with another call of its step (the conversation's \"a deny stops "
+        "the step\"): that call's title; null otherwise.",
     )
     feedback: str = Field("", description="What the person told the model with Deny.")
     rule: RuleNoteOut | None = Field(
@@ -299,6 +308,19 @@ class Decide(Schema):
         "model's; they must fit the tool's input schema.",
     )
     feedback: str | None = Field(None, description="With deny: what to tell the model.")
+    wait: float = Field(0, ge=0, le=MAX_WAIT, description="Seconds to wait for the agent.")
+
+
+class DecideAll(Schema):
+    decision: Literal["allow", "deny"] = Field(
+        description="allow: run every one of these calls once; deny: run none of them."
+    )
+    calls: dict[str, str] = Field(
+        description="Each waiting approval of one step to decide, by its `toolCallId`, with "
+        "the `argumentsDigest` you saw: if any differs, or was decided meanwhile, nothing is.",
+        min_length=1,
+        max_length=100,
+    )
     wait: float = Field(0, ge=0, le=MAX_WAIT, description="Seconds to wait for the agent.")
 
 

@@ -101,6 +101,11 @@ class Conversation(models.Model):
         editable=False,
         verbose_name=_("turn started by"),
     )
+    # When one of a step's several tool calls is denied, none of the others runs (those still
+    # waiting are denied with it, those allowed are not run) and the model is told why; off,
+    # each call goes by its own decision. On for every conversation unless its people turn it
+    # off (the approvals' card).
+    deny_stops_step = models.BooleanField(_("a deny stops the step"), default=True, db_default=True)
     # Model requests made in the current turn, bounded by AGENT_MAX_STEPS.
     turn_steps = models.PositiveIntegerField(_("steps this turn"), default=0)
     # Times the current turn paused for the user (a pausing tool: chat.engine.tools); each

@@ -72,6 +72,10 @@ SUBAGENT = "Sub-agents cannot call tools that need the user's approval."
 CUT = "\n\n[The result was cut to {kept} of its {total} characters.]"
 NOT_OFFERED = "The operator does not allow {name}."
 RULE_DENIED = "An approval rule denied this call: the tool did not run. Do not try it again."
+STEP_STOPPED = (
+    "Not run: the user denied another call of this step ({title}), which stops the whole step. "
+    "None of its calls ran."
+)
 
 
 def exposed_name(server: str, tool: str) -> str:
@@ -163,6 +167,12 @@ class McpTool(Tool):
                 return ToolResultBlock.error(call.id, RULE_DENIED)
         elif decided.rule is not None and decided.decision == DENIED_DECISION:
             return ToolResultBlock.error(call.id, RULE_DENIED)
+        elif decided.stopped_by is not None:
+            stopped = decided.stopped_by
+            feedback = FEEDBACK.format(feedback=stopped.feedback) if stopped.feedback else ""
+            return ToolResultBlock.error(
+                call.id, STEP_STOPPED.format(title=stopped.title) + feedback
+            )
         elif decided.status == QuestionStatus.EXPIRED:
             return ToolResultBlock.error(call.id, EXPIRED)
         elif decided.status == QuestionStatus.CANCELLED:

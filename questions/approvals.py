@@ -4,11 +4,14 @@ Deny with feedback; a message the person sends denies every approval waiting; an
 runner reads of each call's decision.
 
 An approval pauses the turn like a question (questions.asking.ask_approvals). Several calls of
-one step that need approval are asked together, one row each, and the step goes on
-(turns.resume_tools) once every one of them is decided; the runner then reads each call's
-decision (`decision_for`) and runs, denies or skips it. Deciding is the same first-wins
-conditional update of a pending row as any resolution (questions.resolving.resolve), in the
-transaction that rewrites the block.
+one step that need approval are asked together, one row each (their card offers "Allow all" and
+"Deny all": `decide_all`), and the step goes on (turns.resume_tools) once every one of them is
+decided; the runner then reads each call's decision (`decision_for`) and runs, denies or skips
+it. While the conversation's "a deny stops the step" is on (Conversation.deny_stops_step), a
+person's Deny of one call denies the step's other waiting calls with it, and its calls already
+allowed do not run either: the model is told which call was denied, and why. Deciding is the
+same first-wins conditional update of a pending row as any resolution
+(questions.resolving.resolve), in the transaction that rewrites the block.
 """
 
 import json
@@ -21,9 +24,10 @@ from django.db.models.functions import Coalesce
 from django.utils.translation import gettext_lazy as _
 from django.utils.translation import gettext_noop
 
-from chat.blocks import ToolResultBlock
+from chat.blocks import ToolResultBlock, parse_blocks
 from chat.engine import dispatch, turns
-from chat.models import AgentState, Conversation
+from chat.models import AgentState, Conversation, Message
+from chat.selectors import conversation_for_user
 from chat.transcript import Transcript
 from core.text import clean_text
 from questions import rules
@@ -38,10 +42,11 @@ from questions.payloads import (
     DENY,
     MAX_ARGUMENTS_CHARS,
     Via,
+    arguments_digest,
     clip,
     storable,
 )
-from questions.resolving import resolve, resume_if_decided
+from questions.resolving import resolve, resume_if_decided, sharing_messages
 from questions.selectors import question_for_user
 from questions.tool_input import (
     UncheckablePattern,
@@ -66,6 +71,10 @@ ARGUMENTS_TOO_DEEP = _(
     "The arguments nest arrays and objects too deeply: at most %(limit)s levels."
 )
 FEEDBACK_TOO_LONG = _("The feedback is too long.")
+NOT_ONE_STEP = _("These approvals are not of one step: decide each on its own.")
+CHANGED_SINCE_SEEN = _(
+    "These calls are not the ones on your page any more: nothing was decided. Look at them again."
+)
 
 
 class InvalidInput(ValueError):
@@ -83,6 +92,15 @@ class Decided:
     feedback: str
     # The rule that decided it without asking (questions.payloads.RuleNote's fields), if any.
     rule: dict | None = None
+    # A person denied another call of its step while "a deny stops the step" was on: that
+    # call's title and feedback. The call does not run, even if it was allowed.
+    stopped_by: "Stopped | None" = None
+
+
+@dataclass(frozen=True)
+class Stopped:
+    title: str
+    feedback: str
 
 
 def decision_for(conversation_id: int, call_id: str) -> Decided | None:
@@ -92,18 +110,50 @@ def decision_for(conversation_id: int, call_id: str) -> Decided | None:
             conversation_id=conversation_id, tool_call_id=call_id, kind=QuestionKind.TOOL_APPROVAL
         )
         .exclude(status=QuestionStatus.PENDING)
-        .only("status", "answers", "answered_via")
+        .only("status", "answers", "answered_via", "message_id", "conversation__deny_stops_step")
+        .select_related("conversation")
         .first()
     )
     if row is None:
         return None
     decided = row.answers if isinstance(row.answers, dict) else {}
+    stopped = None
+    if decided.get("stoppedBy"):
+        stopped = Stopped(title=decided["stoppedBy"], feedback=decided.get("feedback", ""))
+    elif row.status == QuestionStatus.ANSWERED and row.conversation.deny_stops_step:
+        stopped = _denied_in_step(row)
     return Decided(
         status=row.status,
         decision=decided.get("decision"),
         arguments=decided.get("arguments"),
         feedback=decided.get("feedback", ""),
         rule=decided.get("rule") if row.answered_via == AnsweredVia.RULE else None,
+        stopped_by=stopped,
+    )
+
+
+def _denied_in_step(row: Question) -> Stopped | None:
+    """The call of `row`'s step a person denied (not a rule, not denied with another), if any."""
+    denied = (
+        _step_approvals(row)
+        .filter(status=QuestionStatus.REJECTED)
+        .exclude(answered_via=AnsweredVia.RULE)
+        .exclude(answers__has_key="stoppedBy")
+        .order_by("answered_at", "pk")
+        .first()
+    )
+    if denied is None:
+        return None
+    feedback = denied.answers.get("feedback", "") if isinstance(denied.answers, dict) else ""
+    return Stopped(title=denied.approval.title, feedback=feedback)
+
+
+def _step_approvals(question: Question):
+    """The approvals asked with `question`: those of its step (the calls' message)."""
+    return Question.objects.filter(
+        conversation_id=question.conversation_id,
+        message_id=question.message_id,
+        kind=QuestionKind.TOOL_APPROVAL,
     )
 
 
@@ -198,8 +248,65 @@ def decide(
     status = QuestionStatus.REJECTED if decision == DENY else QuestionStatus.ANSWERED
     with Transcript(question.conversation) as transcript:
         resolve(transcript, question, status=status, by=user, via=via, answers=stored)
+        if decision == DENY and question.conversation.deny_stops_step:
+            _deny_the_rest_of_the_step(transcript, question, user=user, via=via)
         resume_if_decided(transcript)
     return question
+
+
+def _deny_the_rest_of_the_step(transcript: Transcript, denied: Question, *, user, via: Via) -> None:
+    """Deny the step's other waiting calls with `denied`, naming it (a deny stops the step)."""
+    stored = {"decision": DENY, "stoppedBy": denied.approval.title}
+    if isinstance(denied.answers, dict) and denied.answers.get("feedback"):
+        stored["feedback"] = denied.answers["feedback"]
+    rest = (
+        _step_approvals(denied)
+        .filter(status=QuestionStatus.PENDING)
+        .exclude(pk=denied.pk)
+        .select_related("message")
+        .select_for_update()
+    )
+    for question in sharing_messages(rest, known=[denied.message]):
+        question.conversation = transcript.conversation
+        resolve(
+            transcript, question, status=QuestionStatus.REJECTED, by=user, via=via, answers=stored
+        )
+
+
+@transaction.atomic
+def decide_all(
+    *, user, conversation_id: int, calls: dict[str, str], decision: str, via: Via = BROWSER
+) -> list[Question]:
+    """Allow or deny every one of a step's waiting approvals at once ("Allow all N", "Deny
+    all"): `calls` maps each call's id to the digest of the arguments the person saw
+    (ApprovalPayload.arguments_digest). All or nothing: if any of them was decided meanwhile
+    (QuestionAlreadyResolved), or is not what the person saw, or is not of the same step
+    (InvalidAnswer), nothing is decided. Raises ConversationNotFound too."""
+    if decision not in (ALLOW, DENY) or not calls:
+        raise InvalidAnswer(str(APPROVALS_PENDING))
+    questions = sharing_messages(
+        _pending_approval(user=user, conversation_id=conversation_id, tool_call_id=call_id)
+        for call_id in sorted(calls)
+    )
+    if len({q.message_id for q in questions}) != 1:
+        raise InvalidAnswer(str(NOT_ONE_STEP))
+    for question in questions:
+        if arguments_digest(question.approval.arguments) != calls[question.tool_call_id]:
+            raise InvalidAnswer(str(CHANGED_SINCE_SEEN))
+    status = QuestionStatus.REJECTED if decision == DENY else QuestionStatus.ANSWERED
+    with Transcript(questions[0].conversation) as transcript:
+        for question in questions:
+            question.conversation = transcript.conversation
+            resolve(
+                transcript,
+                question,
+                status=status,
+                by=user,
+                via=via,
+                answers={"decision": decision},
+            )
+        resume_if_decided(transcript)
+    return questions
 
 
 def deny_by_message(transcript: Transcript, reply, user) -> dispatch.Next | None:
@@ -214,7 +321,7 @@ def deny_all(
 ) -> dispatch.Next | None:
     """Deny every pending approval of the conversation, in the caller's transaction and
     Transcript; the step goes on with each call denied. None if none was pending."""
-    pending = list(
+    pending = sharing_messages(
         Question.objects.select_related("message").filter(
             conversation=transcript.conversation,
             kind=QuestionKind.TOOL_APPROVAL,
@@ -237,6 +344,24 @@ def deny_all(
             reply=reply,
         )
     return turns.resume_tools(transcript)
+
+
+@transaction.atomic
+def set_deny_stops_step(*, user, conversation_id: int, on: bool) -> None:
+    """Turn the conversation's "a deny stops the step" on or off (a person who may act in it);
+    its cards show the new state over the live channel. Raises ConversationNotFound,
+    NotAllowed."""
+    conversation = conversation_for_user(user=user, conversation_id=conversation_id, lock=True)
+    if conversation.deny_stops_step == on:
+        return
+    conversation.deny_stops_step = on
+    waiting = Question.objects.filter(
+        conversation=conversation, kind=QuestionKind.TOOL_APPROVAL, status=QuestionStatus.PENDING
+    ).values("message_id")
+    with Transcript(conversation) as transcript:
+        # The cards that show the switch, written again as they are: open pages show it.
+        for message in Message.objects.filter(pk__in=waiting):
+            transcript.update(message, blocks=parse_blocks(message.blocks))
 
 
 def _pending_approval(*, user, conversation_id: int, tool_call_id: str) -> Question:

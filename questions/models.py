@@ -293,6 +293,7 @@ class Question(models.Model):
                 edited_arguments=decided.get("arguments"),
                 feedback=decided.get("feedback", ""),
                 ended=decided.get("ended", ""),
+                stopped_by=decided.get("stoppedBy", ""),
             )
         if self.kind == QuestionKind.ELICITATION:
             request = self.elicitation

@@ -16,6 +16,7 @@ when resolved. What a tool or an MCP server sent is data: it is shown escaped an
 decides anything.
 """
 
+import hashlib
 import json
 import math
 from datetime import datetime
@@ -377,6 +378,15 @@ class ApprovalPayload(_Payload):
     feedback: str = ""
     # Why an agent outside Parley stopped waiting (questions.approvals.ENDED_*), if it did.
     ended: str = ""
+    # The title of the call of the same step whose deny denied this one with it (the
+    # conversation's "a deny stops the step"), if that is how it was denied.
+    stopped_by: str = ""
+
+    @property
+    def arguments_digest(self) -> str:
+        """What "Allow all" binds a decision to: these exact arguments (a changed call, or
+        another one, does not inherit it)."""
+        return arguments_digest(self.arguments)
 
     @property
     def agent_name(self) -> str:
@@ -390,6 +400,11 @@ class ApprovalPayload(_Payload):
     @property
     def edited_json(self) -> str:
         return pretty(self.edited_arguments) if self.edited_arguments is not None else ""
+
+
+def arguments_digest(arguments: dict[str, Any]) -> str:
+    canonical = json.dumps(arguments, sort_keys=True, ensure_ascii=False, separators=(",", ":"))
+    return hashlib.sha256(canonical.encode()).hexdigest()[:32]
 
 
 def pretty(value: Any) -> str:

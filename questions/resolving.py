@@ -307,7 +307,7 @@ def _reject(question: Question, *, by, via: Via) -> None:
     with Transcript(question.conversation) as transcript:
         resolve(transcript, question, status=QuestionStatus.REJECTED, by=by, via=via)
         if question.kind == QuestionKind.TOOL_APPROVAL:
-            for other in _pending_approvals(question.conversation):
+            for other in _pending_approvals(question.conversation, known=[question.message]):
                 resolve(transcript, other, status=QuestionStatus.REJECTED, by=by, via=via)
         declined = ToolResultBlock.error(question.tool_call_id, DECLINED)
         turns.decline(
@@ -367,13 +367,23 @@ def _write_block(transcript: Transcript, question: Question) -> None:
     transcript.update(message, blocks=replace_block(parse_blocks(message.blocks), question.block))
 
 
-def _pending_approvals(conversation: Conversation) -> list[Question]:
+def sharing_messages(questions, *, known=()) -> list[Question]:
+    """`questions`, those of one message holding one instance of it (and of any message in
+    `known`): each block written into it then keeps the blocks written before."""
+    messages = {message.pk: message for message in known}
+    questions = list(questions)
+    for question in questions:
+        question.message = messages.setdefault(question.message_id, question.message)
+    return questions
+
+
+def _pending_approvals(conversation: Conversation, *, known=()) -> list[Question]:
     questions = Question.objects.select_related("message").filter(
         conversation=conversation, kind=QuestionKind.TOOL_APPROVAL, status=QuestionStatus.PENDING
     )
     for question in questions:
         question.conversation = conversation
-    return list(questions)
+    return sharing_messages(questions, known=known)
 
 
 def resume_if_decided(transcript: Transcript) -> None:

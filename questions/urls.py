@@ -19,6 +19,12 @@ urlpatterns = [
     path(
         "c/<int:conversation_id>/questions/<str:tool_call_id>/decide/", views.decide, name="decide"
     ),
+    path("c/<int:conversation_id>/approvals/decide-all/", views.decide_all, name="decide_all"),
+    path(
+        "c/<int:conversation_id>/approvals/deny-stops-step/",
+        views.deny_stops_step,
+        name="deny_stops_step",
+    ),
     path(
         "c/<int:conversation_id>/questions/<str:tool_call_id>/respond/",
         views.respond,

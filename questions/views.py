@@ -8,7 +8,7 @@ from django.http import HttpRequest, HttpResponse, QueryDict
 from django.shortcuts import redirect, render
 from django.views.decorators.http import require_GET, require_POST
 
-from chat.views import control_response, conversation_view
+from chat.views import PAGE_ALERT, control_response, conversation_view
 from questions import approvals, resolving
 from questions.payloads import BROWSER, Answer
 from questions.selectors import inbox_questions_for_user
@@ -141,6 +141,44 @@ def decide(request: HttpRequest, conversation_id: int, tool_call_id: str) -> Htt
         alert=alert_id(tool_call_id),
     )
     return for_page(request, response, conversation_id, tool_call_id)
+
+
+@require_POST
+@conversation_view
+def decide_all(request: HttpRequest, conversation_id: int) -> HttpResponse:
+    """ "Allow all N" or "Deny all" of a step's waiting approvals: `decision`, and a `call`
+    per approval, "<tool call id> <digest of the arguments shown>"; `batch` names the card
+    (its refusal is said there)."""
+    calls = dict(value.partition(" ")[::2] for value in request.POST.getlist("call"))
+    batch = re.sub(r"[^A-Za-z0-9_-]", "", request.POST.get("batch", ""))[:100]
+    return control_response(
+        request,
+        conversation_id,
+        lambda: approvals.decide_all(
+            user=request.user,
+            conversation_id=conversation_id,
+            calls=calls,
+            decision=request.POST.get("decision", ""),
+            via=BROWSER,
+        ),
+        alert=f"approval-batch-{batch}-alert",
+    )
+
+
+@require_POST
+@conversation_view
+def deny_stops_step(request: HttpRequest, conversation_id: int) -> HttpResponse:
+    """The conversation's "a deny stops the whole step" switch: `on` is "on" or "off" (the
+    last value sent: the form sends "off" before the box's "on")."""
+    values = request.POST.getlist("on") or ["off"]
+    return control_response(
+        request,
+        conversation_id,
+        lambda: approvals.set_deny_stops_step(
+            user=request.user, conversation_id=conversation_id, on=values[-1] == "on"
+        ),
+        alert=PAGE_ALERT,
+    )
 
 
 @require_POST

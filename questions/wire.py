@@ -43,16 +43,21 @@ def audit(question: Question) -> dict:
 
 def tool_request(question: Question) -> dict:
     """An approval or an elicitation: `tool` (`tool_approval` or `elicitation`); `approval`
-    (what the call is, and its arguments) with `decision`, `editedArguments`, `feedback` and
-    `rule` (the rule that decided it, or that Always allow kept),
+    (what the call is, its arguments and their digest) with `decision`, `editedArguments`,
+    `feedback`, `stoppedBy` (the step's call whose deny denied it) and `rule` (the rule that
+    decided it, or that Always allow kept),
     or `elicitation` (the server's message and form) with `action` and `content`; then the
     audit."""
     payload = question.payload
     if isinstance(payload, ApprovalPayload):
         return {
             "tool": APPROVAL_TYPE,
-            "approval": payload.model_dump(mode="json", include=APPROVAL_FIELDS),
+            "approval": {
+                **payload.model_dump(mode="json", include=APPROVAL_FIELDS),
+                "argumentsDigest": payload.arguments_digest,
+            },
             "decision": payload.decision,
+            "stoppedBy": payload.stopped_by or None,
             "editedArguments": payload.edited_arguments,
             "feedback": payload.feedback,
             "rule": payload.rule.model_dump(mode="json") if payload.rule else None,

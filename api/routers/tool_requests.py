@@ -1,13 +1,13 @@
-"""POST /conversations/{id}/approvals/{call} and /elicitations/{call}: decide whether a tool
-from an MCP server may run (questions.approvals), and answer what a running tool asks
-(questions.resolving)."""
+"""POST /conversations/{id}/approvals/{call}, /approvals (a step's together) and
+/elicitations/{call}: decide whether a tool from an MCP server may run (questions.approvals),
+and answer what a running tool asks (questions.resolving)."""
 
 from asgiref.sync import sync_to_async
 from ninja import Router
 
 from api.auth import channel
 from api.replies import agent_reply
-from api.schemas import ERRORS, AgentResult, Decide, Elicit
+from api.schemas import ERRORS, AgentResult, Decide, DecideAll, Elicit
 from api.selectors import next_order
 from questions import approvals, resolving
 from questions.payloads import storable
@@ -33,6 +33,25 @@ async def decide(request, conversation_id: int, tool_call_id: str, body: Decide)
         feedback=body.feedback or "",
         via=channel(request),
         widen=body.widen,
+    )
+    return await agent_reply(request, conversation_id, body.wait, since_order=since)
+
+
+@router.post(
+    "/conversations/{conversation_id}/approvals",
+    response={200: AgentResult, **ERRORS},
+    by_alias=True,
+)
+async def decide_all(request, conversation_id: int, body: DecideAll):
+    """Allow or deny a step's waiting approvals together, each bound to the arguments you saw
+    (`argumentsDigest`): all of them, or none if any changed or was decided meanwhile."""
+    since = await sync_to_async(next_order)(user=request.user, conversation_id=conversation_id)
+    await sync_to_async(approvals.decide_all)(
+        user=request.user,
+        conversation_id=conversation_id,
+        calls=body.calls,
+        decision=body.decision,
+        via=channel(request),
     )
     return await agent_reply(request, conversation_id, body.wait, since_order=since)
 

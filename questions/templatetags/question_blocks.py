@@ -157,6 +157,38 @@ def approval_payload(block) -> ApprovalPayload | None:
         return None
 
 
+@dataclass(frozen=True)
+class Batch:
+    """A step's approvals still waiting, decided together from the card under the last of
+    them: each call's id with the digest of the arguments shown (what "Allow all" binds to)."""
+
+    calls: list[tuple[str, str]]
+
+    @property
+    def count(self) -> int:
+        return len(self.calls)
+
+    @property
+    def key(self) -> str:
+        return self.calls[-1][0]
+
+
+@register.simple_tag
+def approval_batch(blocks, block) -> Batch | None:
+    """The batch `block` closes: when two or more approvals of its message (`blocks`, the
+    blocks shown) wait, the last of them shows "Allow all" and "Deny all" (no query: the
+    blocks say it all). None elsewhere, and in the inbox, which shows approvals one by one."""
+    waiting = []
+    for shown in blocks or ():
+        if getattr(shown, "action_type", None) == block.action_type:
+            payload = approval_payload(shown)
+            if payload is not None and payload.pending:
+                waiting.append(payload)
+    if len(waiting) < 2 or waiting[-1].tool_call_id != block.extra.get("toolCallId"):
+        return None
+    return Batch(calls=[(p.tool_call_id, p.arguments_digest) for p in waiting])
+
+
 @register.filter
 def elicitation_payload(block) -> ElicitationPayload | None:
     """The payload of an elicitation block (None if it cannot be read)."""

@@ -17,6 +17,7 @@ OPERATIONS = [
         "/api/v1/conversations/{conversation_id}/approvals/{tool_call_id}",
         "api_api_decide",
     ),
+    ("post", "/api/v1/conversations/{conversation_id}/approvals", "api_api_decide_all"),
     (
         "post",
         "/api/v1/conversations/{conversation_id}/elicitations/{tool_call_id}",
@@ -48,6 +49,7 @@ SCHEMAS = {
     "ConversationIn",
     "ConversationOut",
     "Decide",
+    "DecideAll",
     "Elicit",
     "ElicitationDetail",
     "ElicitationOut",

@@ -18,6 +18,7 @@ from questions.answers import FIELD_NOT_A_CHOICE, FIELD_REQUIRED, FIELD_TOO_LARG
 from questions.approvals import ARGUMENTS_TOO_DEEP, MAX_ARGUMENTS_DEPTH
 from questions.errors import QuestionAlreadyResolved
 from questions.models import ApprovalRule, Question, QuestionStatus
+from questions.payloads import arguments_digest
 from tests.api.tool_requests import (
     SHOPPING,
     WRITE_NOTE,
@@ -95,8 +96,10 @@ def test_a_pending_approval_in_the_conversation_and_the_listing(api, approval):
             "description": "Create or replace a note.",
             "arguments": SHOPPING,
             "inputSchema": WRITE_SCHEMA,
+            "argumentsDigest": arguments_digest(SHOPPING),
         },
         "decision": None,
+        "stoppedBy": None,
         "editedArguments": None,
         "feedback": "",
         "rule": None,
@@ -345,6 +348,8 @@ def test_another_users_approval_is_404(client, approval, other_user):
 
 
 def test_each_approval_of_a_step_is_decided_on_its_own(api, conversation, dispatched, committed):
+    conversation.deny_stops_step = False  # the switch off: a deny stops only its own call
+    conversation.save(update_fields=["deny_stops_step"])
     ask_approvals(conversation.pk, write_call("w1"), write_call("w2", name="b", text="B"))
     with committed():
         first = decide(api, conversation, "w2", decision="deny").json()
@@ -356,6 +361,20 @@ def test_each_approval_of_a_step_is_decided_on_its_own(api, conversation, dispat
         last = decide(api, conversation, "w1", decision="allow").json()
     assert (last["status"], last["pendingQuestions"]) == ("running", [])
     assert dispatched == [conversation.pk]
+
+
+def test_by_default_a_deny_denies_the_steps_other_waiting_calls_with_it(
+    api, conversation, dispatched, committed
+):
+    ask_approvals(conversation.pk, write_call("w1"), write_call("w2", name="b", text="B"))
+    with committed():
+        after = decide(api, conversation, "w2", decision="deny", feedback="Not now").json()
+    assert (after["status"], after["pendingQuestions"]) == ("running", [])
+    assert dispatched == [conversation.pk]
+    assert (row("w1").status, row("w1").answers) == (
+        "rejected",
+        {"decision": "deny", "stoppedBy": "Write note", "feedback": "Not now"},
+    )
 
 
 def test_respond_while_an_approval_waits_names_the_approvals_endpoint(api, approval):
@@ -520,3 +539,27 @@ def test_hidden_characters_are_dropped_from_edits_and_forms_never_a_500(api, con
     content = {**NOTE_FORM, "name": f"gro{HIDDEN}ceries", f"te{HIDDEN}xt": "Milk"}
     assert elicit(api, second, action="accept", content=content).status_code == 200
     assert Question.objects.get(conversation=second).answers["content"]["name"] == "groceries"
+
+
+def test_a_steps_approvals_are_allowed_together_bound_to_the_arguments_seen(
+    api, conversation, dispatched, committed
+):
+    ask_approvals(conversation.pk, write_call("w1"), write_call("w2", name="b", text="B"))
+    listed = api.get("/questions").json()
+    seen = {q["toolCallId"]: q["approval"]["argumentsDigest"] for q in listed}
+    assert set(seen) == {"w1", "w2"}
+    changed = api.post(
+        f"/conversations/{conversation.pk}/approvals",
+        {"decision": "allow", "calls": {**seen, "w2": "0" * 32}},
+    )
+    assert changed.status_code == 422
+    assert "not the ones on your page" in changed.json()["message"]
+    assert row("w1").is_pending and row("w2").is_pending
+    with committed():
+        done = api.post(
+            f"/conversations/{conversation.pk}/approvals", {"decision": "allow", "calls": seen}
+        )
+    assert done.status_code == 200
+    assert (done.json()["status"], done.json()["pendingQuestions"]) == ("running", [])
+    assert {row("w1").status, row("w2").status} == {"answered"}
+    assert dispatched == [conversation.pk]

@@ -307,7 +307,8 @@ def browser(client, user):
 def test_what_the_server_wrote_is_shown_escaped_in_the_page_and_the_inbox(
     browser, conversation, asked
 ):
-    for url in (f"/c/{conversation.pk}/", "/questions/"):
+    # The conversation's card closes with "Allow all 2"; the inbox shows each on its own.
+    for url, allows in ((f"/c/{conversation.pk}/", 3), ("/questions/", 2)):
         html = browser.get(url).content.decode()
         assert "Write note &lt;b&gt;now&lt;/b&gt;" in html
         assert "<b>now</b>" not in html
@@ -315,7 +316,7 @@ def test_what_the_server_wrote_is_shown_escaped_in_the_page_and_the_inbox(
         # The tool's description is markdown, rendered and sanitised: no script survives.
         assert "Create or <strong>replace</strong> a note." in html
         assert "<script>alert(1)</script>" not in html
-        assert html.count('name="decision" value="allow"') == 2
+        assert html.count('name="decision" value="allow"') == allows
 
 
 def test_deciding_in_the_page_costs_a_bounded_number_of_queries(

@@ -17,7 +17,7 @@ from standardwebhooks.webhooks import WebhookVerificationError
 from chat import services
 from questions import approvals, deadlines, resolving
 from questions import resolving as questions
-from questions.payloads import Answer
+from questions.payloads import Answer, arguments_digest
 from tests.api.tool_requests import SHOPPING, WRITE_NOTE, ask_approvals, ask_elicitation
 from tests.fakes import WebhookReceiver
 from webhooks import addresses, delivery, sending
@@ -230,6 +230,7 @@ def test_an_approval_is_requested_and_resolved_signed_with_its_data(
         "description": "Create or replace a note.",
         "arguments": SHOPPING,
         "inputSchema": data["approval"]["inputSchema"],
+        "argumentsDigest": arguments_digest(SHOPPING),
     }
     assert (data["decision"], data["questionResolution"], data["answeredBy"]) == (
         None,
