@@ -356,5 +356,15 @@ class RuleOut(Schema):
     maxUses: int | None = None
     uses: int = Field(description="How many calls it decided (a shadow rule: would have).")
     shadow: bool
+    quorum: int | Literal["all"] = Field(
+        1,
+        description="An ask rule's two-person approval: how many people must allow (never "
+        'the one who started the turn), or "all" of `approvers`.',
+    )
+    approvers: list[str] = Field(
+        default_factory=list,
+        description="Who may give that Allow (user names); empty: anyone who may act in the "
+        "conversation.",
+    )
     createdAt: datetime | None = None
     createdBy: str | None = None

@@ -141,6 +141,8 @@ def as_rule(rule: ConfiguredRule, id: str, *, server: str = "") -> Rule:
         effect=rule.effect,
         expires_at=rule.expires_at,
         shadow=rule.shadow,
+        quorum=0 if rule.quorum == "all" else rule.quorum,
+        approvers=tuple(rule.approvers),
     )
 
 

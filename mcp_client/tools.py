@@ -72,6 +72,7 @@ SUBAGENT = "Sub-agents cannot call tools that need the user's approval."
 CUT = "\n\n[The result was cut to {kept} of its {total} characters.]"
 NOT_OFFERED = "The operator does not allow {name}."
 RULE_DENIED = "An approval rule denied this call: the tool did not run. Do not try it again."
+VOTED = "Allowed by {people}: this call needed several people's approval.\n"
 STEP_STOPPED = (
     "Not run: the user denied another call of this step ({title}), which stops the whole step. "
     "None of its calls ran."
@@ -182,12 +183,20 @@ class McpTool(Tool):
             return ToolResultBlock.error(call.id, DENIED + feedback)
         elif decided.arguments is not None:
             arguments, edited = decided.arguments, True
-        return await self.call(call, context, arguments, edited=edited)
+        votes = decided.votes if decided is not None else ()
+        return await self.call(call, context, arguments, edited=edited, votes=votes)
 
     async def call(
-        self, call: ToolCallBlock, context: ToolContext, arguments: dict, *, edited: bool
+        self,
+        call: ToolCallBlock,
+        context: ToolContext,
+        arguments: dict,
+        *,
+        edited: bool,
+        votes: tuple[str, ...] = (),
     ) -> ToolResultBlock:
-        """Make the call, at most once for this tool call id."""
+        """Make the call, at most once for this tool call id; the model's result says who
+        allowed it when several people had to (`votes`)."""
         conversation_id = context.conversation_id
         if not await db(_record_start)(conversation_id, call.id, self.name):
             for key in await db(selectors.pending_elicitation_keys)(conversation_id, call.id):
@@ -196,6 +205,8 @@ class McpTool(Tool):
         prefix = (
             EDITED.format(arguments=json.dumps(arguments, ensure_ascii=False)) if edited else ""
         )
+        if votes:
+            prefix = VOTED.format(people=", ".join(votes)) + prefix
         in_flight = Call(lease=context.lease, call=call, tool=self.tool.name)
         try:
             result = await self.server.call_tool(in_flight, arguments)

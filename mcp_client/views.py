@@ -31,6 +31,8 @@ FIELDS = (
     "expiresAt",
     "maxUses",
     "shadow",
+    "quorum",
+    "approvers",
 )
 CONVERSATIONS_OFFERED = 50
 # What the form says of a field it cannot use (the API's own words are its validation error's).
@@ -51,6 +53,11 @@ FIELD_ERRORS = {
     ),
     "maxUses": gettext_lazy("Give a whole number from 1."),
     "shadow": gettext_lazy("Shadow mode is on or off."),
+    "quorum": gettext_lazy(
+        "Give how many people must allow (2 to 10, or “all” of the approvers), for an Ask rule "
+        "only, and no more than the approvers listed."
+    ),
+    "approvers": gettext_lazy("List user names separated by commas."),
 }
 RULE_REFUSED = gettext_lazy("This rule cannot be kept.")
 
@@ -189,7 +196,14 @@ def _form(request: HttpRequest) -> dict[str, str]:
 def _data(form: dict[str, str]) -> dict:
     """The form's values as the API takes a rule: `match` one `name = glob` per line; empty
     fields left out."""
-    data: dict = {k: v for k, v in form.items() if v and k not in ("match", "shadow")}
+    data: dict = {
+        k: v for k, v in form.items() if v and k not in ("match", "shadow", "quorum", "approvers")
+    }
+    quorum = form.get("quorum", "").strip() or "1"
+    data["quorum"] = int(quorum) if quorum.isdigit() else quorum
+    data["approvers"] = [
+        name.strip() for name in form.get("approvers", "").split(",") if name.strip()
+    ]
     match = {}
     for line in form.get("match", "").splitlines():
         if line.strip():
@@ -213,6 +227,8 @@ def _as_form(rule) -> dict:
         "expiresAt": rule.expires_at.isoformat() if rule.expires_at else "",
         "maxUses": rule.max_uses or "",
         "shadow": "on" if rule.shadow else "",
+        "quorum": "" if rule.quorum == 1 else ("all" if rule.quorum == 0 else rule.quorum),
+        "approvers": ", ".join(rule.approvers or ()),
     }
 
 

@@ -1,11 +1,24 @@
 """Operators see every question here, read only: what was asked, and who resolved it, when,
-how and through which channel, and whom it was assigned to, by whom and when (the audit);
-and every approval rule, read only (rules are changed through Settings, Tools or the API,
-which check them)."""
+how and through which channel, and whom it was assigned to, by whom and when (the audit),
+with each vote of an approval that wanted several people's Allow; and every approval rule,
+read only (rules are changed through Settings, Tools or the API, which check them)."""
 
 from django.contrib import admin
 
-from questions.models import ApprovalRule, Question
+from questions.models import ApprovalRule, ApprovalVote, Question
+
+
+class VoteInline(admin.TabularInline):
+    """Each person's Allow or Deny of an approval that wanted several (a rule's quorum)."""
+
+    model = ApprovalVote
+    fields = ["user", "decision", "via", "created_at"]
+    readonly_fields = fields
+    extra = 0
+    can_delete = False
+
+    def has_add_permission(self, request, obj=None) -> bool:
+        return False
 
 
 @admin.register(Question)
@@ -26,6 +39,7 @@ class QuestionAdmin(admin.ModelAdmin):
     search_fields = ["tool_call_id", "conversation__title", "conversation__owner__username"]
     date_hierarchy = "created_at"
     readonly_fields = [field.name for field in Question._meta.fields]
+    inlines = [VoteInline]
 
     def has_add_permission(self, request) -> bool:
         return False
@@ -47,6 +61,7 @@ class ApprovalRuleAdmin(admin.ModelAdmin):
         "match",
         "effect",
         "shadow",
+        "quorum",
         "uses",
         "max_uses",
         "expires_at",

@@ -33,7 +33,7 @@ from core.text import clean_text
 from questions import rules
 from questions.answers import APPROVALS_PENDING, reply_text
 from questions.errors import InvalidAnswer, NestedTooDeeply, QuestionAlreadyResolved
-from questions.models import AnsweredVia, Question, QuestionKind, QuestionStatus
+from questions.models import AnsweredVia, ApprovalVote, Question, QuestionKind, QuestionStatus
 from questions.payloads import (
     ALLOW,
     ALWAYS,
@@ -44,6 +44,7 @@ from questions.payloads import (
     Via,
     arguments_digest,
     clip,
+    replace_block,
     storable,
 )
 from questions.resolving import resolve, resume_if_decided, sharing_messages
@@ -71,6 +72,16 @@ ARGUMENTS_TOO_DEEP = _(
     "The arguments nest arrays and objects too deeply: at most %(limit)s levels."
 )
 FEEDBACK_TOO_LONG = _("The feedback is too long.")
+ALLOWED_AS_ASKED = _(
+    "This approval needs several people's Allow: it is allowed as it was asked, without edits "
+    "and without Always allow."
+)
+NOT_YOUR_OWN = _(
+    "This approval needs other people's Allow: not the Allow of the person the agent works for."
+)
+NOT_AN_APPROVER = _("Only the approvers its rule names can allow this call.")
+VOTED_ALREADY = _("You already decided on this call: it waits for another person.")
+ONE_BY_ONE = _("One of these calls needs several people's Allow: allow each on its own.")
 NOT_ONE_STEP = _("These approvals are not of one step: decide each on its own.")
 CHANGED_SINCE_SEEN = _(
     "These calls are not the ones on your page any more: nothing was decided. Look at them again."
@@ -95,6 +106,8 @@ class Decided:
     # A person denied another call of its step while "a deny stops the step" was on: that
     # call's title and feedback. The call does not run, even if it was allowed.
     stopped_by: "Stopped | None" = None
+    # Who allowed it, when its rule wanted several people's Allow.
+    votes: tuple[str, ...] = ()
 
 
 @dataclass(frozen=True)
@@ -129,6 +142,7 @@ def decision_for(conversation_id: int, call_id: str) -> Decided | None:
         feedback=decided.get("feedback", ""),
         rule=decided.get("rule") if row.answered_via == AnsweredVia.RULE else None,
         stopped_by=stopped,
+        votes=tuple(decided.get("votes", ())),
     )
 
 
@@ -214,6 +228,15 @@ def decide(
         user=user, conversation_id=conversation_id, tool_call_id=tool_call_id
     )
     request = question.approval
+    if request.asked_by is not None and request.asked_by.needed > 1:
+        return _vote(
+            question,
+            user=user,
+            decision=decision,
+            feedback=feedback,
+            via=via,
+            edited=arguments not in (None, "") and arguments != request.arguments,
+        )
     stored: dict[str, Any] = {"decision": decision}
     try:
         if decision in (ALLOW, ALWAYS):
@@ -254,6 +277,66 @@ def decide(
     return question
 
 
+def _vote(question: Question, *, user, decision: str, feedback: str, via: Via, edited: bool):
+    """One person's Allow or Deny of an approval that wants several people's (its rule's
+    quorum): never the person who started the turn, only the rule's approvers (if it names
+    any), once each; the last Allow it needs allows it, any Deny denies it at once. Each vote
+    is kept (ApprovalVote)."""
+    if decision == ALWAYS or edited:
+        raise InvalidAnswer(str(ALLOWED_AS_ASKED))
+    if decision not in (ALLOW, DENY):
+        raise InvalidAnswer(str(APPROVALS_PENDING))
+    conversation = question.conversation
+    asked_by = question.approval.asked_by
+    if decision == ALLOW:
+        requester = conversation.turn_started_by_id
+        if conversation.is_external:
+            requester = conversation.owner_id  # the CLI's token is its user's
+        if user.pk == requester:
+            raise InvalidAnswer(str(NOT_YOUR_OWN))
+        if asked_by.approvers and user.get_username() not in asked_by.approvers:
+            raise InvalidAnswer(str(NOT_AN_APPROVER))
+    if question.votes.filter(user=user).exists():
+        raise InvalidAnswer(str(VOTED_ALREADY))
+    text = clean_text(feedback or "", multiline=True)
+    if len(text) > MAX_FEEDBACK_CHARS:
+        raise InvalidAnswer(str(FEEDBACK_TOO_LONG))
+    ApprovalVote.objects.create(question=question, user=user, decision=decision, via=via)
+    allowed = list(question.votes.filter(decision=ALLOW).values_list("user__username", flat=True))
+    with Transcript(conversation) as transcript:
+        if decision == DENY:
+            stored = {"decision": DENY, "votes": allowed, **({"feedback": text} if text else {})}
+            resolve(
+                transcript,
+                question,
+                status=QuestionStatus.REJECTED,
+                by=user,
+                via=via,
+                answers=stored,
+            )
+            if conversation.deny_stops_step:
+                _deny_the_rest_of_the_step(transcript, question, user=user, via=via)
+        elif len(allowed) >= asked_by.needed:
+            resolve(
+                transcript,
+                question,
+                status=QuestionStatus.ANSWERED,
+                by=user,
+                via=via,
+                answers={"decision": ALLOW, "votes": allowed},
+            )
+        else:
+            # Still waiting: its card says who allowed it so far.
+            Question.objects.filter(pk=question.pk).update(answers={"votes": allowed})
+            question.answers = {"votes": allowed}
+            message = question.message
+            transcript.update(
+                message, blocks=replace_block(parse_blocks(message.blocks), question.block)
+            )
+        resume_if_decided(transcript)
+    return question
+
+
 def _deny_the_rest_of_the_step(transcript: Transcript, denied: Question, *, user, via: Via) -> None:
     """Deny the step's other waiting calls with `denied`, naming it (a deny stops the step)."""
     stored = {"decision": DENY, "stoppedBy": denied.approval.title}
@@ -290,6 +373,10 @@ def decide_all(
     )
     if len({q.message_id for q in questions}) != 1:
         raise InvalidAnswer(str(NOT_ONE_STEP))
+    if decision == ALLOW and any(
+        q.approval.asked_by and q.approval.asked_by.needed > 1 for q in questions
+    ):
+        raise InvalidAnswer(str(ONE_BY_ONE))
     for question in questions:
         if arguments_digest(question.approval.arguments) != calls[question.tool_call_id]:
             raise InvalidAnswer(str(CHANGED_SINCE_SEEN))

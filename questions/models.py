@@ -294,6 +294,7 @@ class Question(models.Model):
                 feedback=decided.get("feedback", ""),
                 ended=decided.get("ended", ""),
                 stopped_by=decided.get("stoppedBy", ""),
+                votes=decided.get("votes", []),
             )
         if self.kind == QuestionKind.ELICITATION:
             request = self.elicitation
@@ -441,6 +442,11 @@ class ApprovalRule(models.Model):
     last_used_at = models.DateTimeField(_("last used"), null=True, blank=True)
     # Records what it would have decided, and decides nothing.
     shadow = models.BooleanField(_("shadow"), default=False)
+    # An `ask` rule may want more than one person's Allow (never the one who started the
+    # turn): how many (0: every one of `approvers`), and who may give it (user names; empty:
+    # anyone who may act in the conversation).
+    quorum = models.PositiveSmallIntegerField(_("people who must allow"), default=1, db_default=1)
+    approvers = models.JSONField(_("approvers"), default=list, blank=True, db_default=[])
     created_by = models.ForeignKey(
         settings.AUTH_USER_MODEL,
         on_delete=models.SET_NULL,
@@ -474,8 +480,41 @@ class ApprovalRule(models.Model):
             models.CheckConstraint(
                 condition=Q(max_uses__isnull=True) | Q(max_uses__gte=1), name="rule_max_uses"
             ),
+            models.CheckConstraint(
+                condition=Q(quorum=1) | Q(effect="ask"), name="rule_quorum_asks"
+            ),
         ]
         indexes = [models.Index(fields=["user", "tool"], name="rule_user_tool")]
 
     def __str__(self) -> str:
         return f"{self.effect} {self.server or '*'}/{self.tool} {self.match or ''}".strip()
+
+
+class ApprovalVote(models.Model):
+    """One person's Allow or Deny of an approval that wants several people's (a rule's
+    `quorum`): the audit of each vote. The approval is decided by the last Allow it needs, or
+    by the first Deny."""
+
+    question = models.ForeignKey(
+        Question, on_delete=models.CASCADE, related_name="votes", verbose_name=_("question")
+    )
+    user = models.ForeignKey(
+        settings.AUTH_USER_MODEL,
+        on_delete=models.CASCADE,
+        related_name="+",
+        verbose_name=_("user"),
+    )
+    decision = models.CharField(_("decision"), max_length=8)
+    via = models.CharField(_("via"), max_length=16, choices=AnsweredVia.choices)
+    created_at = models.DateTimeField(_("cast"), default=timezone.now)
+
+    class Meta:
+        verbose_name = _("approval vote")
+        verbose_name_plural = _("approval votes")
+        ordering = ["created_at", "id"]
+        constraints = [
+            models.UniqueConstraint(fields=["question", "user"], name="one_vote_per_person"),
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.user} {self.decision}"

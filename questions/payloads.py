@@ -299,6 +299,10 @@ class RuleNote(BaseModel):
     uses_left: int | None = None
     # "Always allow" made it (rather than it deciding the call).
     created: bool = False
+    # An ask rule that wants several people's Allow: how many, and who may give it (user
+    # names; empty: anyone who may act in the conversation).
+    needed: int = 1
+    approvers: list[str] = []
 
 
 # The agent CLIs that ask through their permission hooks, by the names people know them by.
@@ -381,6 +385,13 @@ class ApprovalPayload(_Payload):
     # The title of the call of the same step whose deny denied this one with it (the
     # conversation's "a deny stops the step"), if that is how it was denied.
     stopped_by: str = ""
+    # Who allowed it so far, when its rule wants several people's Allow (asked_by.needed).
+    votes: list[str] = []
+
+    @property
+    def needed(self) -> int:
+        """How many people's Allow it needs (its rule's quorum; 1 for most)."""
+        return self.asked_by.needed if self.asked_by is not None else 1
 
     @property
     def arguments_digest(self) -> str:

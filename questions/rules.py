@@ -46,7 +46,14 @@ from django.db import transaction
 from django.db.models import F, Q
 from django.utils import timezone
 from django.utils.translation import gettext_lazy as _
-from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
+from pydantic import (
+    BaseModel,
+    ConfigDict,
+    Field,
+    ValidationInfo,
+    field_validator,
+    model_validator,
+)
 from pydantic.alias_generators import to_camel
 
 from chat.errors import ConversationNotFound, NotAllowed
@@ -134,6 +141,9 @@ class Rule:
     pk: int | None = None
     user_id: int | None = None
     conversation_id: int | None = None
+    # An ask rule's two-person approval (ApprovalRule.quorum, .approvers).
+    quorum: int = 1
+    approvers: tuple[str, ...] = ()
 
     @classmethod
     def of(cls, row: ApprovalRule) -> "Rule":
@@ -152,7 +162,14 @@ class Rule:
             pk=row.pk,
             user_id=row.user_id,
             conversation_id=row.conversation_id,
+            quorum=row.quorum,
+            approvers=tuple(row.approvers or ()),
         )
+
+    @property
+    def needed(self) -> int:
+        """How many people's Allow the calls it asks for need."""
+        return self.quorum or len(self.approvers)
 
     @property
     def specificity(self) -> int:
@@ -201,6 +218,8 @@ class Rule:
             effect=self.effect,
             uses_left=self.uses_left,
             created=created,
+            needed=self.needed if self.effect == ASK else 1,
+            approvers=list(self.approvers),
         )
 
     def live(self, now: datetime) -> bool:
@@ -479,6 +498,13 @@ class _Fields(BaseModel):
         return value
 
 
+MAX_QUORUM = 10
+MAX_APPROVERS = 50
+# How many people must allow: a number, or "all" (every one of the approvers: stored as 0).
+Quorum = Annotated[int, Field(ge=1, le=MAX_QUORUM)] | Literal["all"]
+Approvers = Annotated[
+    list[Annotated[str, Field(min_length=1, max_length=150)]], Field(max_length=MAX_APPROVERS)
+]
 Tool = Annotated[str, Field(min_length=1, max_length=200)]
 Server = Annotated[str, Field(max_length=40)]
 Uses = Annotated[int, Field(ge=1, le=MAX_USES)]
@@ -497,6 +523,14 @@ class RuleIn(_Fields):
     expires_at: datetime | None = None
     max_uses: Uses | None = None
     shadow: bool = False
+    approvers: Approvers = []
+    quorum: Quorum = 1
+
+    @field_validator("quorum")
+    @classmethod
+    def _quorum(cls, value, info: ValidationInfo):
+        check_quorum(info.data.get("effect"), stored_quorum(value), info.data.get("approvers", []))
+        return value
 
     @model_validator(mode="after")
     def _scoped(self):
@@ -505,6 +539,20 @@ class RuleIn(_Fields):
         if self.scope != CONVERSATION and self.conversation_id is not None:
             raise ValueError("conversationId: only a conversation rule has one")
         return self
+
+
+def stored_quorum(quorum) -> int:
+    return 0 if quorum == "all" else quorum
+
+
+def check_quorum(effect: str, quorum: int, approvers: list[str]) -> None:
+    """A rule that wants several people asks, and can be met by the approvers it names."""
+    if quorum != 1 and effect != ASK:
+        raise ValueError("only an ask rule wants several people")
+    if quorum == 0 and not approvers:
+        raise ValueError('"all" needs its approvers')
+    if approvers and quorum > len(approvers):
+        raise ValueError("more people than the approvers listed")
 
 
 class RuleChanges(_Fields):
@@ -519,6 +567,8 @@ class RuleChanges(_Fields):
     expires_at: datetime | None = None
     max_uses: Uses | None = None
     shadow: bool | None = None
+    quorum: Quorum | None = None
+    approvers: Approvers | None = None
 
 
 # --- Reading and writing the rows -------------------------------------------------------------
@@ -573,6 +623,8 @@ def create_rule(*, user, spec: RuleIn) -> ApprovalRule:
         expires_at=spec.expires_at,
         max_uses=spec.max_uses,
         shadow=spec.shadow,
+        quorum=stored_quorum(spec.quorum),
+        approvers=spec.approvers,
         created_by=user,
         created_at=now,
         updated_at=now,
@@ -590,9 +642,17 @@ def update_rule(*, user, rule_id: int, changes: RuleChanges) -> ApprovalRule:
         value = getattr(changes, name)
         if name in ("agent", "server"):
             value = value or ""
+        elif name == "quorum":
+            value = 1 if value is None else stored_quorum(value)
+        elif name == "approvers":
+            value = value or []
         elif name in ("tool", "effect", "match", "shadow") and value is None:
             raise InvalidRule(to_camel(name), _("This field cannot be cleared."))
         setattr(rule, name, value)
+    try:
+        check_quorum(rule.effect, rule.quorum, rule.approvers)
+    except ValueError as error:
+        raise InvalidRule("quorum", str(error)) from None
     rule.updated_at = timezone.now()
     rule.save()
     return rule

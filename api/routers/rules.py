@@ -81,4 +81,6 @@ def rule_out(rule: rules.Rule) -> dict:
         "maxUses": rule.max_uses,
         "uses": rule.uses,
         "shadow": rule.shadow,
+        "quorum": "all" if rule.quorum == 0 else rule.quorum,
+        "approvers": list(rule.approvers),
     }

@@ -163,6 +163,8 @@ class Batch:
     them: each call's id with the digest of the arguments shown (what "Allow all" binds to)."""
 
     calls: list[tuple[str, str]]
+    # False when one of them needs several people's Allow (each is allowed on its own then).
+    allow_all: bool = True
 
     @property
     def count(self) -> int:
@@ -186,7 +188,10 @@ def approval_batch(blocks, block) -> Batch | None:
                 waiting.append(payload)
     if len(waiting) < 2 or waiting[-1].tool_call_id != block.extra.get("toolCallId"):
         return None
-    return Batch(calls=[(p.tool_call_id, p.arguments_digest) for p in waiting])
+    return Batch(
+        calls=[(p.tool_call_id, p.arguments_digest) for p in waiting],
+        allow_all=all(p.needed == 1 for p in waiting),
+    )
 
 
 @register.filter

@@ -65,3 +65,59 @@ def test_denying_one_runs_none_and_the_agent_is_told_which(open_page, rules_serv
         "The user denied this call: the tool did not run. Their feedback: Not b"
     )
     assert not [line for line in writes(rules_server.notes) if line.startswith("write")]
+
+
+# --- Two-person approval --------------------------------------------------------------------------
+
+SET_UP_TWO_PEOPLE = """
+from django.contrib.auth.models import User
+from questions.models import ApprovalRule
+for name in ("bo", "cy"):
+    User.objects.create_user(name, password="pw-" + name)
+ApprovalRule.objects.create(
+    scope="user", user=User.objects.get(username="demo"), server="notes", tool="write_note",
+    effect="ask", quorum=2, approvers=["bo", "cy"],
+)
+"""
+SHARE = """
+from chat.sharing import share_conversation
+from django.contrib.auth.models import User
+for name in ("bo", "cy"):
+    share_conversation(user=User.objects.get(username="demo"), conversation_id={id},
+                       username=name, role="participant")
+"""
+
+
+def test_a_two_person_approval_needs_two_others_and_refuses_the_requester(
+    open_page,
+    rules_server,  # noqa: F811
+):
+    rules_server.manage("shell", "-c", SET_UP_TWO_PEOPLE)
+    page = open_page(rules_server)
+    log_in(page)
+    new_conversation(page)
+    send(page, "Save the first note")
+    card = page.get_by_role("group", name="Write note")
+    expect(card).to_contain_text("0 of 2 allowed")
+    conversation_id = int(re.search(r"/c/(\d+)/", page.url).group(1))
+    rules_server.manage("shell", "-c", SHARE.format(id=conversation_id))
+    # The person the agent works for is refused, and told why, on the card.
+    card.get_by_role("button", name="Allow", exact=True).click()
+    expect(card.get_by_role("alert")).to_contain_text(
+        "not the Allow of the person the agent works for"
+    )
+    for person, said in (("bo", "1 of 2 allowed: bo"), ("cy", "Allowed by bo, cy")):
+        other = open_page(rules_server)
+        log_in(other, person, f"pw-{person}")
+        other.goto(f"/c/{conversation_id}/")
+        theirs = other.get_by_role("group", name="Write note")
+        theirs.get_by_role("button", name="Allow", exact=True).click()
+        expect(theirs).to_contain_text(said)
+    # The model read who allowed it, with the tool's result.
+    expect(
+        page.get_by_text(re.compile("^Result: Allowed by bo, cy: .*Saved first"))
+    ).to_be_visible()
+    expect(card).to_contain_text("Allowed by bo, cy")
+    assert [line for line in writes(rules_server.notes) if line.startswith("write")] == [
+        "write first"
+    ]

@@ -183,3 +183,23 @@ def test_the_dry_run_shows_what_the_rule_would_have_done_to_the_last_calls(
     assert Question.objects.count() == 2
     rule.refresh_from_db()
     assert rule.uses == 1  # a dry run spends nothing
+
+
+def test_a_two_person_rule_from_the_form_and_one_that_cannot_be_met(page, user):
+    response = page.post(
+        "/settings/tools/rules/",
+        {**ADD, "effect": "ask", "quorum": "2", "approvers": "bo, cy"},
+    )
+    assert response.status_code == 302
+    rule = ApprovalRule.objects.get()
+    assert (rule.effect, rule.quorum, rule.approvers) == ("ask", 2, ["bo", "cy"])
+    listed = page.get("/settings/tools/").content.decode()
+    assert "Needs 2 people’s Allow (bo, cy)" in listed
+    refused = page.post(
+        f"/settings/tools/rules/{rule.pk}/",
+        {"tool": "write_note", "effect": "allow", "quorum": "2", "approvers": "bo, cy"},
+    )
+    assert refused.status_code == 422
+    assert "<code>quorum</code>" in refused.content.decode()
+    rule.refresh_from_db()
+    assert rule.effect == "ask"
