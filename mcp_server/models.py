@@ -31,6 +31,9 @@ class AgentCall(models.Model):
     # The tool and its arguments, hashed: the same call made again after the first was lost
     # (a restart, a dropped session) finds this question instead of asking twice.
     fingerprint = models.CharField(_("fingerprint"), max_length=64)
+    # The client's own key for this question (`request_key`): the same user calling again
+    # with it gets this question and, once resolved, its outcome — never a second question.
+    request_key = models.CharField(_("request key"), max_length=200, blank=True)
     # When the answer (or the rejection, or the expiry) was returned to the client.
     delivered_at = models.DateTimeField(_("delivered"), null=True, blank=True)
     created_at = models.DateTimeField(_("asked"), default=timezone.now)
@@ -39,6 +42,13 @@ class AgentCall(models.Model):
         verbose_name = _("agent call")
         verbose_name_plural = _("agent calls")
         ordering = ["-created_at", "-id"]
+        constraints = [
+            models.UniqueConstraint(
+                fields=["user", "request_key"],
+                condition=~Q(request_key=""),
+                name="agent_call_request_key",
+            )
+        ]
         indexes = [
             # A call made again: the client's undelivered calls with these arguments.
             models.Index(

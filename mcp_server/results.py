@@ -16,7 +16,14 @@ EXPIRED = "The question expired: the user did not answer it in time."
 CANCELLED = "The question was cancelled before the user answered it."
 DELETED = "The question no longer exists: the user deleted its conversation."
 INVALID = "Invalid {tool} call, not shown to the user: {error}. Fix it and ask again."
-UNKNOWN_TOOL = "Unknown tool {name!r}. Available tools: ask_user_question, confirm_action."
+UNKNOWN_TOOL = (
+    "Unknown tool {name!r}. Available tools: ask_user_question, confirm_action, get_answer."
+)
+BAD_OPTIONS = "request_key must be a string of at most 200 characters, and wait true or false"
+BAD_WAIT = "wait_s must be a number of seconds from 0 to 50"
+NO_SUCH_QUESTION = (
+    "No question of yours has this questionId: give the questionId a call with wait=false returned."
+)
 # The most of an unknown tool's name said back.
 ECHOED_NAME_CHARS = 64
 FAILED = "Parley could not take this call. Try again later."
@@ -39,6 +46,16 @@ def answered(question: Question, url: str) -> CallToolResult:
     structured = {"answers": answer_values(question.request, question.given_answers)}
     return CallToolResult(
         content=[TextContent(type="text", text=json.dumps(structured, ensure_ascii=False))],
+        structured_content=structured,
+        meta={META_KEY: wire.mcp_meta(question, url)},
+    )
+
+
+def pending(question: Question, url: str) -> CallToolResult:
+    """Not answered yet: {"status": "pending", "questionId"}, for get_answer."""
+    structured = {"status": "pending", "questionId": str(question.pk)}
+    return CallToolResult(
+        content=[TextContent(type="text", text=json.dumps(structured))],
         structured_content=structured,
         meta={META_KEY: wire.mcp_meta(question, url)},
     )

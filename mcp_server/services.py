@@ -13,7 +13,7 @@ import hashlib
 import json
 from dataclasses import dataclass
 
-from django.db import transaction
+from django.db import IntegrityError, transaction
 from django.utils import timezone
 from django.utils.translation import gettext as _
 
@@ -48,15 +48,21 @@ class Client:
     session_id: str = ""
 
 
-def ask(*, user, client: Client, tool: str, arguments: object) -> AgentCall:
+def ask(*, user, client: Client, tool: str, arguments: object, request_key: str = "") -> AgentCall:
     """Ask the user the question of a `tool` call (`ask_user_question`, `confirm_action`).
 
-    The same call made again while an earlier one's answer has not reached the client (the
+    With a `request_key`, the user's call with that key returns its question (and, once
+    resolved, its outcome) however often it is made: never a second question. Without one,
+    the same call made again while an earlier one's answer has not reached the client (the
     first was lost to a restart or a dropped connection) returns that earlier call, answered
     or not, instead of asking twice. Raises ValueError (the arguments break the tool's schema
     or a limit: the same validation as Parley's own agent's), TooManyMessages or
     TooManyConversations (core.limits: each new question counts as a message sent).
     """
+    if request_key:
+        keyed = AgentCall.objects.filter(user=user, request_key=request_key).first()
+        if keyed is not None:
+            return keyed
     request = normalise(tool, arguments)
     check_storable(arguments)
     client = Client(
@@ -65,12 +71,37 @@ def ask(*, user, client: Client, tool: str, arguments: object) -> AgentCall:
         session_id=clean_text(client.session_id)[:SESSION_ID_CHARS],
     )
     fingerprint = _fingerprint(tool, arguments)
-    earlier = undelivered_call(user=user, client=client, fingerprint=fingerprint)
-    if earlier is not None:
-        return earlier
+    if not request_key:
+        earlier = undelivered_call(user=user, client=client, fingerprint=fingerprint)
+        if earlier is not None:
+            return earlier
     limits.check_message_rate(user=user)
-    return _ask(
-        user=user, client=client, request=request, arguments=arguments, fingerprint=fingerprint
+    try:
+        return _ask(
+            user=user,
+            client=client,
+            request=request,
+            arguments=arguments,
+            fingerprint=fingerprint,
+            request_key=request_key,
+        )
+    except IntegrityError:  # the same key, asked at the same moment by another call
+        keyed = AgentCall.objects.filter(user=user, request_key=request_key).first()
+        if keyed is None:
+            raise
+        return keyed
+
+
+def call_for_user(*, user, question_id: object) -> AgentCall | None:
+    """The user's call whose question is `question_id` (get_answer); None for anyone else's."""
+    try:
+        number = int(str(question_id))
+    except ValueError:
+        return None
+    if not 0 < number < 2**63:
+        return None
+    return (
+        AgentCall.objects.select_related("question").filter(user=user, question_id=number).first()
     )
 
 
@@ -87,7 +118,13 @@ def undelivered_call(*, user, client: Client, fingerprint: str) -> AgentCall | N
 
 @transaction.atomic
 def _ask(
-    *, user, client: Client, request: QuestionRequest, arguments: dict, fingerprint: str
+    *,
+    user,
+    client: Client,
+    request: QuestionRequest,
+    arguments: dict,
+    fingerprint: str,
+    request_key: str = "",
 ) -> AgentCall:
     conversation = session_conversation(user=user, client=client)
     with Transcript(conversation) as transcript:
@@ -103,6 +140,7 @@ def _ask(
         client_version=client.version,
         session_id=client.session_id,
         fingerprint=fingerprint,
+        request_key=request_key,
     )
 
 

@@ -2,6 +2,7 @@
 validation of Parley's own agent's question tools (questions.schemas), and what a call does:
 ask the token's user, wait for the outcome, and return it."""
 
+import asyncio
 import logging
 
 from channels.db import database_sync_to_async
@@ -25,6 +26,7 @@ from mcp_types import (
 from api.tokens import token_still_valid
 from core.errors import PastARate, RateLimited
 from core.limits import StreamSlot, count_in_window
+from core.text import clean_text
 from mcp_server import results, services
 from mcp_server.auth import TOKEN_ID_CLAIM
 from mcp_server.waiting import (
@@ -85,12 +87,56 @@ ANSWERS_SCHEMA = {
             "additionalProperties": {
                 "anyOf": [{"type": "string"}, {"type": "array", "items": {"type": "string"}}]
             },
-        }
+        },
+        "status": {
+            "const": "pending",
+            "description": "Not answered yet (wait=false, or get_answer's wait ran out).",
+        },
+        "questionId": {"type": "string", "description": "The question, for get_answer."},
     },
-    "required": ["answers"],
+    "anyOf": [{"required": ["answers"]}, {"required": ["status", "questionId"]}],
+}
+
+# What the MCP tools take besides the question tools' own inputs (questions.tools.INPUTS).
+ASKING_OPTIONS = {
+    "request_key": {
+        "type": "string",
+        "minLength": 1,
+        "maxLength": 200,
+        "description": "Your own key for this question: calling again with the same key "
+        "returns the same question (and, once answered, its answer), never a second one. Use "
+        "it to re-issue a call safely after a lost connection.",
+    },
+    "wait": {
+        "type": "boolean",
+        "default": True,
+        "description": 'false: return at once with {"status": "pending", "questionId"} '
+        "(or the answer, if there is one already) and get the answer later with get_answer.",
+    },
+}
+GET_ANSWER = "get_answer"
+MAX_ANSWER_WAIT = 50
+GET_ANSWER_INPUT = {
+    "type": "object",
+    "properties": {
+        "questionId": {
+            "type": "string",
+            "description": "The questionId a call with wait=false (or a pending result) gave.",
+        },
+        "wait_s": {
+            "type": "number",
+            "minimum": 0,
+            "maximum": MAX_ANSWER_WAIT,
+            "default": 0,
+            "description": f"Seconds to wait for the answer (at most {MAX_ANSWER_WAIT}).",
+        },
+    },
+    "required": ["questionId"],
+    "additionalProperties": False,
 }
 
 TOOL_NAMES = (TOOL_ASK_USER_QUESTION, TOOL_CONFIRM_ACTION)
+ALL_TOOLS = (*TOOL_NAMES, GET_ANSWER)
 
 STOPPED = {SHUTTING_DOWN: results.SHUTTING_DOWN, CREDENTIAL_ENDED: results.CREDENTIAL_ENDED}
 
@@ -107,13 +153,20 @@ def check_tool_call_rate(*, user_id: int) -> None:
         raise TooManyToolCalls(wait)
 
 
+def input_schema(name: str) -> dict:
+    """The question tool's own input, and the MCP server's options (request_key, wait)."""
+    schema = INPUTS[name].model_json_schema()
+    schema["properties"] = {**schema.get("properties", {}), **ASKING_OPTIONS}
+    return schema
+
+
 def tool_list() -> list[Tool]:
-    return [
+    asking = [
         Tool(
             name=name,
             title=TITLES[name],
             description=DESCRIPTIONS[name],
-            input_schema=INPUTS[name].model_json_schema(),
+            input_schema=input_schema(name),
             output_schema=ANSWERS_SCHEMA,
             # Asking changes nothing outside Parley; each call asks again.
             annotations=ToolAnnotations(
@@ -121,6 +174,20 @@ def tool_list() -> list[Tool]:
             ),
         )
         for name in TOOL_NAMES
+    ]
+    return [
+        *asking,
+        Tool(
+            name=GET_ANSWER,
+            title="Get the user's answer",
+            description='The answer to a question asked with wait=false, or "pending": '
+            "waits up to wait_s seconds for it (at most 50).",
+            input_schema=GET_ANSWER_INPUT,
+            output_schema=ANSWERS_SCHEMA,
+            annotations=ToolAnnotations(
+                title="Get the user's answer", read_only_hint=True, open_world_hint=False
+            ),
+        ),
     ]
 
 
@@ -161,12 +228,14 @@ async def call_tool(ctx: ServerRequestContext, params: CallToolRequestParams) ->
     user_id = int(identity.access_token.subject)
     try:
         await db(check_tool_call_rate)(user_id=user_id)
-        if params.name not in TOOL_NAMES:
+        if params.name not in ALL_TOOLS:
             return results.unknown_tool(params.name)
         slot = StreamSlot(user_id)  # a waiting call is an open stream, as the API's are
     except RateLimited as limited:
         return results.error(str(limited.message))
     try:
+        if params.name == GET_ANSWER:
+            return await _get_answer(ctx, identity, params, slot)
         return await _ask_and_wait(ctx, identity, params, slot)
     except DatabaseError:
         logger.exception("MCP call %s of user %s failed", params.name, user_id)
@@ -183,30 +252,75 @@ async def _ask_and_wait(
 ) -> CallToolResult:
     name = params.name
     user_id = int(identity.access_token.subject)
-    token_id = int(identity.access_token.claims[TOKEN_ID_CLAIM])
     user = await db(get_user_model().objects.get)(pk=user_id)
+    arguments = dict(params.arguments or {})
+    request_key = arguments.pop("request_key", "")
+    wait = arguments.pop("wait", True)
+    if not isinstance(request_key, str) or len(request_key) > 200 or not isinstance(wait, bool):
+        return results.error(results.INVALID.format(tool=name, error=results.BAD_OPTIONS))
     try:
         call = await db(services.ask)(
-            user=user, client=client_of(ctx), tool=name, arguments=params.arguments or {}
+            user=user,
+            client=client_of(ctx),
+            tool=name,
+            arguments=arguments,
+            request_key=clean_text(request_key),
         )
     except ValueError as error:
         return results.error(results.INVALID.format(tool=name, error=error))
     except RateLimited as limited:
         return results.error(str(limited.message))
     question = await db(lambda: call.question)()
+    return await _outcome_of(ctx, identity, call, question, slot, wait=None if wait else 0)
+
+
+async def _get_answer(
+    ctx: ServerRequestContext,
+    identity: AuthenticatedUser,
+    params: CallToolRequestParams,
+    slot: StreamSlot,
+) -> CallToolResult:
+    """The answer to one of the user's questions asked through MCP, or pending after up to
+    `wait_s` seconds (at most MAX_ANSWER_WAIT)."""
+    arguments = params.arguments or {}
+    seconds = arguments.get("wait_s", 0)
+    if (
+        not isinstance(seconds, int | float)
+        or isinstance(seconds, bool)
+        or not 0 <= seconds <= MAX_ANSWER_WAIT
+    ):
+        return results.error(results.INVALID.format(tool=GET_ANSWER, error=results.BAD_WAIT))
+    user = await db(get_user_model().objects.get)(pk=int(identity.access_token.subject))
+    call = await db(services.call_for_user)(user=user, question_id=arguments.get("questionId"))
+    if call is None:
+        return results.error(results.NO_SUCH_QUESTION)
+    return await _outcome_of(ctx, identity, call, call.question, slot, wait=float(seconds))
+
+
+async def _outcome_of(ctx, identity, call, question, slot: StreamSlot, *, wait: float | None):
+    """Wait for the question's outcome (`wait` seconds at most; None: as long as it takes)
+    and return it, or pending when the wait runs out first."""
+    user_id = int(identity.access_token.subject)
+    token_id = int(identity.access_token.claims[TOKEN_ID_CLAIM])
 
     async def progress(seconds: float) -> None:
         slot.touch()
         await ctx.session.report_progress(round(seconds, 1), None, WAITING)
 
+    waiting = wait_for_outcome(
+        question_id=question.pk,
+        conversation_id=question.conversation_id,
+        user_id=user_id,
+        still_valid=lambda: token_still_valid(token_id),
+        progress=progress,
+    )
     try:
-        outcome = await wait_for_outcome(
-            question_id=question.pk,
-            conversation_id=question.conversation_id,
-            user_id=user_id,
-            still_valid=lambda: token_still_valid(token_id),
-            progress=progress,
-        )
+        if wait is None:
+            outcome = await waiting
+        else:
+            outcome = await asyncio.wait_for(waiting, timeout=wait)
+    except TimeoutError:
+        return results.pending(question, question_url(question))
     except StoppedWaiting as stopped:
         return results.error(results.INTERRUPTED.format(reason=STOPPED[stopped.reason]))
     result = results.outcome(outcome, question_url(question))

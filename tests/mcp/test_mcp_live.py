@@ -50,15 +50,17 @@ async def test_no_token_is_401_and_a_bad_token_too(mcp_live):
             assert response.headers["www-authenticate"].startswith("Bearer ")
 
 
-async def test_lists_the_two_question_tools(mcp_live, account):
+async def test_lists_the_question_tools_and_get_answer(mcp_live, account):
     async with mcp_client(mcp_live.url, account.token) as session:
         assert session.initialize_result.server_info.name == "parley"
         tools = {tool.name: tool for tool in (await session.list_tools()).tools}
-    assert set(tools) == {"ask_user_question", "confirm_action"}
+    assert set(tools) == {"ask_user_question", "confirm_action", "get_answer"}
     ask = tools["ask_user_question"].input_schema
     assert ask["properties"]["questions"]["maxItems"] == 4
     assert tools["confirm_action"].input_schema["required"] == ["action"]
-    assert tools["ask_user_question"].output_schema["required"] == ["answers"]
+    assert {"required": ["answers"]} in tools["ask_user_question"].output_schema["anyOf"]
+    assert set(ask["properties"]) >= {"request_key", "wait"}
+    assert tools["get_answer"].input_schema["properties"]["wait_s"]["maximum"] == 50
 
 
 async def test_a_question_waits_for_the_answer_with_progress(mcp_live, account):
