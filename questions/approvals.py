@@ -247,10 +247,7 @@ def decide(
             if stored.get("arguments") == request.arguments:
                 del stored["arguments"]  # unchanged: not an edit
         elif decision == DENY:
-            text = clean_text(feedback or "", multiline=True)
-            if len(text) > MAX_FEEDBACK_CHARS:
-                raise InvalidInput(FEEDBACK_TOO_LONG)
-            if text:
+            if text := cleaned_feedback(feedback):
                 stored["feedback"] = text
         else:
             raise InvalidInput(APPROVALS_PENDING)
@@ -277,6 +274,14 @@ def decide(
     return question
 
 
+def cleaned_feedback(feedback: str) -> str:
+    """A Deny's feedback as the model reads it, cleaned; InvalidInput when it is too long."""
+    text = clean_text(feedback or "", multiline=True)
+    if len(text) > MAX_FEEDBACK_CHARS:
+        raise InvalidInput(FEEDBACK_TOO_LONG)
+    return text
+
+
 def _vote(question: Question, *, user, decision: str, feedback: str, via: Via, edited: bool):
     """One person's Allow or Deny of an approval that wants several people's (its rule's
     quorum): never the person who started the turn, only the rule's approvers (if it names
@@ -298,9 +303,10 @@ def _vote(question: Question, *, user, decision: str, feedback: str, via: Via, e
             raise InvalidAnswer(str(NOT_AN_APPROVER))
     if question.votes.filter(user=user).exists():
         raise InvalidAnswer(str(VOTED_ALREADY))
-    text = clean_text(feedback or "", multiline=True)
-    if len(text) > MAX_FEEDBACK_CHARS:
-        raise InvalidAnswer(str(FEEDBACK_TOO_LONG))
+    try:
+        text = cleaned_feedback(feedback)
+    except InvalidInput as error:
+        raise InvalidAnswer(str(error)) from None
     ApprovalVote.objects.create(question=question, user=user, decision=decision, via=via)
     allowed = list(question.votes.filter(decision=ALLOW).values_list("user__username", flat=True))
     with Transcript(conversation) as transcript:

@@ -1,6 +1,7 @@
 """Parley's MCP endpoint driven by the SDK's own client (mcp.client.streamable_http and
 ClientSession) over real HTTP: accounts and tokens written straight into the live server's
-database, the JSON API to answer as the user does, and a TCP proxy that can cut connections."""
+database, the JSON API to answer as the user does, and a TCP proxy that can cut connections;
+and, in process, the notes server's write_note as Parley's agent is offered it."""
 
 import asyncio
 import json
@@ -14,6 +15,7 @@ from pathlib import Path
 
 import httpx
 import httpx2
+import mcp_types as types
 import psycopg
 import pytest
 from mcp.client.session import ClientSession
@@ -21,6 +23,10 @@ from mcp.client.streamable_http import streamable_http_client
 from mcp_types import Implementation
 
 from api.tokens import PREFIX, digest
+from chat.engine import tools
+from mcp_client.config import parse
+from mcp_client.connections import ServerConnection
+from mcp_client.tools import McpTool
 from mcp_server.connecting import TOKEN_VARIABLE, claude_code_hooks
 from tests.fake_llm import FakeLLM
 from tests.live_server import LiveServer
@@ -270,3 +276,32 @@ class Claude:
         out, err = self.process.communicate(timeout=timeout)
         assert self.process.returncode == 0, err
         return json.loads(out)
+
+
+# --- The notes server's write_note as Parley's agent is offered it, in process -------------
+
+
+class NotesServer(ServerConnection):
+    """The notes server, connected in name only: the calls that reach it are recorded."""
+
+    def __init__(self) -> None:
+        super().__init__(parse('{"mcpServers": {"notes": {"command": "notes"}}}').servers[0], None)
+        self.calls: list[dict] = []
+
+    async def call_tool(self, call, arguments: dict) -> types.CallToolResult:
+        self.calls.append(arguments)
+        return types.CallToolResult(content=[types.TextContent(type="text", text="Saved")])
+
+
+@pytest.fixture
+def server() -> NotesServer:
+    return NotesServer()
+
+
+@pytest.fixture
+def write_note(server):
+    """A tool that asks first (no operator setting, and not read-only), offered to the agent."""
+    tool = McpTool(server, types.Tool(name="write_note", input_schema={"type": "object"}))
+    tools.register(tool)
+    yield tool
+    tools.unregister(tool.name)

@@ -17,38 +17,11 @@ from chat.engine.tools import PAUSED, ToolContext
 from chat.models import AgentState, Conversation, MemberRole
 from mcp_client import tools as mcp_tools
 from mcp_client.config import parse
-from mcp_client.connections import ServerConnection
 from mcp_client.tools import McpTool
 from questions import approvals, notifications, rules
 from questions.models import ApprovalRule, Question, QuestionKind, QuestionStatus
 
 pytestmark = pytest.mark.django_db
-
-
-class NotesServer(ServerConnection):
-    """The notes server, connected in name only: the calls that reach it are recorded."""
-
-    def __init__(self) -> None:
-        super().__init__(parse('{"mcpServers": {"notes": {"command": "notes"}}}').servers[0], None)
-        self.calls: list[dict] = []
-
-    async def call_tool(self, call, arguments: dict) -> types.CallToolResult:
-        self.calls.append(arguments)
-        return types.CallToolResult(content=[types.TextContent(type="text", text="Saved")])
-
-
-@pytest.fixture
-def server() -> NotesServer:
-    return NotesServer()
-
-
-@pytest.fixture
-def write_note(server):
-    """A tool that asks first (no operator setting, and not read-only), offered to the agent."""
-    tool = McpTool(server, types.Tool(name="write_note", input_schema={"type": "object"}))
-    tools.register(tool)
-    yield tool
-    tools.unregister(tool.name)
 
 
 @pytest.fixture

@@ -3,38 +3,22 @@ conversation's "a deny stops the step" (on by default): a person's Deny of one c
 of the step's others, those still waiting are denied with it, and the model reads which call
 was denied and why; with the switch off each call goes by its own decision."""
 
-import mcp_types as types
 import pytest
 from asgiref.sync import async_to_sync
 
 from chat import services
 from chat.blocks import ToolCallBlock
-from chat.engine import tools, turns
+from chat.engine import turns
 from chat.engine.tools import PAUSED, ToolContext
 from chat.models import AgentState
-from mcp_client.tools import McpTool
 from questions import approvals
 from questions.errors import InvalidAnswer, QuestionAlreadyResolved
 from questions.models import Question, QuestionStatus
 from questions.payloads import arguments_digest
-from tests.mcp.test_always_allow import NotesServer
 
 pytestmark = [pytest.mark.django_db, pytest.mark.postgres]
 
 NOTES = [{"name": f"n{i}", "text": f"Note {i}"} for i in range(3)]
-
-
-@pytest.fixture
-def server() -> NotesServer:
-    return NotesServer()
-
-
-@pytest.fixture
-def write_note(server):
-    tool = McpTool(server, types.Tool(name="write_note", input_schema={"type": "object"}))
-    tools.register(tool)
-    yield tool
-    tools.unregister(tool.name)
 
 
 @pytest.fixture

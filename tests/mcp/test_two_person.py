@@ -2,37 +2,21 @@
 .approvers) makes a call wait for several people's Allow, never that of the person the agent
 works for; each vote is kept; the first Deny denies it at once; the model reads who allowed it."""
 
-import mcp_types as types
 import pytest
 from asgiref.sync import async_to_sync
 
 from chat import services, sharing
 from chat.blocks import ToolCallBlock
-from chat.engine import tools, turns
+from chat.engine import turns
 from chat.engine.tools import PAUSED, ToolContext
 from chat.models import MemberRole
-from mcp_client.tools import McpTool
 from questions import approvals
 from questions.errors import InvalidAnswer
 from questions.models import ApprovalRule, ApprovalVote, Question, QuestionStatus
-from tests.mcp.test_always_allow import NotesServer
 
 pytestmark = [pytest.mark.django_db, pytest.mark.postgres]
 
 NOTE = {"name": "release", "text": "Ship it"}
-
-
-@pytest.fixture
-def server() -> NotesServer:
-    return NotesServer()
-
-
-@pytest.fixture
-def write_note(server):
-    tool = McpTool(server, types.Tool(name="write_note", input_schema={"type": "object"}))
-    tools.register(tool)
-    yield tool
-    tools.unregister(tool.name)
 
 
 @pytest.fixture
