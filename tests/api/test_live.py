@@ -184,13 +184,13 @@ def test_the_terminal_client_ticks_several_choices_with_number_keys(server, toke
     finally:
         child.close(force=True)
     assert child.exitstatus == 0
-    assert latest_reply(http) == "Adding these toppings:\n\nOlives\nPeppers"
+    assert latest_reply(http) == "Adding these toppings:\n\n- Olives\n- Peppers"
 
 
 def test_the_terminal_client_without_a_terminal_numbers_the_choices(server, token, http):
     output = run_chat(server, token, typed="toppings\n1,3\n").stdout
     assert "  1) Olives" in output
-    assert "Adding these toppings:\n\nOlives\nPeppers" in output
+    assert "Adding these toppings:\n\n- Olives\n- Peppers" in output
     # The answer is recorded as given through the terminal (the client says so in a header).
     # The client carried on in the conversation it was last in: its last question is this one.
     latest = http.get("/conversations").json()[0]["id"]

@@ -105,6 +105,11 @@ def test_the_legacy_protocol_elicits_mid_call_and_asks_a_steps_approvals_togethe
     send(page, "Make two notes")
     approvals = page.get_by_role("group", name="Write note")
     expect(approvals).to_have_count(2)
+    # With "A deny stops the whole step" off, each call goes by its own decision.
+    switch = page.get_by_role("switch", name="A deny stops the whole step")
+    with page.expect_response(lambda response: "deny-stops-step" in response.url) as saved:
+        switch.uncheck()
+    assert saved.value.status == 204
     approvals.nth(1).get_by_role("button", name="Deny").click()
     expect(approvals.nth(1).get_by_text("Denied", exact=True)).to_be_visible()
     assert writes(legacy_server.notes) == ["write legacy"]  # nothing runs until both decide
