@@ -138,7 +138,7 @@ def ask_permission(*, user, agent: str, hook: ToolHookInput) -> Waiting | Answer
         except ValueError as error:
             raise InvalidHookInput(str(error)) from None
     limits.check_message_rate(user=user)
-    return _ask(user=user, agent=agent, client=client, hook=hook, request=request)
+    return _ask(user=user, agent=agent, client=client, hook=hook, request=request, verdict=verdict)
 
 
 def _session_conversation(*, user, client: Client) -> Conversation | None:
@@ -172,8 +172,10 @@ def rule_verdict(*, user, conversation, agent: str, tool: str, arguments: dict) 
         return rules.Verdict(effect=rules.ASK, failed=True)
 
 
-def approval_request(*, agent: str, hook: ToolHookInput) -> ApprovalRequest:
-    """What the person sees of a CLI's tool call: the same approval as an MCP tool's."""
+def approval_request(*, agent: str, hook: ToolHookInput, verdict=None) -> ApprovalRequest:
+    """What the person sees of a CLI's tool call: the same approval as an MCP tool's; with the
+    rules' `verdict`, the rule that made it ask (its quorum, if it wants several people's
+    Allow) and the shadow rules that matched it."""
     return ApprovalRequest.of(
         name=hook.tool_name,
         server="",
@@ -183,6 +185,8 @@ def approval_request(*, agent: str, hook: ToolHookInput) -> ApprovalRequest:
         description=str(hook.tool_input.get("description") or ""),
         arguments=hook.tool_input,
         input_schema={"type": "object"},
+        asked_by=verdict.note if verdict is not None and verdict.effect == rules.ASK else None,
+        shadow=[rule.note() for rule in verdict.shadow] if verdict is not None else None,
     )
 
 
@@ -212,7 +216,9 @@ def _record_rule_decision(*, user, agent: str, client: Client, hook: ToolHookInp
 
 
 @transaction.atomic
-def _ask(*, user, agent: str, client: Client, hook: ToolHookInput, request) -> Waiting:
+def _ask(
+    *, user, agent: str, client: Client, hook: ToolHookInput, request, verdict=None
+) -> Waiting:
     conversation = session_conversation(user=user, client=client)
     with Transcript(conversation) as transcript:
         lease, call = turns.begin_external_call(
@@ -222,7 +228,9 @@ def _ask(*, user, agent: str, client: Client, hook: ToolHookInput, request) -> W
         asked = asking.ask(lease, call, request, limit=1)
         assert asked
     else:
-        asking.ask_approvals(lease, [(call, approval_request(agent=agent, hook=hook))])
+        asking.ask_approvals(
+            lease, [(call, approval_request(agent=agent, hook=hook, verdict=verdict))]
+        )
     question = Question.objects.get(conversation_id=conversation.pk, tool_call_id=call.id)
     record = AgentCall.objects.create(
         question=question,

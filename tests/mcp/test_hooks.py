@@ -18,7 +18,7 @@ from mcp_server import hooking
 from mcp_server.hook_input import ToolHookInput
 from mcp_server.models import AgentCall
 from questions import approvals, rules
-from questions.errors import QuestionAlreadyResolved
+from questions.errors import InvalidAnswer, QuestionAlreadyResolved
 from questions.models import ApprovalRule, Question, QuestionKind, QuestionStatus
 from questions.payloads import Answer
 from questions.resolving import answer_question
@@ -570,3 +570,34 @@ def test_an_ended_card_says_so_and_offers_no_decision(user):
     assert 'name="decision"' not in html
     notices = json.dumps([m.blocks for m in question.conversation.messages.all()])
     assert "Asked in the terminal instead." in notices
+
+
+def test_a_two_person_rule_makes_a_cli_call_wait_for_two_others(user, django_user_model):
+    """A CLI's call under an ask rule with a quorum: the token's user can never be one of the
+    two, and the CLI hears Allow only after two others allowed it."""
+    from chat.models import MemberRole
+    from chat.sharing import share_conversation
+
+    ApprovalRule.objects.create(
+        scope="user", user=user, agent="claude-code", tool="Bash", effect="ask", quorum=2
+    )
+    waiting = ask(user)
+    question = Question.objects.get(pk=waiting.question_id)
+    assert question.payload.needed == 2
+    bo, cy = (
+        django_user_model.objects.create_user(username=name, password=f"pw-{name}")
+        for name in ("bo", "cy")
+    )
+    for person in (bo, cy):
+        share_conversation(
+            user=user,
+            conversation_id=question.conversation_id,
+            username=person.username,
+            role=MemberRole.PARTICIPANT,
+        )
+    with pytest.raises(InvalidAnswer, match="person the agent works for"):
+        decide(user, waiting, "allow")
+    decide(bo, waiting, "allow")
+    assert output(waiting) == {}  # still waiting: 1 of 2
+    decide(cy, waiting, "allow")
+    assert output(waiting)["hookSpecificOutput"]["decision"] == {"behavior": "allow"}
