@@ -543,12 +543,13 @@ def form_fields(schema: Any, order: list[str] | tuple = ()) -> list[FormField]:
 
 
 def _choices(spec: dict) -> list[Choice]:
-    if isinstance(spec.get("oneOf"), list):  # titled choices: [{"const", "title"}]
-        return [
-            Choice(value=str(c["const"]), title=clip(c.get("title") or str(c["const"]), 200))
-            for c in spec["oneOf"]
-            if isinstance(c, dict) and isinstance(c.get("const"), str)
-        ]
+    for key in ("oneOf", "anyOf"):  # titled choices: [{"const", "title"}], either keyword
+        if isinstance(spec.get(key), list):
+            return [
+                Choice(value=str(c["const"]), title=clip(c.get("title") or str(c["const"]), 200))
+                for c in spec[key]
+                if isinstance(c, dict) and isinstance(c.get("const"), str)
+            ]
     if isinstance(spec.get("enum"), list):
         names = spec.get("enumNames") if isinstance(spec.get("enumNames"), list) else []
         return [

@@ -322,3 +322,23 @@ def test_the_rules_verdict_on_a_call_does_not_cost_more_with_the_number_of_rules
             default="ask",
         )
     assert verdict.effect == ("allow" if case == "a kept rule decides" else "ask")
+
+
+def test_a_steps_batch_card_costs_the_same_whatever_the_number_of_calls(browser, user):
+    """The batch card ("Allow all N") reads only the blocks the page has: opening a
+    conversation whose step waits on 5 approvals costs what one waiting on 2 does."""
+    from django.db import connection
+    from django.test.utils import CaptureQueriesContext
+
+    from tests.api.tool_requests import ask_approvals, write_call
+
+    costs = {}
+    for count in (2, 5):
+        conversation = services.create_conversation(owner=user, title=f"{count} calls")
+        calls = [write_call(f"w{n}", name=f"n{n}", text="t") for n in range(count)]
+        ask_approvals(conversation.pk, *calls)
+        with CaptureQueriesContext(connection) as queries:
+            page = browser.get(reverse("chat:conversation_detail", args=[conversation.pk]))
+        assert f"Allow all {count}" in page.content.decode()
+        costs[count] = len(queries)
+    assert costs[2] == costs[5]

@@ -487,3 +487,27 @@ def test_a_forms_fields_say_their_format_and_limits_and_long_text_gets_a_textare
         r'<textarea class="custom-input elicitation-long" id="field-elicit_2-bio"', html
     )
     assert 'aria-describedby="field-elicit_2-code-limits"' in html
+
+
+@pytest.mark.parametrize("keyword", ["oneOf", "anyOf"])
+def test_a_titled_single_choice_is_offered_by_its_titles_and_takes_only_its_values(keyword):
+    from questions.answers import form_values
+    from questions.payloads import form_fields
+
+    schema = {
+        "type": "object",
+        "properties": {
+            "size": {
+                "type": "string",
+                "title": "Size",
+                keyword: [{"const": "s", "title": "Small"}, {"const": "l", "title": "Large"}],
+            }
+        },
+        "required": ["size"],
+    }
+    [field] = form_fields(schema)
+    assert field.kind == "enum"
+    assert [(c.value, c.title) for c in field.choices] == [("s", "Small"), ("l", "Large")]
+    assert form_values([field], {"size": "l"}) == {"size": "l"}
+    with pytest.raises(InvalidAnswer):
+        form_values([field], {"size": "Large"})
