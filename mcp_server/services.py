@@ -59,10 +59,8 @@ def ask(*, user, client: Client, tool: str, arguments: object, request_key: str 
     or a limit: the same validation as Parley's own agent's), TooManyMessages or
     TooManyConversations (core.limits: each new question counts as a message sent).
     """
-    if request_key:
-        keyed = AgentCall.objects.filter(user=user, request_key=request_key).first()
-        if keyed is not None:
-            return keyed
+    if request_key and (keyed := keyed_call(user=user, request_key=request_key)) is not None:
+        return keyed
     request = normalise(tool, arguments)
     check_storable(arguments)
     client = Client(
@@ -86,7 +84,7 @@ def ask(*, user, client: Client, tool: str, arguments: object, request_key: str 
             request_key=request_key,
         )
     except IntegrityError:  # the same key, asked at the same moment by another call
-        keyed = AgentCall.objects.filter(user=user, request_key=request_key).first()
+        keyed = keyed_call(user=user, request_key=request_key)
         if keyed is None:
             raise
         return keyed
@@ -103,6 +101,11 @@ def call_for_user(*, user, question_id: object) -> AgentCall | None:
     return (
         AgentCall.objects.select_related("question").filter(user=user, question_id=number).first()
     )
+
+
+def keyed_call(*, user, request_key: str) -> AgentCall | None:
+    """The user's call made with `request_key`, if any."""
+    return AgentCall.objects.filter(user=user, request_key=request_key).first()
 
 
 def undelivered_call(*, user, client: Client, fingerprint: str) -> AgentCall | None:

@@ -44,10 +44,9 @@ from questions.payloads import (
     Via,
     arguments_digest,
     clip,
-    replace_block,
     storable,
 )
-from questions.resolving import resolve, resume_if_decided, sharing_messages
+from questions.resolving import resolve, resume_if_decided, sharing_messages, write_block
 from questions.selectors import question_for_user
 from questions.tool_input import (
     UncheckablePattern,
@@ -228,7 +227,7 @@ def decide(
         user=user, conversation_id=conversation_id, tool_call_id=tool_call_id
     )
     request = question.approval
-    if request.asked_by is not None and request.asked_by.needed > 1:
+    if request.needed > 1:
         return _vote(
             question,
             user=user,
@@ -322,7 +321,7 @@ def _vote(question: Question, *, user, decision: str, feedback: str, via: Via, e
             )
             if conversation.deny_stops_step:
                 _deny_the_rest_of_the_step(transcript, question, user=user, via=via)
-        elif len(allowed) >= asked_by.needed:
+        elif len(allowed) >= question.approval.needed:
             resolve(
                 transcript,
                 question,
@@ -335,10 +334,7 @@ def _vote(question: Question, *, user, decision: str, feedback: str, via: Via, e
             # Still waiting: its card says who allowed it so far.
             Question.objects.filter(pk=question.pk).update(answers={"votes": allowed})
             question.answers = {"votes": allowed}
-            message = question.message
-            transcript.update(
-                message, blocks=replace_block(parse_blocks(message.blocks), question.block)
-            )
+            write_block(transcript, question)
         resume_if_decided(transcript)
     return question
 
@@ -379,9 +375,7 @@ def decide_all(
     )
     if len({q.message_id for q in questions}) != 1:
         raise InvalidAnswer(str(NOT_ONE_STEP))
-    if decision == ALLOW and any(
-        q.approval.asked_by and q.approval.asked_by.needed > 1 for q in questions
-    ):
+    if decision == ALLOW and any(q.approval.needed > 1 for q in questions):
         raise InvalidAnswer(str(ONE_BY_ONE))
     for question in questions:
         if arguments_digest(question.approval.arguments) != calls[question.tool_call_id]:

@@ -329,6 +329,11 @@ class ApprovalRequest(BaseModel):
     asked_by: RuleNote | None = None
     shadow: list[RuleNote] | None = None
 
+    @property
+    def needed(self) -> int:
+        """How many people's Allow it needs (the asking rule's quorum; 1 for most)."""
+        return self.asked_by.needed if self.asked_by is not None else 1
+
     @classmethod
     def of(
         cls,

@@ -353,7 +353,7 @@ def resolve(
         raise QuestionAlreadyResolved
     for field, value in resolution.items():
         setattr(question, field, value)
-    _write_block(transcript, question)
+    write_block(transcript, question)
     # A question read by question_for_user knows whether it has a draft; any other, ask.
     if getattr(question, "has_draft", True):
         QuestionDraft.objects.filter(question=question).delete()
@@ -361,7 +361,7 @@ def resolve(
         notifications.tell(event, question, at=now)
 
 
-def _write_block(transcript: Transcript, question: Question) -> None:
+def write_block(transcript: Transcript, question: Question) -> None:
     """Write the question's block, as its row now is, into the message that asked it."""
     message = question.message
     transcript.update(message, blocks=replace_block(parse_blocks(message.blocks), question.block))
