@@ -25,9 +25,22 @@
 
   // --- Settings: each named control of the preferences form saves as it changes (htmx posts
   // the form and swaps in the saved one; #settings-status says so), so Save settings, there
-  // for pages without script, goes. A "Custom…" deadline waits for its minutes.
+  // for pages without script, goes. A "Custom…" deadline waits for its minutes. A change made
+  // while a save is on its way is kept and saved on the form that comes back.
   var saveButton = byId("settings-save");
   if (saveButton && byId("settings-form")) { saveButton.hidden = true; }
+  var unsaved = null;  // name -> value (or checked) changed while a save was on its way
+  document.addEventListener("htmx:afterSettle", function () {
+    var form = byId("settings-form");
+    if (!unsaved || !form || form.classList.contains("htmx-request")) { return; }
+    Object.keys(unsaved).forEach(function (name) {
+      var field = form.elements.namedItem(name);
+      if (!field) { return; }
+      if (field.type === "checkbox") { field.checked = unsaved[name]; } else { field.value = unsaved[name]; }
+    });
+    unsaved = null;
+    form.requestSubmit();
+  });
   document.addEventListener("change", function (event) {
     var control = event.target;
     var form = control.form;
@@ -42,6 +55,11 @@
       document.documentElement.setAttribute("data-theme", control.value);
       var other = document.querySelector('#theme-switch input[name="theme"][value="' + control.value + '"]');
       if (other) { other.checked = true; }
+    }
+    if (form.classList.contains("htmx-request")) {
+      unsaved = unsaved || {};
+      unsaved[control.name] = control.type === "checkbox" ? control.checked : control.value;
+      return;
     }
     form.requestSubmit();
   });

@@ -36,7 +36,9 @@ class _Visible(HTMLParser):
 
 def untranslated(source: str) -> list[str]:
     """User-visible text in a template that is not inside a translation tag."""
-    text = re.sub(r"{#.*?#}", " ", source, flags=re.S)
+    # Django's {# #} comment ends on its own line; one that runs on is shown on the page.
+    text = re.sub(r"{#.*?#}", " ", source)
+    text = re.sub(r"{%\s*comment\b.*?{%\s*endcomment\s*%}", " ", text, flags=re.S)
     # CSS class names given through a block, such as {% block main_class %}.
     text = re.sub(r"{%\s*block\s+\w*class\s*%}.*?{%\s*endblock\s*%}", " ", text, flags=re.S)
     text = re.sub(r"{%\s*blocktranslate\b.*?{%\s*endblocktranslate\s*%}", " ", text, flags=re.S)
@@ -57,6 +59,8 @@ def test_the_checker_catches_what_it_should():
     assert untranslated('<input placeholder="Type here">') == ["Type here"]
     assert untranslated("<p>{% translate 'Hello' %} {{ name }}</p><b>Parley</b>") == []
     assert untranslated("{% blocktranslate %}Hi {{ n }}{% endblocktranslate %}") == []
+    assert untranslated("{# A note #}{% comment %}A longer\nnote{% endcomment %}") == []
+    assert untranslated("{# A note that\nruns on #}") == ["{# A note that runs on #}"]
 
 
 @pytest.mark.parametrize(

@@ -8,6 +8,7 @@ import pytest
 from playwright.sync_api import expect
 
 from tests.browser.pages import axe_violations, choose_theme, log_in, poll, user_menu
+from tests.live_server import wait_for
 
 PHONE = {"viewport": {"width": 390, "height": 844}, "is_mobile": True, "has_touch": True}
 LONG_WORD = "Unbroken" + "x" * 292  # 300 characters, no place to break
@@ -242,6 +243,52 @@ def test_settings_save_as_they_change_with_the_theme_language_switches_and_deadl
     # Log out is in the menu too.
     user_menu(page).get_by_role("button", name="Log out").click()
     expect(page.get_by_role("button", name="Log in")).to_be_visible()
+
+
+def test_a_setting_changed_while_the_last_one_saves_is_saved_too_without_leaving_the_page(
+    page, parley_server
+):
+    def stored():
+        return parley_server.query(
+            "SELECT theme, email_questions FROM accounts_preferences p JOIN auth_user u "
+            "ON u.id = p.user_id WHERE u.username = %s",
+            "demo",
+        )
+
+    log_in(page)
+    page.goto("/settings/")
+    page.evaluate("window.stillHere = true")
+    # The first save is held on its way; Dark is chosen meanwhile.
+    held = []
+    page.route(
+        "**/settings/", lambda route: route.continue_() if held else held.append(route)
+    )
+    page.get_by_role("switch", name="Email me questions").check()
+    while not held:
+        page.wait_for_timeout(20)  # lets Playwright hand over the held request
+    page.get_by_role("group", name="Theme").get_by_role("radio", name="Dark").check()
+    held[0].continue_()
+    page.unroute("**/settings/")
+    wait_for(lambda: stored() == [("dark", True)], 10, "both changes saved")
+    expect(page.get_by_role("radio", name="Dark")).to_be_checked()
+    expect(page.get_by_role("switch", name="Email me questions")).to_be_checked()
+    # A change in the instant the saved form arrives is saved as well, not by a reload.
+    page.evaluate(
+        """() => {
+          const status = document.getElementById("settings-status");
+          new MutationObserver(() => {
+            if (status.textContent && !window.changedAtOnce) {
+              window.changedAtOnce = true;
+              document.querySelector('input[name="theme"][value="light"]').click();
+            }
+          }).observe(status, {childList: true, characterData: true, subtree: true});
+        }"""
+    )
+    page.get_by_role("switch", name="Email me questions").uncheck()
+    wait_for(lambda: stored() == [("light", False)], 10, "both changes saved")
+    assert page.evaluate("window.stillHere") is True
+    expect(page.locator(".flash")).to_have_count(0)
+    expect(page.get_by_role("radio", name="Light")).to_be_checked()
 
 
 def test_the_user_menu_opens_and_closes_by_keyboard(page):
