@@ -148,6 +148,12 @@ class ApprovalDetail(Schema):
         description="The digest of `arguments`, which deciding a step's approvals together "
         "(POST /conversations/{id}/approvals) binds each decision to."
     )
+    subagentNumber: int | None = Field(
+        None,
+        description="A sub-agent's call: its number in the conversation's sub-agents (it "
+        "waits for this decision as it runs); null for the conversation's own agent.",
+    )
+    subagent: str = Field("", description="A sub-agent's call: the sub-agent's title.")
 
 
 @audited

@@ -8,8 +8,8 @@ or Regenerate —, never someone else's); when none matches, the operator's sett
 tool or its server (MCP_CONFIG `approval` `default`/`tools`), else a read-only tool
 (`readOnlyHint`) runs at once and every other tool asks. A call a rule allows or denies is
 recorded as an approval the rule resolved, naming it. "deny" tools (the `default`/`tools`
-setting) are not offered. Sub-agents are offered only the tools that never ask by that
-setting, and a call of theirs that a rule makes ask is refused.
+setting) are not offered. A sub-agent's call that asks is shown in its parent's conversation
+and waits there as it runs (McpTool.ask_in_parent), while the sub-agent's siblings run on.
 
 Exactly once: a ToolRun row is committed before the call goes out, and the result is stored
 after it. A turn that finds the row but no result (its process died in between) does not
@@ -68,7 +68,6 @@ EDITED = (
 NOT_CONNECTED = "The MCP server {server} is not available ({error}); the tool did not run."
 FAILED = "The MCP server {server} failed while running {tool}: {error}"
 TIMED_OUT = "{tool} did not finish within {seconds:g} seconds; it may or may not have happened."
-SUBAGENT = "Sub-agents cannot call tools that need the user's approval."
 CUT = "\n\n[The result was cut to {kept} of its {total} characters.]"
 NOT_OFFERED = "The operator does not allow {name}."
 RULE_DENIED = "An approval rule denied this call: the tool did not run. Do not try it again."
@@ -107,10 +106,6 @@ class McpTool(Tool):
         """The operator's policy for this tool, with the default filled in."""
         return self.config.policy(self.tool.name) or (ALLOW if self.read_only else ASK)
 
-    @property
-    def subagent_refusal(self) -> str | None:  # type: ignore[override]
-        return None if self.policy == ALLOW else SUBAGENT
-
     def enabled(self) -> bool:
         return self.policy != DENY
 
@@ -147,44 +142,50 @@ class McpTool(Tool):
     async def run(self, call: ToolCallBlock, context: ToolContext) -> Outcome:
         conversation_id = context.conversation_id
         decided = await db(approvals.decision_for)(conversation_id, call.id)
-        arguments, edited = call.arguments, False
         if decided is None:
             verdict = await db(self.verdict)(conversation_id, call)
-            if verdict.effect == ASK:
-                if context.is_subagent:
-                    return ToolResultBlock.error(call.id, SUBAGENT)
+            if verdict.effect == ASK and context.is_subagent:
+                decided = await self.ask_in_parent(call, context, verdict)
+            elif verdict.effect == ASK:
                 asks = await db(_approvals_to_ask)(context.lease, call, verdict)
                 await db(asking.ask_approvals)(context.lease, asks)
                 return PAUSED
-            if verdict.rule is not None:
-                await db(asking.record_rule_decision)(
-                    context.lease,
-                    call,
-                    self.approval_request(call, verdict),
-                    decision=verdict.effect,
-                    rule=verdict.rule.note(),
-                )
-            if verdict.effect == DENY:
-                return ToolResultBlock.error(call.id, RULE_DENIED)
-        elif decided.rule is not None and decided.decision == DENIED_DECISION:
-            return ToolResultBlock.error(call.id, RULE_DENIED)
-        elif decided.stopped_by is not None:
-            stopped = decided.stopped_by
-            feedback = FEEDBACK.format(feedback=stopped.feedback) if stopped.feedback else ""
-            return ToolResultBlock.error(
-                call.id, STEP_STOPPED.format(title=stopped.title) + feedback
-            )
-        elif decided.status == QuestionStatus.EXPIRED:
-            return ToolResultBlock.error(call.id, EXPIRED)
-        elif decided.status == QuestionStatus.CANCELLED:
-            return ToolResultBlock.error(call.id, CANCELLED)
-        elif decided.decision == DENIED_DECISION or decided.status == QuestionStatus.REJECTED:
-            feedback = FEEDBACK.format(feedback=decided.feedback) if decided.feedback else ""
-            return ToolResultBlock.error(call.id, DENIED + feedback)
-        elif decided.arguments is not None:
-            arguments, edited = decided.arguments, True
-        votes = decided.votes if decided is not None else ()
-        return await self.call(call, context, arguments, edited=edited, votes=votes)
+            else:
+                if verdict.rule is not None:
+                    await db(asking.record_rule_decision)(
+                        context.lease,
+                        call,
+                        self.approval_request(call, verdict),
+                        decision=verdict.effect,
+                        rule=verdict.rule.note(),
+                    )
+                if verdict.effect == DENY:
+                    return ToolResultBlock.error(call.id, RULE_DENIED)
+                return await self.call(call, context, call.arguments, edited=False)
+        refused = refusal(call, decided)
+        if refused is not None:
+            return refused
+        edited = decided.arguments is not None
+        arguments = decided.arguments if edited else call.arguments
+        return await self.call(call, context, arguments, edited=edited, votes=decided.votes)
+
+    async def ask_in_parent(
+        self, call: ToolCallBlock, context: ToolContext, verdict
+    ) -> approvals.Decided:
+        """A sub-agent's call that asks: its approval is shown in the parent's conversation
+        and this call waits for the decision (or its deadline), as a running tool waits for an
+        elicitation; the sub-agent's siblings run on. A call that ends first (its sub-agent
+        was stopped) leaves the approval cancelled."""
+        request = self.approval_request(call, verdict)
+        question = await db(asking.ask_for_subagent)(context.lease, call, request)
+        parent_id, key = question.conversation_id, question.tool_call_id
+        try:
+            async with events.subscribe(events.conversation_group(parent_id)) as changes:
+                while (decided := await db(approvals.decision_for)(parent_id, key)) is None:
+                    await changes.wait(ELICITATION_POLL_SECONDS)
+        finally:
+            await asyncio.shield(db(resolving.end_running_request)(parent_id, key))
+        return decided
 
     async def call(
         self,
@@ -200,7 +201,7 @@ class McpTool(Tool):
         conversation_id = context.conversation_id
         if not await db(_record_start)(conversation_id, call.id, self.name):
             for key in await db(selectors.pending_elicitation_keys)(conversation_id, call.id):
-                await db(resolving.end_elicitation)(conversation_id, key)
+                await db(resolving.end_running_request)(conversation_id, key)
             return ToolResultBlock.error(call.id, INTERRUPTED)
         prefix = (
             EDITED.format(arguments=json.dumps(arguments, ensure_ascii=False)) if edited else ""
@@ -224,6 +225,24 @@ class McpTool(Tool):
         return ToolResultBlock(
             tool_call_id=call.id, content=prefix + result_text(result), is_error=result.is_error
         )
+
+
+def refusal(call: ToolCallBlock, decided: approvals.Decided) -> ToolResultBlock | None:
+    """What the model reads of a call its approval did not let run; None if it runs."""
+    if decided.rule is not None and decided.decision == DENIED_DECISION:
+        return ToolResultBlock.error(call.id, RULE_DENIED)
+    if decided.stopped_by is not None:
+        stopped = decided.stopped_by
+        feedback = FEEDBACK.format(feedback=stopped.feedback) if stopped.feedback else ""
+        return ToolResultBlock.error(call.id, STEP_STOPPED.format(title=stopped.title) + feedback)
+    if decided.status == QuestionStatus.EXPIRED:
+        return ToolResultBlock.error(call.id, EXPIRED)
+    if decided.status == QuestionStatus.CANCELLED:
+        return ToolResultBlock.error(call.id, CANCELLED)
+    if decided.decision == DENIED_DECISION or decided.status == QuestionStatus.REJECTED:
+        feedback = FEEDBACK.format(feedback=decided.feedback) if decided.feedback else ""
+        return ToolResultBlock.error(call.id, DENIED + feedback)
+    return None
 
 
 def result_text(result: types.CallToolResult) -> str:
@@ -324,7 +343,7 @@ async def elicit(call: Call, server: str, params: Any) -> types.ElicitResult:
     finally:
         # The call ended first (it failed, timed out, or the turn was stopped): the request
         # can no longer be answered.
-        await asyncio.shield(db(resolving.end_elicitation)(conversation_id, key))
+        await asyncio.shield(db(resolving.end_running_request)(conversation_id, key))
 
 
 # --- The connections of this process -----------------------------------------------------------

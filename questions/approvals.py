@@ -122,7 +122,14 @@ def decision_for(conversation_id: int, call_id: str) -> Decided | None:
             conversation_id=conversation_id, tool_call_id=call_id, kind=QuestionKind.TOOL_APPROVAL
         )
         .exclude(status=QuestionStatus.PENDING)
-        .only("status", "answers", "answered_via", "message_id", "conversation__deny_stops_step")
+        .only(
+            "status",
+            "answers",
+            "answered_via",
+            "message_id",
+            "subagent_id",
+            "conversation__deny_stops_step",
+        )
         .select_related("conversation")
         .first()
     )
@@ -162,12 +169,16 @@ def _denied_in_step(row: Question) -> Stopped | None:
 
 
 def _step_approvals(question: Question):
-    """The approvals asked with `question`: those of its step (the calls' message)."""
-    return Question.objects.filter(
+    """The approvals asked with `question`: those of its step (the calls' message). A
+    sub-agent's approval is asked alone: its call waits for it as it runs."""
+    rows = Question.objects.filter(
         conversation_id=question.conversation_id,
         message_id=question.message_id,
         kind=QuestionKind.TOOL_APPROVAL,
     )
+    if question.subagent_id is not None:
+        return rows.filter(pk=question.pk)
+    return rows.filter(subagent__isnull=True)
 
 
 # Parley's own agent, as the rules name it (questions.models.AgentKind).
@@ -455,11 +466,7 @@ def _pending_approval(*, user, conversation_id: int, tool_call_id: str) -> Quest
     question = question_for_user(
         user=user, conversation_id=conversation_id, tool_call_id=tool_call_id, lock=True
     )
-    if (
-        question.kind != QuestionKind.TOOL_APPROVAL
-        or not question.is_pending
-        or question.conversation.agent_state != AgentState.AWAITING_USER
-    ):
+    if question.kind != QuestionKind.TOOL_APPROVAL or not question.is_awaited:
         raise QuestionAlreadyResolved
     return question
 

@@ -8,6 +8,7 @@ transaction. Resolving it is questions.resolving's, and an approval's decision
 questions.approvals'.
 """
 
+import hashlib
 from datetime import datetime, timedelta
 
 from django.conf import settings
@@ -73,6 +74,42 @@ def ask_approvals(lease: turns.Lease, asks: list[tuple[ToolCallBlock, ApprovalRe
     for row in rows:
         notifications.tell(notifications.APPROVAL_REQUESTED, row, at=now)
     return True
+
+
+def subagent_key(child_id: int, call_id: str) -> str:
+    """The row key of a sub-agent's call's approval in the parent: unique there, and the same
+    each time the call runs (a runner that takes the sub-agent's turn over finds the row)."""
+    return "subagent_" + hashlib.sha256(f"{child_id}:{call_id}".encode()).hexdigest()[:40]
+
+
+@transaction.atomic
+def ask_for_subagent(lease: turns.Lease, call: ToolCallBlock, request: ApprovalRequest) -> Question:
+    """Show a running sub-agent's approval in its parent (chat.engine.turns.show_in_parent),
+    labelled with the sub-agent's number and title, with the owner's question deadline; the
+    sub-agent's call waits for it as it runs, and its siblings run on. The row made for the
+    same call before, if there is one (the call runs again after its runner stopped)."""
+    key = subagent_key(lease.conversation_id, call.id)
+    child = Conversation.objects.only("parent_id", "title", "subagent_index").get(
+        pk=lease.conversation_id
+    )
+    asked = Question.objects.filter(conversation_id=child.parent_id, tool_call_id=key).first()
+    if asked is not None:
+        return asked
+    request = request.model_copy(
+        update={"subagent_number": child.subagent_index + 1, "subagent": child.title}
+    )
+    question = new_question(
+        child.parent_id,
+        tool_call_id=key,
+        kind=QuestionKind.TOOL_APPROVAL,
+        subagent_id=child.pk,
+        questions=[request.model_dump(mode="json", exclude_none=True)],
+    )
+    now = question.created_at
+    question.conversation, question.message = turns.show_in_parent(lease, question.block)
+    question.save(force_insert=True)
+    notifications.tell(notifications.APPROVAL_REQUESTED, question, at=now)
+    return question
 
 
 @transaction.atomic

@@ -18,6 +18,7 @@ from django.utils.translation import gettext
 from django.utils.translation import gettext_lazy as _
 
 from chat.blocks import ActionBlock
+from chat.models import AgentState
 from questions.payloads import (
     ASKED,
     CANCELLED,
@@ -102,6 +103,17 @@ class Question(models.Model):
     )
     tool_call_id = models.CharField(_("tool call"), max_length=64)
     kind = models.CharField(_("kind"), max_length=20, choices=QuestionKind.choices)
+    # A sub-agent's approval: the child conversation whose call waits for it. The row and its
+    # card are the parent's (`conversation`); `tool_call_id` is then a key made of the child
+    # and its call (questions.asking.subagent_key), as the child's call ids are its own.
+    subagent = models.ForeignKey(
+        "chat.Conversation",
+        on_delete=models.CASCADE,
+        null=True,
+        blank=True,
+        related_name="+",
+        verbose_name=_("sub-agent"),
+    )
     # The normalised questions (questions.schemas.AskedQuestion, under their wire names); for an
     # approval or an elicitation, one questions.payloads.ApprovalRequest or ElicitationRequest.
     questions = models.JSONField(_("questions"))
@@ -215,6 +227,20 @@ class Question(models.Model):
     @property
     def is_pending(self) -> bool:
         return self.status == QuestionStatus.PENDING
+
+    @property
+    def asked_while_running(self) -> bool:
+        """Whether the call that asked waits for it as it runs (an elicitation, a sub-agent's
+        approval), its conversation's turn running on, rather than pausing the turn."""
+        return self.kind == QuestionKind.ELICITATION or self.subagent_id is not None
+
+    @property
+    def is_awaited(self) -> bool:
+        """Pending, and its conversation's turn still waits for it (reads `conversation`)."""
+        state = self.conversation.agent_state
+        if self.asked_while_running:
+            return self.is_pending and state == AgentState.TOOL_EXECUTING
+        return self.is_pending and state == AgentState.AWAITING_USER
 
     @property
     def key(self) -> str:

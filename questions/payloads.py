@@ -328,6 +328,9 @@ class ApprovalRequest(BaseModel):
     # and the shadow rules that matched it (questions.rules).
     asked_by: RuleNote | None = None
     shadow: list[RuleNote] | None = None
+    # A sub-agent's call: the sub-agent's number and title, as its parent shows them.
+    subagent_number: int | None = None
+    subagent: str = ""
 
     @property
     def needed(self) -> int:
@@ -392,6 +395,9 @@ class ApprovalPayload(_Payload):
     stopped_by: str = ""
     # Who allowed it so far, when its rule wants several people's Allow (asked_by.needed).
     votes: list[str] = []
+    # See ApprovalRequest.subagent_number and .subagent.
+    subagent_number: int | None = None
+    subagent: str = ""
 
     @property
     def needed(self) -> int:

@@ -25,6 +25,7 @@ from typing import Any
 
 from django.conf import settings
 from django.db import transaction
+from django.db.models import Q
 from django.utils import timezone
 from django.utils.translation import gettext_lazy as _
 from django.utils.translation import gettext_noop
@@ -212,8 +213,8 @@ def expire_question(*, question_id: int) -> bool:
         return False  # resolved meanwhile, or not due
     question.conversation = conversation
     with Transcript(conversation) as transcript:
-        if question.kind == QuestionKind.ELICITATION:
-            # The running tool that asked reads the expiry as a cancel.
+        if question.asked_while_running:
+            # The running call that asked reads the expiry (an elicitation's as a cancel).
             resolve(transcript, question, status=QuestionStatus.EXPIRED, by=None, via=EXPIRY)
             turns.attention_changed(conversation)
             return True
@@ -238,10 +239,11 @@ def send_reminder(*, question_id: int) -> bool:
     and to their open pages. The conditional update makes it once across processes."""
     now = timezone.now()
     claimed = Question.objects.filter(
+        Q(conversation__agent_state=AgentState.AWAITING_USER)
+        | Q(subagent__isnull=False, conversation__agent_state=AgentState.TOOL_EXECUTING),
         pk=question_id,
         status=QuestionStatus.PENDING,
         reminded_at__isnull=True,
-        conversation__agent_state=AgentState.AWAITING_USER,
         conversation__deleted_at__isnull=True,
     ).update(reminded_at=now)
     if not claimed:
@@ -390,7 +392,10 @@ def resume_if_decided(transcript: Transcript) -> None:
     """The step that asked for approvals goes on once none of them waits any more."""
     conversation = transcript.conversation
     waiting = Question.objects.filter(
-        conversation=conversation, kind=QuestionKind.TOOL_APPROVAL, status=QuestionStatus.PENDING
+        conversation=conversation,
+        kind=QuestionKind.TOOL_APPROVAL,
+        status=QuestionStatus.PENDING,
+        subagent__isnull=True,  # a sub-agent's call waits for its own, as it runs
     )
     if conversation.agent_state == AgentState.AWAITING_USER and not waiting.exists():
         dispatch.on_commit(turns.resume_tools(transcript))
@@ -436,15 +441,16 @@ def answer_elicitation(
 
 
 @transaction.atomic
-def end_elicitation(conversation_id: int, key: str) -> None:
-    """The call that asked is over (it returned, failed, or its process died): a still
-    pending elicitation of it can no longer be answered, and ends as cancelled."""
+def end_running_request(conversation_id: int, key: str) -> None:
+    """The call that asked is over (it returned, failed, was stopped, or its process died): a
+    still pending elicitation of it, or a sub-agent's approval, can no longer be answered, and
+    ends as cancelled."""
     question = (
         Question.objects.select_related("message", "conversation")
         .filter(
+            Q(kind=QuestionKind.ELICITATION) | Q(subagent__isnull=False),
             conversation_id=conversation_id,
             tool_call_id=key,
-            kind=QuestionKind.ELICITATION,
             status=QuestionStatus.PENDING,
         )
         .select_for_update(of=("conversation",))

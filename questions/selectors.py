@@ -91,13 +91,14 @@ def pending_questions(conversation: Conversation) -> list[Question]:
     """What the conversation waits for the person to answer now, in the order asked (the caller
     has checked access to it): while its turn is paused, every pending question or approval
     (the approvals of one step wait together, each decided on its own); while a tool runs, the
-    elicitations it waits on. One query; none while the turn neither waits nor runs a tool."""
+    elicitations it waits on, and its sub-agents' approvals. One query; none while the turn
+    neither waits nor runs a tool."""
     state = conversation.agent_state
     if state not in (AgentState.AWAITING_USER, AgentState.TOOL_EXECUTING):
         return []
     rows = Question.objects.filter(conversation=conversation, status=QuestionStatus.PENDING)
     if state == AgentState.TOOL_EXECUTING:
-        rows = rows.filter(kind=QuestionKind.ELICITATION)
+        rows = rows.filter(Q(kind=QuestionKind.ELICITATION) | Q(subagent__isnull=False))
     found = list(rows.order_by("created_at", "id"))
     for question in found:
         question.conversation = conversation

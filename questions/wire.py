@@ -27,6 +27,8 @@ APPROVAL_FIELDS = {
     "description",
     "arguments",
     "input_schema",
+    "subagent_number",
+    "subagent",
 }
 ELICITATION_FIELDS = {"server", "tool", "call_id", "message", "mode", "url", "fields"}
 

@@ -3,7 +3,9 @@
 Each task runs as an ordinary turn in a child conversation (`Conversation.parent`, linked to
 the spawning tool call), whose first user message is the task: its own lease, its own step
 limit, swept and resumed like any turn. Sub-agents are offered neither `spawn_agents` nor the
-pausing tools; a call they make anyway gets an error result and they carry on.
+question tools; a call they make anyway gets an error result and they carry on. A sub-agent's
+tool call that needs approval waits for it as it runs, the approval shown in the parent
+(mcp_client.tools.McpTool.ask_in_parent): the sub-agent stays running, so the parent waits on.
 
 The parent's turn stays in `tool_executing`, its runner holding the lease, until every child
 finished, failed or was stopped; then the call's one result lists each child's final answer
@@ -74,7 +76,8 @@ class SpawnAgents(Tool):
     description = (
         "Start 1-4 sub-agents that work on independent tasks at the same time, and wait for "
         "all of them. Each sub-agent sees only its task (write it self-contained), can use the "
-        "other tools, cannot ask the user anything, and reports back one final answer. The "
+        "other tools (a call that needs the user's approval waits for it), cannot ask the "
+        "user questions, and reports back one final answer. The "
         "result lists each sub-agent's answer (or error) in task order."
     )
     input_model = SpawnAgentsInput

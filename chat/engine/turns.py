@@ -497,6 +497,27 @@ def show_action(
     return message
 
 
+def show_in_parent(lease: Lease, action: ActionBlock) -> tuple[Conversation, Message]:
+    """Show `action` of a running sub-agent (an approval its call waits for) in the parent's
+    transcript, under the message of the call that started the sub-agent; nothing pauses.
+    Returns the parent (locked) and that message. Locks the parent before the child, the only
+    order in which both are ever locked. In the caller's transaction."""
+    parent_id, call_id = (
+        Conversation.objects.filter(pk=lease.conversation_id, parent__isnull=False)
+        .values_list("parent_id", "parent_tool_call_id")
+        .first()
+    ) or (None, None)
+    if parent_id is None:
+        raise LeaseLost
+    parent = lock(parent_id)
+    _keep_lease(_held(lease, AgentState.TOOL_EXECUTING))
+    message = _message_with_call(parent, call_id)
+    with Transcript(parent) as transcript:
+        transcript.update(message, blocks=[*parse_blocks(message.blocks), action])
+    attention_changed(parent, waiting=True)
+    return parent, message
+
+
 def stale_runs() -> list[int]:
     """Running turns that no runner holds: never claimed (when queued for the workers: not
     within a lease period, queued_lease_expiry), or the holder stopped renewing."""

@@ -184,7 +184,8 @@ def approval_batch(blocks, block) -> Batch | None:
     for shown in blocks or ():
         if getattr(shown, "action_type", None) == block.action_type:
             payload = approval_payload(shown)
-            if payload is not None and payload.pending:
+            # A sub-agent's approval is decided on its own: it is not of the parent's step.
+            if payload is not None and payload.pending and payload.subagent_number is None:
                 waiting.append(payload)
     if len(waiting) < 2 or waiting[-1].tool_call_id != block.extra.get("toolCallId"):
         return None

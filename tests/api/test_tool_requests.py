@@ -105,6 +105,8 @@ def test_a_pending_approval_in_the_conversation_and_the_listing(api, approval):
         "rule": None,
         "questionResolution": "asked",
         "expiresAt": None,
+            "subagentNumber": None,
+            "subagent": "",
         "answeredBy": None,
         "answeredAt": None,
         "answeredVia": None,

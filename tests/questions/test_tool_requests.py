@@ -286,7 +286,7 @@ def test_decline_and_cancel_send_no_values(user, conversation, elicited, action)
 def test_an_elicitation_whose_call_ended_or_expired_is_a_cancel(
     user, conversation, elicited, clock
 ):
-    resolving.end_elicitation(conversation.pk, "elicit_1")
+    resolving.end_running_request(conversation.pk, "elicit_1")
     elicited.refresh_from_db()
     assert elicited.status == QuestionStatus.CANCELLED
     assert selectors.elicitation_outcome(conversation.pk, "elicit_1") == ("cancel", None)
