@@ -338,7 +338,8 @@ class Elicit(Schema):
     content: dict[str, Any] | None = Field(
         None,
         description="With accept, for a form: field name -> value (a string, number or "
-        "boolean; an enum's choice by its value). Optional fields may be left out.",
+        "boolean; an enum's choice by its value; for an array, a list of its choices' values, "
+        "each once). Optional fields may be left out.",
     )
     wait: float = Field(0, ge=0, le=MAX_WAIT, description="Seconds to wait for the agent.")
 

@@ -164,7 +164,8 @@ async def slow_write(
 
 
 # The form new_note_from_form shows the user: a field of each kind a form allows. Only name
-# and text are stored; the others show how booleans, bounded integers and choices render.
+# and text are stored (and the tags said in the answer); the others show how booleans, bounded
+# integers, choices and several choices render.
 # (No docstring: it would be sent as the form's description.)
 class NoteForm(BaseModel):
     name: str = Field(title="Note name", description="A short name", max_length=60)
@@ -172,6 +173,7 @@ class NoteForm(BaseModel):
     pinned: bool = Field(default=False, title="Pinned")
     priority: int = Field(default=3, ge=1, le=5, title="Priority")
     colour: Literal["red", "green", "blue"] = Field(title="Colour")
+    tags: list[Literal["work", "home", "urgent"]] = Field(default=[], title="Tags", max_length=2)
 
 
 def ask_for_note() -> Elicit[NoteForm]:
@@ -195,7 +197,8 @@ def new_note_from_form(
     if form.action == "cancel":
         return "The user cancelled: nothing saved."
     save(form.data.name, form.data.text)
-    return f"Saved {form.data.name} from the form"
+    tagged = f", tagged {', '.join(form.data.tags)}" if form.data.tags else ""
+    return f"Saved {form.data.name} from the form{tagged}"
 
 
 def main(argv: list[str] | None = None) -> None:

@@ -10,13 +10,13 @@ from typing import Any
 
 from django.conf import settings
 from django.utils.translation import gettext_lazy as _
-from django.utils.translation import gettext_noop
+from django.utils.translation import gettext_noop, ngettext_lazy
 
 from chat.blocks import TextBlock
 from chat.models import Message
 from core.text import clean_text, drop_invisible
 from questions.errors import DraftTooLong, InvalidAnswer
-from questions.payloads import MAX_ARGUMENTS_CHARS, Answer, FormField
+from questions.payloads import MAX_ARGUMENTS_CHARS, Answer, FormField, clip
 from questions.schemas import (
     TOOL_ASK_USER_QUESTION,
     TOOL_CONFIRM_ACTION,
@@ -44,6 +44,19 @@ FIELD_TOO_LARGE = _("%(field)s must be at most %(limit)s.")
 FIELD_TOO_SHORT = _("%(field)s must be at least %(limit)s characters long.")
 FIELD_TOO_LONG = _("%(field)s must be at most %(limit)s characters long.")
 FIELD_NOT_A_CHOICE = _("Pick one of the choices for %(field)s.")
+FIELD_NOT_CHOICES = _("%(field)s takes a list of its choices.")
+FIELD_UNKNOWN_CHOICE = _("%(value)s is not one of the choices for %(field)s.")
+FIELD_REPEATED_CHOICE = _("%(value)s is chosen more than once for %(field)s.")
+FIELD_TOO_FEW = ngettext_lazy(
+    "%(field)s takes at least %(limit)s choice.",
+    "%(field)s takes at least %(limit)s choices.",
+    "limit",
+)
+FIELD_TOO_MANY = ngettext_lazy(
+    "%(field)s takes at most %(limit)s choice.",
+    "%(field)s takes at most %(limit)s choices.",
+    "limit",
+)
 
 # What the model reads when the user rejects its question, and for calls it made after it.
 DECLINED = "The user declined to answer this question."
@@ -186,7 +199,7 @@ def form_values(fields: list[FormField], given: dict[str, Any]) -> dict[str, Any
         if field.kind == "boolean":
             content[field.name] = raw in (True, "true", "on", "1", 1)
             continue
-        if raw is None or (isinstance(raw, str) and not raw.strip()):
+        if raw is None or raw == [] or (isinstance(raw, str) and not raw.strip()):
             if field.required:
                 raise InvalidAnswer(FIELD_REQUIRED % {"field": label})
             continue
@@ -196,6 +209,8 @@ def form_values(fields: list[FormField], given: dict[str, Any]) -> dict[str, Any
             if str(raw) not in {c.value for c in field.choices}:
                 raise InvalidAnswer(FIELD_NOT_A_CHOICE % {"field": label})
             content[field.name] = str(raw)
+        elif field.kind == "array":
+            content[field.name] = _to_choices(field, raw)
         else:
             text = drop_invisible(str(raw))
             if field.min_length is not None and len(text) < field.min_length:
@@ -225,6 +240,29 @@ def _to_number(field: FormField, raw: Any) -> int | float:
     if field.maximum is not None and number > field.maximum:
         raise InvalidAnswer(FIELD_TOO_LARGE % {"field": label, "limit": _plain(field.maximum)})
     return number
+
+
+def _to_choices(field: FormField, raw: Any) -> list[str]:
+    """A multi-select's values from `raw` (not empty: the caller checked): a list of its
+    choices' values, each once, as many as its limits allow, in the order given. Raises
+    InvalidAnswer naming the field."""
+    label = field.label
+    if not isinstance(raw, list) or not all(isinstance(value, str) for value in raw):
+        raise InvalidAnswer(FIELD_NOT_CHOICES % {"field": label})
+    offered = {c.value for c in field.choices}
+    seen: set[str] = set()
+    for value in raw:
+        if value not in offered:
+            shown = clip(drop_invisible(value), 60)
+            raise InvalidAnswer(FIELD_UNKNOWN_CHOICE % {"field": label, "value": shown})
+        if value in seen:
+            raise InvalidAnswer(FIELD_REPEATED_CHOICE % {"field": label, "value": value})
+        seen.add(value)
+    if field.min_items is not None and len(raw) < field.min_items:
+        raise InvalidAnswer(FIELD_TOO_FEW % {"field": label, "limit": field.min_items})
+    if field.max_items is not None and len(raw) > field.max_items:
+        raise InvalidAnswer(FIELD_TOO_MANY % {"field": label, "limit": field.max_items})
+    return list(raw)
 
 
 def _plain(number: float) -> str:

@@ -459,14 +459,15 @@ FORMATS_SAID = ("email", "uri", "date", "date-time")
 
 class FormField(BaseModel):
     """One form field, read from a property of the requested schema (the flat subset MCP
-    allows: string, number, integer, boolean, and a string enum)."""
+    allows: string, number, integer, boolean, a string enum, and an array of a string enum's
+    values: kind "array", a multi-select whose `choices` are its items)."""
 
     model_config = ConfigDict(
         frozen=True, alias_generator=to_camel, validate_by_name=True, serialize_by_alias=True
     )
 
     name: str
-    kind: Literal["string", "number", "integer", "boolean", "enum"]
+    kind: Literal["string", "number", "integer", "boolean", "enum", "array"]
     title: str
     description: str = ""
     required: bool = False
@@ -477,6 +478,9 @@ class FormField(BaseModel):
     max_length: int | None = None
     format: str = ""
     choices: list[Choice] = []
+    # How many of its choices an array takes (None: no limit given).
+    min_items: int | None = None
+    max_items: int | None = None
 
     @property
     def label(self) -> str:
@@ -495,9 +499,11 @@ class FormField(BaseModel):
     @property
     def has_limits(self) -> bool:
         """Whether the form says what the field takes beyond its label (a number always has
-        a kind to say; a string, its format or its length limits)."""
+        a kind to say; a string, its format or its length limits; an array, how many)."""
         if self.kind in ("number", "integer"):
             return True
+        if self.kind == "array":
+            return self.min_items is not None or self.max_items is not None
         return self.kind == "string" and bool(
             self.format in FORMATS_SAID
             or self.min_length is not None
@@ -526,31 +532,51 @@ def form_fields(schema: Any, order: list[str] | tuple = ()) -> list[FormField]:
     names = [n for n in order if n in properties] + [n for n in properties if n not in order]
     fields = []
     for name, spec in [(n, properties[n]) for n in names][:MAX_FIELDS]:
-        if not isinstance(name, str) or not isinstance(spec, dict):
-            continue
-        kind = spec.get("type")
-        choices = _choices(spec)
-        if choices:
-            kind = "enum"
-        if kind not in ("string", "number", "integer", "boolean", "enum"):
-            continue
-        fields.append(
-            FormField(
-                name=clip(name, 100),
-                kind=kind,
-                title=clip(spec.get("title"), 200),
-                description=clip(spec.get("description"), 1000),
-                required=name in required,
-                default=_scalar(spec.get("default")),
-                minimum=_number(spec.get("minimum")),
-                maximum=_number(spec.get("maximum")),
-                min_length=_count(spec.get("minLength")),
-                max_length=_count(spec.get("maxLength")),
-                format=clip(spec.get("format"), 40),
-                choices=choices,
-            )
-        )
+        if isinstance(name, str) and isinstance(spec, dict):
+            field = _form_field(name, spec, required=name in required)
+            if field is not None:
+                fields.append(field)
     return fields
+
+
+def _form_field(name: str, spec: dict, *, required: bool) -> FormField | None:
+    """The field a property asks for; None for a kind a form cannot offer (an array whose
+    items are not string choices, an object, a type it does not name)."""
+    kind = spec.get("type")
+    if kind == "array":
+        items = spec.get("items")
+        choices = _choices(items) if isinstance(items, dict) else []
+        if not choices:
+            return None
+        offered = {c.value for c in choices}
+        default = spec.get("default")
+        default = (
+            list(dict.fromkeys(v for v in default if isinstance(v, str) and v in offered))
+            if isinstance(default, list)
+            else None
+        )
+    else:
+        choices = _choices(spec)
+        kind = "enum" if choices else kind
+        default = _scalar(spec.get("default"))
+    if kind not in ("string", "number", "integer", "boolean", "enum", "array"):
+        return None
+    return FormField(
+        name=clip(name, 100),
+        kind=kind,
+        title=clip(spec.get("title"), 200),
+        description=clip(spec.get("description"), 1000),
+        required=required,
+        default=default,
+        minimum=_number(spec.get("minimum")),
+        maximum=_number(spec.get("maximum")),
+        min_length=_count(spec.get("minLength")),
+        max_length=_count(spec.get("maxLength")),
+        format=clip(spec.get("format"), 40),
+        choices=choices,
+        min_items=_count(spec.get("minItems")) if kind == "array" else None,
+        max_items=_count(spec.get("maxItems")) if kind == "array" else None,
+    )
 
 
 def _choices(spec: dict) -> list[Choice]:

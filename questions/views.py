@@ -185,8 +185,13 @@ def deny_stops_step(request: HttpRequest, conversation_id: int) -> HttpResponse:
 @conversation_view
 def respond(request: HttpRequest, conversation_id: int, tool_call_id: str) -> HttpResponse:
     """Answer a running tool's request: `action` (accept, decline, cancel), and the form's
-    fields as `field-<name>`."""
-    values = {key[6:]: value for key, value in request.POST.items() if key.startswith("field-")}
+    fields as `field-<name>`, a multi-select's ticked values each as `choices-<name>`."""
+    values: dict[str, str | list[str]] = {
+        key[6:]: value for key, value in request.POST.items() if key.startswith("field-")
+    }
+    for key in request.POST:
+        if key.startswith("choices-"):
+            values[key[8:]] = request.POST.getlist(key)
     response = control_response(
         request,
         conversation_id,

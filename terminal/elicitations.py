@@ -67,6 +67,14 @@ def ask_field(prompts: Prompts, field: dict):
         if not field.get("required"):
             choices.append(("(none)", None))
         return prompts.pick(label, choices, default)
+    if kind == "array":
+        choices = [(shown_line(c["title"]), c["value"]) for c in field.get("choices", [])]
+        return prompts.pick_several(
+            f"{label}{limits_hint(field)}",
+            choices,
+            default if isinstance(default, list) else [],
+            lambda picked: parse_choices(field, picked),
+        )
     shown_default = "" if default is None else str(default)
     return prompts.checked(
         f"{label}{limits_hint(field)}", shown_default, lambda text: parse_field(field, text)
@@ -77,19 +85,25 @@ def plain(number) -> str:
     return str(int(number)) if float(number) == int(number) else str(number)
 
 
+def between(low, high) -> str:
+    """Limits as a hint says them: "1-5", "at least 1", "at most 5"; "" when neither is given."""
+    if low is not None and high is not None:
+        return f"{plain(low)}-{plain(high)}"
+    if low is not None:
+        return f"at least {plain(low)}"
+    return "" if high is None else f"at most {plain(high)}"
+
+
 def limits_hint(field: dict) -> str:
-    """What a number or text field takes, shown after its label."""
+    """What a number, text or multi-select field takes, shown after its label."""
     kind = field.get("kind")
-    low, high = field.get("minimum"), field.get("maximum")
     parts = []
+    if kind == "array":
+        count = between(field.get("minItems"), field.get("maxItems"))
+        parts += [f"choose {count}"] if count else []
     if kind in ("number", "integer"):
         parts.append("a whole number" if kind == "integer" else "a number")
-        if low is not None and high is not None:
-            parts.append(f"{plain(low)}-{plain(high)}")
-        elif low is not None:
-            parts.append(f"at least {plain(low)}")
-        elif high is not None:
-            parts.append(f"at most {plain(high)}")
+        parts += filter(None, [between(field.get("minimum"), field.get("maximum"))])
     if not field.get("required"):
         parts.append("optional")
     return f" [{', '.join(parts)}]" if parts else ""
@@ -109,6 +123,21 @@ def parse_field(field: dict, text: str) -> Parsed:
     if longest is not None and len(text) > longest:
         return Parsed(problem=f"{label} must be at most {longest} characters long.")
     return Parsed(text)
+
+
+def parse_choices(field: dict, picked: list) -> Parsed:
+    """A multi-select's values, or what is wrong with how many; an optional one left empty
+    has no value. Each value is one of its choices (the prompt offers no other); the server
+    checks again."""
+    label = shown_line(field.get("title") or field["name"])
+    if not picked:
+        return Parsed(problem=f"{label} is required." if field.get("required") else None)
+    low, high = field.get("minItems"), field.get("maxItems")
+    if low is not None and len(picked) < low:
+        return Parsed(problem=f"Choose at least {low} for {label}.")
+    if high is not None and len(picked) > high:
+        return Parsed(problem=f"Choose at most {high} for {label}.")
+    return Parsed(list(picked))
 
 
 def parse_number(field: dict, label: str, text: str) -> Parsed:

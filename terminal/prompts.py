@@ -7,7 +7,7 @@ Ctrl+D or the end of a pipe as EOFError.
 """
 
 import sys
-from collections.abc import Callable
+from collections.abc import Callable, Collection
 from dataclasses import dataclass
 from typing import Any
 
@@ -48,10 +48,18 @@ class NumberedChoice(questionary.Choice):
         return f"{self.shortcut_key}) " if self.shortcut_key else "   "
 
 
-def numbered_choices(choices: list[tuple[str, Any]]) -> list[NumberedChoice]:
-    """`choices` ((title, value)), the first nine with their number keys."""
+def numbered_choices(
+    choices: list[tuple[str, Any]], checked: Collection = ()
+) -> list[NumberedChoice]:
+    """`choices` ((title, value)), the first nine with their number keys; those whose value is
+    in `checked` start ticked (in a checkbox)."""
     return [
-        NumberedChoice(title=t, value=v, shortcut_key=str(n) if n <= NUMBER_KEYS else False)
+        NumberedChoice(
+            title=t,
+            value=v,
+            shortcut_key=str(n) if n <= NUMBER_KEYS else False,
+            checked=v in checked,
+        )
         for n, (t, v) in enumerate(choices, 1)
     ]
 
@@ -94,11 +102,14 @@ def select_by_number(title: str, choices: list[tuple[str, Any]]):
     return with_number_keys(question, Keys.ControlM).unsafe_ask()
 
 
-def checkbox_by_number(title: str, choices: list[tuple[str, Any]], validate):
-    """Some of `choices` ((title, value)): number keys or Space tick, Enter confirms."""
+def checkbox_by_number(
+    title: str, choices: list[tuple[str, Any]], validate, checked: Collection = ()
+):
+    """Some of `choices` ((title, value)): number keys or Space tick, Enter confirms; those in
+    `checked` start ticked."""
     hint = f"({number_keys(len(choices))} or Space to tick, Enter to confirm)"
     question = questionary.checkbox(
-        title, choices=numbered_choices(choices), instruction=hint, validate=validate
+        title, choices=numbered_choices(choices, checked), instruction=hint, validate=validate
     )
     return with_number_keys(question, " ").unsafe_ask()
 
@@ -161,6 +172,33 @@ class Prompts:
                 return choices[int(reply) - 1][1]
             self.say(f"Choose by number, 1-{len(choices)}.")
 
+    def pick_several(
+        self,
+        label: str,
+        choices: list[tuple[str, Any]],
+        checked: list,
+        check: Callable[[list], Parsed],
+    ):
+        """Some of `choices` ((title, value)), as `check` takes them (its value): ticked in a
+        terminal, numbers comma-separated in a pipe (`checked` when left empty)."""
+        if self.interactive:
+            picked = checkbox_by_number(
+                label, choices, lambda ticked: check(ticked).problem or True, checked
+            )
+            return check(picked).value
+        self.say(label)
+        for number, (title, _) in enumerate(choices, 1):
+            self.say(f"  {number}) {title}")
+        shown_default = ",".join(
+            str(n) for n, (_, value) in enumerate(choices, 1) if value in checked
+        )
+        suffix = f" [{shown_default}]" if shown_default else ""
+        prompt = f"Numbers 1-{len(choices)}, comma-separated{suffix}: "
+        return self.until_it_fits(
+            lambda: input(prompt).strip() or shown_default,
+            lambda reply: numbered_values(reply, choices, check),
+        )
+
     def yes_no(self, label: str, default: bool) -> bool:
         if self.interactive:
             return questionary.confirm(label, default=default, auto_enter=False).unsafe_ask()
@@ -188,3 +226,14 @@ class Prompts:
             return parse(text).value
         suffix = f" [{shown_line(default)}]" if default else ""
         return self.until_it_fits(lambda: input(f"{label}{suffix}: ") or default, parse)
+
+
+def numbered_values(reply: str, choices: list[tuple[str, Any]], check) -> Parsed:
+    """The values of the choices numbered in `reply` (comma-separated; empty: none), as
+    `check` takes them."""
+    picked = []
+    for part in filter(None, (p.strip() for p in reply.split(","))):
+        if not (part.isdecimal() and part.isascii() and 1 <= int(part) <= len(choices)):
+            return Parsed(problem=f"Choose by number, 1-{len(choices)}.")
+        picked.append(choices[int(part) - 1][1])
+    return check(picked)

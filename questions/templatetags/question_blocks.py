@@ -206,12 +206,16 @@ def elicitation_payload(block) -> ElicitationPayload | None:
 
 @register.simple_tag
 def elicitation_value(payload: ElicitationPayload, field) -> str:
-    """A sent value as the person would read it: a choice by its title, a switch as Yes/No."""
+    """A sent value as the person would read it: a choice by its title (several, by their
+    titles, comma-separated), a switch as Yes/No."""
     value = (payload.content or {}).get(field.name)
     if field.kind == "boolean":
         return _("Yes") if value else _("No")
+    titles = {c.value: c.title for c in field.choices}
     if field.kind == "enum":
-        return next((c.title for c in field.choices if c.value == value), str(value))
+        return titles.get(value, str(value))
+    if field.kind == "array" and isinstance(value, list):
+        return ", ".join(titles.get(v, str(v)) for v in value)
     return "" if value is None else str(value)
 
 

@@ -119,9 +119,16 @@ def test_a_form_a_running_tool_asks_for_through_the_terminal(server, token, note
         child.send(CLEAR_LINE + "4\r")
         child.expect("Colour")
         child.send(DOWN + "\r")  # green
+        child.expect(r"Tags \[choose at most 2, optional\]")
+        # Number keys tick. Three is one too many: that Enter sends nothing (the checkbox's
+        # validation keeps it open), and the answer below has the two left ticked.
+        child.send("123\r")
+        child.send("2\r")  # home unticked
         child.expect("Send it?")
         child.send("\r")  # Submit
-        child.expect("The notes server answered: Saved groceries from the form")
+        child.expect(
+            "The notes server answered: Saved groceries from the form, tagged work, urgent"
+        )
         child.expect("> ")
         child.sendeof()
         child.expect(pexpect.EOF)
@@ -137,8 +144,22 @@ def test_a_form_a_running_tool_asks_for_through_the_terminal(server, token, note
         "pinned": True,
         "priority": 4,
         "colour": "green",
+        "tags": ["work", "urgent"],
     }
     assert form["answeredVia"] == "terminal"
+
+
+def test_without_a_terminal_a_forms_several_choices_are_numbers_comma_separated(server, notes):
+    token = token_for(server, "cy")
+    # Name, text, pinned, priority (its default), colour 3, then tags: a number too high and
+    # three of two are asked again.
+    typed = "make a note from a form\nlists\nTo do\nn\n\n3\n4\n1,2,3\n3, 2\nsubmit\n"
+    output = run_chat(server, token, "--new", typed=typed).stdout
+    assert "Tags [choose at most 2, optional]" in output
+    assert "Choose by number, 1-3." in output
+    assert "Choose at most 2 for Tags." in output
+    assert "The notes server answered: Saved lists from the form, tagged urgent, home" in output
+    assert (notes / "lists.md").read_text() == "To do"
 
 
 def test_without_a_terminal_deny_with_feedback_then_always_allow(server, notes):

@@ -14,7 +14,15 @@ from api.tokens import create_token
 from api.waiting import wait_until_settled
 from chat import services
 from chat.models import AgentState, Conversation
-from questions.answers import FIELD_NOT_A_CHOICE, FIELD_REQUIRED, FIELD_TOO_LARGE
+from questions.answers import (
+    FIELD_NOT_A_CHOICE,
+    FIELD_NOT_CHOICES,
+    FIELD_REPEATED_CHOICE,
+    FIELD_REQUIRED,
+    FIELD_TOO_LARGE,
+    FIELD_TOO_MANY,
+    FIELD_UNKNOWN_CHOICE,
+)
 from questions.approvals import ARGUMENTS_TOO_DEEP, MAX_ARGUMENTS_DEPTH
 from questions.errors import QuestionAlreadyResolved
 from questions.models import ApprovalRule, Question, QuestionStatus
@@ -472,6 +480,65 @@ def test_content_that_does_not_fit_the_form_is_422(api, elicitation, content, me
     assert response.json() == {"message": str(message)}
     assert row("elicit_x").is_pending
     assert state(elicitation) == "tool_executing"
+
+
+# A form with several choices: 1 or 2 tags of 3, titled.
+TAGS_FORM = {
+    "type": "object",
+    "properties": {
+        "tags": {
+            "type": "array",
+            "title": "Tags",
+            "items": {"anyOf": [{"const": t, "title": t.title()} for t in ("work", "home", "fun")]},
+            "minItems": 1,
+            "maxItems": 2,
+        }
+    },
+    "required": ["tags"],
+}
+
+
+@pytest.fixture
+def tags_elicitation(conversation, dispatched):
+    """A running tool waits for its tags (elicit_t)."""
+    ask_elicitation(conversation.pk, key="elicit_t", schema=TAGS_FORM)
+    return conversation
+
+
+def test_several_choices_are_described_and_taken_as_a_list(api, tags_elicitation):
+    [pending] = api.get("/questions").json()
+    [field] = pending["elicitation"]["fields"]
+    assert (field["kind"], field["minItems"], field["maxItems"]) == ("array", 1, 2)
+    assert [(c["value"], c["title"]) for c in field["choices"]] == [
+        ("work", "Work"),
+        ("home", "Home"),
+        ("fun", "Fun"),
+    ]
+    response = elicit(
+        api, tags_elicitation, key="elicit_t", action="accept", content={"tags": ["fun", "work"]}
+    )
+    assert response.status_code == 200
+    assert row("elicit_t").answers == {"action": "accept", "content": {"tags": ["fun", "work"]}}
+
+
+@pytest.mark.parametrize(
+    ("tags", "message"),
+    [
+        ([], FIELD_REQUIRED % {"field": "Tags"}),
+        (["work", "home", "fun"], FIELD_TOO_MANY % {"field": "Tags", "limit": 2}),
+        (["work", "play"], FIELD_UNKNOWN_CHOICE % {"field": "Tags", "value": "play"}),
+        (["home", "home"], FIELD_REPEATED_CHOICE % {"field": "Tags", "value": "home"}),
+        ("work", FIELD_NOT_CHOICES % {"field": "Tags"}),
+        ([True], FIELD_NOT_CHOICES % {"field": "Tags"}),
+    ],
+)
+def test_several_choices_that_do_not_fit_are_422(api, tags_elicitation, tags, message):
+    response = elicit(
+        api, tags_elicitation, key="elicit_t", action="accept", content={"tags": tags}
+    )
+    assert response.status_code == 422
+    assert response.json() == {"message": str(message)}
+    assert row("elicit_t").is_pending
 
 
 @pytest.mark.parametrize(

@@ -195,6 +195,50 @@ def test_elicitation_round_trips_accept_decline_and_cancel(tab, tools_server):
         expect(tab.get_by_text(f"The notes server answered: The user {words}")).to_be_visible()
 
 
+def test_a_forms_several_choices_are_checkboxes_and_the_server_receives_a_list(
+    tab, tools_server, console_errors
+):
+    console_errors.expect("status of 422")  # the refusal of three tags, on purpose
+    new_conversation(tab)
+    send(tab, "Make a note from a form")
+    form = tab.get_by_role("group", name="Details for the new note")
+    # Offered in the inbox too: the same group of boxes, named by the field's title.
+    tab.goto("/questions/")
+    inbox = tab.get_by_role("list", name="Pending questions")
+    tags = inbox.get_by_role("group", name="Details for the new note").get_by_role(
+        "group", name="Tags"
+    )
+    for name in ("work", "home", "urgent"):
+        expect(tags.get_by_role("checkbox", name=name)).not_to_be_checked()
+    expect(tags).to_have_accessible_description("Choose at most 2.")
+    tab.go_back()
+
+    form.get_by_role("textbox", name="Note name").fill("tagged")
+    form.get_by_role("textbox", name="Text").fill("Sorted")
+    form.get_by_role("radio", name="blue").check()
+    tags = form.get_by_role("group", name="Tags")
+    # By keyboard: Tab reaches the boxes, Space ticks the one in focus.
+    tags.get_by_role("checkbox", name="work").focus()
+    tab.keyboard.press("Space")
+    expect(tags.get_by_role("checkbox", name="work")).to_be_checked()
+    tab.keyboard.press("Tab")
+    expect(tags.get_by_role("checkbox", name="home")).to_be_focused()
+    tab.keyboard.press("Space")
+    tags.get_by_role("checkbox", name="urgent").check()
+    form.get_by_role("button", name="Submit").click()
+    # Three of at most two: the server refuses, naming the field, and nothing is sent.
+    expect(form.get_by_role("alert")).to_have_text("Tags takes at most 2 choices.")
+    tags.get_by_role("checkbox", name="home").uncheck()
+    form.get_by_role("button", name="Submit").click()
+    expect(
+        tab.get_by_text(
+            "The notes server answered: Saved tagged from the form, tagged work, urgent"
+        )
+    ).to_be_visible()
+    expect(form.get_by_text("Sent", exact=True)).to_be_visible()
+    expect(form.get_by_role("definition").filter(has_text="work, urgent")).to_be_visible()
+
+
 def test_the_approval_is_keyboard_only_and_number_keys_never_allow(tab, tools_server, screenshots):
     before = writes(tools_server.notes)
     approval = ask_to_save(tab)

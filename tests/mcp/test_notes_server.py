@@ -40,6 +40,13 @@ FORM_FIELDS = {
     "pinned": {"type": "boolean", "title": "Pinned", "default": False},
     "priority": {"type": "integer", "title": "Priority", "minimum": 1, "maximum": 5, "default": 3},
     "colour": {"type": "string", "title": "Colour", "enum": ["red", "green", "blue"]},
+    "tags": {
+        "type": "array",
+        "title": "Tags",
+        "items": {"type": "string", "enum": ["work", "home", "urgent"]},
+        "maxItems": 2,
+        "default": [],
+    },
 }
 TOOLS = {
     # name: (title, readOnlyHint, destructiveHint)
@@ -233,6 +240,14 @@ async def test_the_form_accepted_saves_the_note_once(connect, notes):
     assert question.requested_schema["properties"] == FORM_FIELDS
     assert question.requested_schema["required"] == ["name", "text", "colour"]
     assert writes(notes) == ["write groceries"]
+
+
+async def test_the_forms_tags_are_taken_as_a_list_and_said_in_the_answer(connect, notes):
+    answer = ElicitResult(action="accept", content={**FORM, "tags": ["urgent", "work"]})
+    async with connect(answer) as client:
+        result = await client.call_tool("new_note_from_form", {})
+    assert not result.is_error
+    assert text(result) == "Saved groceries from the form, tagged urgent, work"
 
 
 @pytest.mark.parametrize(

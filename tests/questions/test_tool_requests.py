@@ -511,3 +511,162 @@ def test_a_titled_single_choice_is_offered_by_its_titles_and_takes_only_its_valu
     assert form_values([field], {"size": "l"}) == {"size": "l"}
     with pytest.raises(InvalidAnswer):
         form_values([field], {"size": "Large"})
+
+
+# --- Several choices (an array of a string enum's values) --------------------------------------
+
+PLAIN_ITEMS = {"type": "string", "enum": ["work", "home", "urgent"]}
+
+
+def titled_items(keyword: str) -> dict:
+    return {
+        keyword: [
+            {"const": "work", "title": "Work"},
+            {"const": "home", "title": "Home"},
+            {"const": "urgent", "title": "Urgent"},
+        ]
+    }
+
+
+def tags_schema(items: dict, **limits) -> dict:
+    return {
+        "type": "object",
+        "properties": {"tags": {"type": "array", "title": "Tags", "items": items, **limits}},
+        "required": ["tags"],
+    }
+
+
+@pytest.mark.parametrize(
+    ("items", "titles"),
+    [
+        (PLAIN_ITEMS, ["work", "home", "urgent"]),
+        (titled_items("anyOf"), ["Work", "Home", "Urgent"]),
+        (titled_items("oneOf"), ["Work", "Home", "Urgent"]),
+    ],
+)
+def test_several_choices_are_offered_by_their_titles_and_sent_as_a_list_of_values(items, titles):
+    from questions.answers import form_values
+    from questions.payloads import form_fields
+
+    schema = tags_schema(items, minItems=1, maxItems=2, default=["home", "nope", {"x": 1}, "home"])
+    [field] = form_fields(schema)
+    assert (field.kind, field.label, field.required) == ("array", "Tags", True)
+    assert [c.value for c in field.choices] == ["work", "home", "urgent"]
+    assert [c.title for c in field.choices] == titles
+    assert (field.min_items, field.max_items) == (1, 2)
+    assert field.default == ["home"]  # only its own choices, each once
+    assert form_values([field], {"tags": ["urgent", "work"]}) == {"tags": ["urgent", "work"]}
+
+
+@pytest.mark.parametrize(
+    ("given", "message"),
+    [
+        ({}, "Tags is required."),
+        ({"tags": []}, "Tags is required."),
+        ({"tags": ["work"]}, "Tags takes at least 2 choices."),
+        (
+            {"tags": ["work", "home", "urgent", "later"]},
+            "later is not one of the choices for Tags.",
+        ),
+        ({"tags": ["work", "Home"]}, "Home is not one of the choices for Tags."),
+        ({"tags": ["work", "work"]}, "work is chosen more than once for Tags."),
+        ({"tags": "work"}, "Tags takes a list of its choices."),
+        ({"tags": [1, 2]}, "Tags takes a list of its choices."),
+        ({"tags": {"work": True}}, "Tags takes a list of its choices."),
+    ],
+)
+def test_several_choices_that_do_not_fit_the_schema_are_refused_naming_the_field(given, message):
+    from questions.answers import form_values
+    from questions.payloads import form_fields
+
+    fields = form_fields(tags_schema(titled_items("anyOf"), minItems=2, maxItems=3))
+    with pytest.raises(InvalidAnswer) as refused:
+        form_values(fields, given)
+    assert str(refused.value) == message
+
+
+def test_too_many_choices_are_refused_and_an_optional_empty_one_is_left_out():
+    from questions.answers import form_values
+    from questions.payloads import form_fields
+
+    schema = tags_schema(PLAIN_ITEMS, maxItems=1)
+    schema["required"] = []
+    fields = form_fields(schema)
+    with pytest.raises(InvalidAnswer) as refused:
+        form_values(fields, {"tags": ["work", "home"]})
+    assert str(refused.value) == "Tags takes at most 1 choice."
+    assert form_values(fields, {"tags": []}) == {}
+    assert form_values(fields, {}) == {}
+
+
+def test_an_array_of_anything_but_string_choices_is_not_offered():
+    from questions.payloads import form_fields
+
+    schema = {
+        "type": "object",
+        "properties": {
+            "free": {"type": "array", "items": {"type": "string"}},
+            "numbers": {"type": "array", "items": {"type": "integer", "enum": [1, 2]}},
+            "bare": {"type": "array"},
+        },
+    }
+    assert form_fields(schema) == []
+
+
+@pytest.fixture
+def tagged(running):
+    """A running call asks for a note's name and its tags (1 or 2 of 3, titled)."""
+    lease, [call] = running("mcp__notes__new_note_from_form")
+    schema = tags_schema(titled_items("anyOf"), minItems=1, maxItems=2, default=["home"])
+    schema["properties"] = {
+        "name": {"type": "string", "title": "Note name"},
+        **schema["properties"],
+    }
+    request = ElicitationRequest(
+        server="notes", call_id=call.id, message="Tag it", requested_schema=schema
+    )
+    return asking.ask_elicitation(lease, call, request, key="elicit_3")
+
+
+def test_several_choices_are_a_group_of_checkboxes_in_the_page_and_the_inbox(
+    browser, conversation, tagged
+):
+    for url in (f"/c/{conversation.pk}/", "/questions/"):
+        html = browser.get(url).content.decode()
+        group = re.search(
+            r'<fieldset class="elicitation-choices"[^>]*>(.*?)</fieldset>', html, re.S
+        )
+        assert 'aria-describedby="field-elicit_3-tags-limits"' in group.group(0)
+        legend = re.search(r"<legend[^>]*>(.*?)</legend>", group.group(1), re.S).group(1)
+        assert legend.startswith("Tags") and "(required)" in legend
+        boxes = re.findall(
+            r'<input type="checkbox" name="choices-tags" value="(\w+)"( checked)?> '
+            r'<span class="option-label">(\w+)</span>',
+            group.group(1),
+        )
+        assert boxes == [
+            ("work", "", "Work"),
+            ("home", " checked", "Home"),
+            ("urgent", "", "Urgent"),
+        ]
+        assert re.search(r'id="field-elicit_3-tags-limits">\s*Choose 1 to 2.\s*</p>', html)
+
+
+def test_the_ticked_boxes_are_sent_as_a_list_and_shown_by_their_titles(
+    browser, conversation, tagged
+):
+    url = reverse("questions:respond", args=[conversation.pk, "elicit_3"])
+    data = {"action": "accept", "field-name": "n", "choices-tags": ["work", "home", "urgent"]}
+    response = browser.post(url, data, headers={"HX-Request": "true"})
+    assert response.status_code == 422
+    assert "Tags takes at most 2 choices." in response.content.decode()
+    response = browser.post(url, {**data, "choices-tags": []}, headers={"HX-Request": "true"})
+    assert "Tags is required." in response.content.decode()
+    data["choices-tags"] = ["urgent", "work"]
+    assert browser.post(url, data, headers={"HX-Request": "true"}).status_code < 400
+    assert selectors.elicitation_outcome(conversation.pk, "elicit_3") == (
+        "accept",
+        {"name": "n", "tags": ["urgent", "work"]},
+    )
+    html = browser.get(f"/c/{conversation.pk}/").content.decode()
+    assert re.search(r"<dt>Tags</dt><dd>Urgent, Work</dd>", html)
