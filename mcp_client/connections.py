@@ -22,7 +22,7 @@ import contextvars
 import logging
 import time
 from collections.abc import AsyncIterator, Awaitable, Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
 import anyio
@@ -33,7 +33,7 @@ from mcp.client.stdio import StdioServerParameters, stdio_client
 from mcp.client.streamable_http import streamable_http_client
 from mcp.client.subscriptions import ListenNotSupportedError, SubscriptionLost
 from mcp.shared.exceptions import MCPError
-from mcp_types import CONNECTION_CLOSED, REQUEST_TIMEOUT
+from mcp_types import CONNECTION_CLOSED, INVALID_PARAMS, REQUEST_TIMEOUT
 from mcp_types.version import MODERN_PROTOCOL_VERSIONS
 
 from mcp_client.config import ServerConfig, StdioServer, load
@@ -65,6 +65,20 @@ class Call:
     lease: Any  # chat.engine.turns.Lease
     call: Any  # chat.blocks.ToolCallBlock
     tool: str
+
+
+@dataclass(frozen=True)
+class Round:
+    """One answered round of a call's input requests (2026-07-28): its number (from 1), the
+    responses by the server's keys, and the server's opaque state, echoed byte for byte."""
+
+    number: int
+    responses: dict[str, Any] | None
+    request_state: str | None
+
+
+# Answers one input-required result of a call: (the result, its round's number) -> the round.
+AnswerInputs = Callable[[types.InputRequiredResult, int], Awaitable[Round]]
 
 
 class ServerConnection:
@@ -281,18 +295,37 @@ class ServerConnection:
             return types.ElicitResult(action="cancel")
         return await self.elicit(call, self.name, params)
 
-    async def call_tool(self, call: Call, arguments: dict) -> types.CallToolResult:
+    async def call_tool(
+        self,
+        call: Call,
+        arguments: dict,
+        *,
+        answer: "AnswerInputs | None" = None,
+        resume: "Round | None" = None,
+    ) -> types.CallToolResult:
         """Call the tool through the open session: ConnectionError if there is none,
-        TimeoutError when the server's `timeout` passed first, MCPError for the rest."""
+        TimeoutError when the server's `timeout` passed first, MCPError for the rest.
+
+        With `answer`, a server on 2026-07-28 that needs input first (an input-required
+        result) has each round answered by `answer(result, round)`, which returns the round
+        to send (its responses, and the server's state echoed); with `resume`, the call goes on
+        from that round (answered after a restart) instead of starting. Without `answer`, the
+        SDK answers through the elicitation callback, in memory."""
         client = self.client
         if client is None:
             raise ConnectionError(self.error or "not connected")
         token = current_call.set(call)
         self._inflight.append(call)
+        timeout = self.config.spec.timeout
         try:
-            return await client.call_tool(
-                call.tool, arguments, read_timeout_seconds=self.config.spec.timeout
-            )
+            if answer is None:
+                return await client.call_tool(call.tool, arguments, read_timeout_seconds=timeout)
+            result = await self._resume(client, call, arguments, resume)
+            number = resume.number if resume is not None else 0
+            while isinstance(result, types.InputRequiredResult):
+                number += 1
+                result = await self._send(client, call, arguments, await answer(result, number))
+            return result
         except MCPError as error:
             if error.code == CONNECTION_CLOSED:
                 self._lost("the connection was lost")
@@ -302,6 +335,32 @@ class ServerConnection:
         finally:
             self._inflight.remove(call)
             current_call.reset(token)
+
+    async def _resume(
+        self, client: Client, call: Call, arguments: dict, round: "Round | None"
+    ) -> types.CallToolResult | types.InputRequiredResult:
+        """The call's first request, or `round` answered after a restart. A server that no
+        longer knows the state it sent (it restarted too, as a stdio server does with Parley)
+        gets the answers alone, as a new request: it may ask again."""
+        try:
+            return await self._send(client, call, arguments, round)
+        except MCPError as error:
+            if round is None or round.request_state is None or error.code != INVALID_PARAMS:
+                raise
+        return await self._send(client, call, arguments, replace(round, request_state=None))
+
+    async def _send(
+        self, client: Client, call: Call, arguments: dict, round: "Round | None"
+    ) -> types.CallToolResult | types.InputRequiredResult:
+        """One request of the call: the first, or the retry carrying `round`'s answers."""
+        return await client.session.call_tool(
+            call.tool,
+            arguments,
+            read_timeout_seconds=self.config.spec.timeout,
+            input_responses=round.responses if round is not None else None,
+            request_state=round.request_state if round is not None else None,
+            allow_input_required=True,
+        )
 
     def status(self) -> dict:
         return {

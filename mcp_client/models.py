@@ -1,6 +1,6 @@
 """What Parley records of the MCP tools it calls."""
 
-from django.db import models
+from django.db import IntegrityError, models, transaction
 from django.utils import timezone
 from django.utils.translation import gettext_lazy as _
 
@@ -31,3 +31,14 @@ class ToolRun(models.Model):
 
     def __str__(self) -> str:
         return f"{self.tool} {self.tool_call_id}"
+
+    @classmethod
+    def start(cls, conversation_id: int, key: str, tool: str) -> bool:
+        """Record that the call (or, with a round's key, that round's retry) goes out now;
+        False if it already went out once."""
+        try:
+            with transaction.atomic():
+                cls.objects.create(conversation_id=conversation_id, tool_call_id=key, tool=tool)
+        except IntegrityError:
+            return False
+        return True

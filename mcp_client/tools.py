@@ -17,6 +17,7 @@ call again: the model is told the call was interrupted and may or may not have h
 """
 
 import asyncio
+import functools
 import json
 import logging
 import re
@@ -25,21 +26,20 @@ from typing import Any
 
 import mcp_types as types
 from channels.db import database_sync_to_async
-from django.db import IntegrityError
 
 from chat.blocks import ToolCallBlock, ToolResultBlock
 from chat.engine import tools, turns
 from chat.engine.tools import MAX_RESULT_CHARS, PAUSED, Outcome, Tool, ToolContext, ToolSpec
 from core import events
 from core.text import drop_invisible
+from mcp_client import inputs
 from mcp_client.config import ALLOW, ASK, DENY, ServerConfig
 from mcp_client.connections import Call, Connections, ServerConnection
 from mcp_client.models import ToolRun
 from questions import approvals, asking, resolving, selectors
-from questions.links import safe_link
 from questions.models import QuestionStatus
 from questions.payloads import DENY as DENIED_DECISION
-from questions.payloads import MAX_SHOWN_CHARS, ApprovalRequest, ElicitationRequest
+from questions.payloads import MAX_SHOWN_CHARS, ApprovalRequest
 
 logger = logging.getLogger("parley.mcp_client")
 
@@ -199,18 +199,25 @@ class McpTool(Tool):
         """Make the call, at most once for this tool call id; the model's result says who
         allowed it when several people had to (`votes`)."""
         conversation_id = context.conversation_id
-        if not await db(_record_start)(conversation_id, call.id, self.name):
-            for key in await db(selectors.pending_elicitation_keys)(conversation_id, call.id):
-                await db(resolving.end_running_request)(conversation_id, key)
-            return ToolResultBlock.error(call.id, INTERRUPTED)
+        in_flight = Call(lease=context.lease, call=call, tool=self.tool.name)
+        resume = None
+        if not await db(ToolRun.start)(conversation_id, call.id, self.name):
+            # Started by a runner that stopped: go on from the round it waited in, if any.
+            resume = await inputs.resumed(in_flight)
+            if resume is None:
+                for key in await db(selectors.pending_elicitation_keys)(conversation_id, call.id):
+                    await db(resolving.end_running_request)(conversation_id, key)
+                return ToolResultBlock.error(call.id, INTERRUPTED)
         prefix = (
             EDITED.format(arguments=json.dumps(arguments, ensure_ascii=False)) if edited else ""
         )
         if votes:
             prefix = VOTED.format(people=", ".join(votes)) + prefix
-        in_flight = Call(lease=context.lease, call=call, tool=self.tool.name)
+        answer = functools.partial(inputs.answer, in_flight, self.server.name)
         try:
-            result = await self.server.call_tool(in_flight, arguments)
+            result = await self.server.call_tool(in_flight, arguments, answer=answer, resume=resume)
+        except inputs.Interrupted:
+            return ToolResultBlock.error(call.id, prefix + INTERRUPTED)
         except ConnectionError as error:
             text = NOT_CONNECTED.format(server=self.server.name, error=error)
             return ToolResultBlock.error(call.id, prefix + text)
@@ -295,15 +302,6 @@ def _approvals_to_ask(
     return asks
 
 
-def _record_start(conversation_id: int, call_id: str, name: str) -> bool:
-    """Record that the call goes out now; False if it already went out once."""
-    try:
-        ToolRun.objects.create(conversation_id=conversation_id, tool_call_id=call_id, tool=name)
-    except IntegrityError:
-        return False
-    return True
-
-
 # --- Elicitation -------------------------------------------------------------------------------
 
 ELICITATION_POLL_SECONDS = 2.0
@@ -312,22 +310,10 @@ ELICITATION_POLL_SECONDS = 2.0
 async def elicit(call: Call, server: str, params: Any) -> types.ElicitResult:
     """A running tool asks the person: show the request in the call's conversation, wait for
     the answer (or its deadline, or the call's end), and send it back."""
-    mode = getattr(params, "mode", "form") or "form"
-    url = ""
-    if mode == "url":
-        link = safe_link(str(getattr(params, "url", "") or ""))
-        if link is None:  # not http(s), credentials, hidden characters: never shown
-            return types.ElicitResult(action="decline")
-        url = link.href
-    request = ElicitationRequest(
-        server=server,
-        call_id=call.call.id,
-        tool=call.tool,
-        message=drop_invisible(str(params.message or ""))[:MAX_SHOWN_CHARS],
-        mode="url" if mode == "url" else "form",
-        requested_schema=getattr(params, "requested_schema", None) or {},
-        url=url,
-    )
+    request = inputs.request_for(call, server, params)
+    if request is None:  # a URL never shown: not http(s), credentials, hidden characters
+        return types.ElicitResult(action="decline")
+    mode = request.mode
     conversation_id = call.lease.conversation_id
     key = f"elicit_{uuid.uuid4().hex[:24]}"
     await db(asking.ask_elicitation)(call.lease, call.call, request, key=key)

@@ -629,6 +629,11 @@ class ElicitationRequest(BaseModel):
     # The schema's properties in the order the server sent them (see form_fields).
     order: list[str] = []
     url: str = ""
+    # Asked in an input-required round (MCP 2026-07-28; mcp_client.inputs): the round's
+    # number, the server's key for this request, and its opaque state (never shown).
+    round: int = 0
+    input_key: str = ""
+    request_state: str | None = None
 
     @model_validator(mode="after")
     def _keep_order(self) -> "ElicitationRequest":

@@ -253,6 +253,27 @@ def pending_elicitation_keys(conversation_id: int, call_id: str) -> list[str]:
     ]
 
 
+def input_round(
+    conversation_id: int, call_id: str
+) -> tuple[int, str | None, dict[str, str]] | None:
+    """The call's last input-required round (mcp_client.inputs): its number, the server's
+    state, and its requests' rows (the server's key -> the row's key); None if it had none."""
+    rows = list(
+        Question.objects.filter(
+            conversation_id=conversation_id,
+            kind=QuestionKind.ELICITATION,
+            questions__0__call_id=call_id,
+            questions__0__round__gt=0,
+        ).only("tool_call_id", "questions")
+    )
+    if not rows:
+        return None
+    number = max(row.elicitation.round for row in rows)
+    last = [row for row in rows if row.elicitation.round == number]
+    asked = {row.elicitation.input_key: row.tool_call_id for row in last}
+    return number, last[0].elicitation.request_state, asked
+
+
 def elicitation_outcome(conversation_id: int, key: str) -> tuple[str, dict | None] | None:
     """(action, content) once the elicitation is resolved; None while it is pending. Expired
     and cancelled ones are a cancel."""

@@ -288,7 +288,7 @@ class NotesServer(ServerConnection):
         super().__init__(parse('{"mcpServers": {"notes": {"command": "notes"}}}').servers[0], None)
         self.calls: list[dict] = []
 
-    async def call_tool(self, call, arguments: dict) -> types.CallToolResult:
+    async def call_tool(self, call, arguments: dict, **_) -> types.CallToolResult:
         self.calls.append(arguments)
         return types.CallToolResult(content=[types.TextContent(type="text", text="Saved")])
 

@@ -231,6 +231,8 @@ def test_an_approval_is_requested_and_resolved_signed_with_its_data(
         "arguments": SHOPPING,
         "inputSchema": data["approval"]["inputSchema"],
         "argumentsDigest": arguments_digest(SHOPPING),
+        "subagentNumber": None,
+        "subagent": "",
     }
     assert (data["decision"], data["questionResolution"], data["answeredBy"]) == (
         None,
