@@ -180,7 +180,7 @@ def auto_resolve_question(
         reply_message_id=reply.pk,
         shown_elsewhere=True,
     )
-    return turns.resume(transcript, result=result)
+    return turns.resume(transcript, result=result, asked_in=question.message)
 
 
 @transaction.atomic
@@ -228,7 +228,8 @@ def expire_question(*, question_id: int) -> bool:
             resume_if_decided(transcript)
             return True
         result = ToolResultBlock.error(question.tool_call_id, EXPIRED_RESULT)
-        next = turns.resume(transcript, result=result.model_copy(update={"shown_elsewhere": True}))
+        expired = result.model_copy(update={"shown_elsewhere": True})
+        next = turns.resume(transcript, result=expired, asked_in=question.message)
     dispatch.on_commit(next)
     return True
 
@@ -298,7 +299,7 @@ def _answer(question: Question, answers: list[Answer], *, by, via: Via) -> Messa
             reply_message_id=reply.pk,
             shown_elsewhere=True,
         )
-        next = turns.resume(transcript, result=result)
+        next = turns.resume(transcript, result=result, asked_in=question.message)
     dispatch.on_commit(next)
     return reply
 

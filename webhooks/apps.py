@@ -1,4 +1,5 @@
 from django.apps import AppConfig
+from django.db.models.signals import post_delete, post_save
 from django.utils.translation import gettext_lazy as _
 
 
@@ -14,9 +15,12 @@ class WebhooksConfig(AppConfig):
         from accounts import settings_page
         from core import jobs
         from questions import notifications
-        from webhooks import delivery, services
+        from webhooks import delivery, selectors, services
 
         notifications.question_changed.connect(services.enqueue, dispatch_uid="webhooks")
+        webhook = self.get_model("Webhook")
+        for signal in (post_save, post_delete):
+            signal.connect(selectors.webhooks_changed, sender=webhook, dispatch_uid="webhooks")
         jobs.every_sweep(delivery.deliver_due)
         settings_page.add_link(
             settings_page.Link(

@@ -16,6 +16,7 @@ from django.utils.translation import gettext_lazy as _
 from core import jobs
 from questions import wire
 from questions.notifications import QuestionEvent
+from webhooks import selectors
 from webhooks.addresses import UnsafeUrl, check_url
 from webhooks.models import Delivery, DeliveryStatus, DisabledReason, Webhook
 
@@ -59,6 +60,7 @@ def disable_webhook(*, webhook_id: int, reason: DisabledReason) -> bool:
     disabled = Webhook.objects.filter(pk=webhook_id, disabled_at__isnull=True).update(
         disabled_at=timezone.now(), disabled_reason=reason
     )
+    selectors.webhooks_changed()
     Delivery.objects.filter(webhook_id=webhook_id, status=DeliveryStatus.PENDING).update(
         status=DeliveryStatus.GIVEN_UP
     )
@@ -74,7 +76,9 @@ def enable_webhook(*, user, webhook_id: int) -> None:
 
 def enable_webhooks(*, webhooks: QuerySet[Webhook]) -> int:
     """Enable these webhooks again (the caller chose which it may): returns how many."""
-    return webhooks.update(disabled_at=None, disabled_reason="")
+    enabled = webhooks.update(disabled_at=None, disabled_reason="")
+    selectors.webhooks_changed()
+    return enabled
 
 
 def event_body(event: QuestionEvent) -> str:
@@ -96,6 +100,9 @@ def event_body(event: QuestionEvent) -> str:
 def enqueue(sender, *, event: QuestionEvent, **kwargs) -> None:
     """The outbox: one delivery per enabled webhook that wants the event, in the caller's
     transaction; delivered after commit (core.jobs: the outbox's sweep job)."""
+    owners = selectors.webhook_owners()
+    if None not in owners and owners.isdisjoint(event.recipient_ids):
+        return
     hook_ids = list(
         Webhook.objects.filter(
             Q(owner_id__in=event.recipient_ids) | Q(owner__isnull=True),

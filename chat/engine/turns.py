@@ -183,9 +183,13 @@ def stop_turn(transcript: Transcript) -> Next:
     return Next(cancel=(conversation.pk,)) | _stop_subagents(conversation)
 
 
-def resume(transcript: Transcript, *, result: ToolResultBlock) -> Next:
+def resume(
+    transcript: Transcript, *, result: ToolResultBlock, asked_in: Message | None = None
+) -> Next:
     """Store the pausing call's one result and carry on: the calls left after it first, then
     the model. The caller holds the row lock and has checked the pause is still open.
+    `asked_in`: the message that made the pausing call, if the caller has it (the calls left
+    are then read from it, with no query).
 
     In a conversation of an agent outside Parley the turn ends there (idle): that agent reads
     the result itself (begin_external_call)."""
@@ -196,7 +200,9 @@ def resume(transcript: Transcript, *, result: ToolResultBlock) -> Next:
         return NOTHING
     # The user is back in the loop: the step budget starts again (the pause budget not).
     transcript.conversation.turn_steps = 0
-    calls_left = bool(open_tool_calls(transcript.conversation))
+    calls_left = _calls_after(asked_in, result.tool_call_id)
+    if calls_left is None:
+        calls_left = bool(open_tool_calls(transcript.conversation))
     state = AgentState.TOOL_EXECUTING if calls_left else AgentState.LLM_REQUESTING
     next = _set_running(transcript, state)
     attention_changed(transcript.conversation)
@@ -547,6 +553,17 @@ def open_tool_calls(conversation: Conversation) -> list[ToolCallBlock]:
 
 
 # --- Helpers (the caller holds the row lock) --------------------------------------------------
+
+
+def _calls_after(message: Message | None, call_id: str) -> bool | None:
+    """Whether `message` has calls after the pausing `call_id`: those are the calls left, as
+    a step's calls run in order and the pausing one stops the rest. None if it cannot say."""
+    if message is None:
+        return None
+    ids = [b.id for b in parse_blocks(message.blocks) if isinstance(b, ToolCallBlock)]
+    if call_id not in ids:
+        return None
+    return ids.index(call_id) < len(ids) - 1
 
 
 def _set_running(transcript: Transcript, state: AgentState) -> Next:

@@ -260,9 +260,7 @@ def test_a_setting_changed_while_the_last_one_saves_is_saved_too_without_leaving
     page.evaluate("window.stillHere = true")
     # The first save is held on its way; Dark is chosen meanwhile.
     held = []
-    page.route(
-        "**/settings/", lambda route: route.continue_() if held else held.append(route)
-    )
+    page.route("**/settings/", lambda route: route.continue_() if held else held.append(route))
     page.get_by_role("switch", name="Email me questions").check()
     while not held:
         page.wait_for_timeout(20)  # lets Playwright hand over the held request

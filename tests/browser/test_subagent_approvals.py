@@ -12,7 +12,9 @@ from tests.notes_server import writes
 
 
 def test_a_subagents_approval_waits_in_the_parent_and_allow_resumes_it(
-    open_page, rules_server, screenshots  # noqa: F811
+    open_page,
+    rules_server,  # noqa: F811
+    screenshots,
 ):
     page = open_page(rules_server)
     log_in(page)

@@ -44,20 +44,18 @@ class ByTask:
 @pytest.fixture
 def model(monkeypatch, write_note):
     spawn = {"tasks": [{"title": "Notes", "task": WRITE}, {"title": "Sum", "task": ADD}]}
-    provider = (
-        ByTask(
-            go=[[ToolCallRequest("s1", "spawn_agents", spawn)], [TextDelta("Parent done.")]],
-            **{
-                WRITE: [
-                    [ToolCallRequest("w1", write_note.name, {"name": "groceries"})],
-                    [TextDelta("Wrote it.")],
-                ],
-                ADD: [
-                    [ToolCallRequest("c1", "calculate", {"expression": "1 + 1"})],
-                    [TextDelta("It is 2.")],
-                ],
-            },
-        )
+    provider = ByTask(
+        go=[[ToolCallRequest("s1", "spawn_agents", spawn)], [TextDelta("Parent done.")]],
+        **{
+            WRITE: [
+                [ToolCallRequest("w1", write_note.name, {"name": "groceries"})],
+                [TextDelta("Wrote it.")],
+            ],
+            ADD: [
+                [ToolCallRequest("c1", "calculate", {"expression": "1 + 1"})],
+                [TextDelta("It is 2.")],
+            ],
+        },
     )
     monkeypatch.setattr(runtime, "get_provider", lambda: provider)
     return provider

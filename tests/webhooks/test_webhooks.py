@@ -696,3 +696,28 @@ def test_the_admin_lists_disabled_webhooks_and_enables_them_again(client, django
         "/admin/webhooks/webhook/", {"action": "enable_again", "_selected_action": [gone.pk]}
     )
     assert not Webhook.objects.filter(disabled_at__isnull=False).exists()
+
+
+def test_the_cached_owners_follow_each_webhook_made_disabled_or_enabled(
+    settings, user, other_user, conversation, ask, receiver, model
+):
+    """Which owners have a webhook is read once and kept (an event nobody's webhook wants
+    queues nothing, with no query); every change is seen by the next event."""
+    settings.WEBHOOK_ALLOW_PRIVATE_NETWORKS = True
+    create_webhook(user=other_user, url=receiver.url)  # someone else's: the owners are known
+    ask(user, conversation)
+    assert not Delivery.objects.exists()
+
+    def next_event():
+        model.responses.clear()
+        ask(user, services.create_conversation(owner=user))
+        return Delivery.objects.filter(webhook__owner=user).count()
+
+    webhook, _ = create_webhook(user=user, url=receiver.url)
+    assert next_event() == 1
+    webhook_services.disable_webhook(webhook_id=webhook.pk, reason=DisabledReason.GONE)
+    assert next_event() == 1
+    webhook_services.enable_webhook(user=user, webhook_id=webhook.pk)
+    assert next_event() == 2
+    webhook_services.delete_webhook(user=user, webhook_id=webhook.pk)
+    assert next_event() == 0
