@@ -8,6 +8,7 @@ test's event loop at once (turns are dispatched, not run: the test runs each), a
 decision comes from another thread, as a person's request would."""
 
 import asyncio
+from dataclasses import dataclass
 
 import pytest
 from asgiref.sync import async_to_sync
@@ -91,30 +92,48 @@ def tool_results(conversation) -> list[ToolResultBlock]:
     ]
 
 
+@dataclass
+class Waiting:
+    """The parent's and the writer's running turns, the writer's sibling (not run yet), and
+    the writer's approval, waiting in the parent."""
+
+    parent: asyncio.Task
+    writer: asyncio.Task
+    sibling: Conversation
+    question: Question
+
+
+async def writer_waits(conversation) -> Waiting:
+    """Run the parent's turn and the writer's until the writer's call waits for approval."""
+    parent = asyncio.create_task(runtime.run_turn(conversation.pk))
+    writer, sibling = await until(lambda: children(conversation), "the sub-agents")
+    waiting = asyncio.create_task(runtime.run_turn(writer.pk))
+    [question] = await until(lambda: pending_in(conversation), "the approval")
+    return Waiting(parent, waiting, sibling, question)
+
+
 def test_a_subagents_approval_waits_in_the_parent_and_its_allow_resumes_that_subagent_once(
     conversation, user, model, server, dispatched, quick
 ):
     services.post_user_message(user=user, conversation_id=conversation.pk, text="go")
 
     async def run() -> None:
-        parent = asyncio.create_task(runtime.run_turn(conversation.pk))
-        writer, adder = await until(lambda: children(conversation), "the sub-agents")
-        waiting = asyncio.create_task(runtime.run_turn(writer.pk))
-        [question] = await until(lambda: pending_in(conversation), "the approval")
+        w = await writer_waits(conversation)
         # The sibling runs to its end while the writer waits; the parent waits on.
-        await runtime.run_turn(adder.pk)
-        assert (await db(Conversation.objects.get)(pk=adder.pk)).agent_state == AgentState.IDLE
-        assert (await db(Conversation.objects.get)(pk=writer.pk)).is_running
-        assert not parent.done() and not waiting.done() and server.calls == []
-        await db(check_the_card)(conversation, user, question)
+        await runtime.run_turn(w.sibling.pk)
+        assert (await db(Conversation.objects.get)(pk=w.sibling.pk)).agent_state == AgentState.IDLE
+        writer, _ = await db(children)(conversation)
+        assert writer.is_running
+        assert not w.parent.done() and not w.writer.done() and server.calls == []
+        await db(check_the_card)(conversation, user, w.question)
         await db(approvals.decide)(
             user=user,
             conversation_id=conversation.pk,
-            tool_call_id=question.tool_call_id,
+            tool_call_id=w.question.tool_call_id,
             decision="allow",
         )
-        await asyncio.wait_for(waiting, 10)
-        await asyncio.wait_for(parent, 10)
+        await asyncio.wait_for(w.writer, 10)
+        await asyncio.wait_for(w.parent, 10)
 
     async_to_sync(run)()
     assert server.calls == [{"name": "groceries"}]
@@ -155,20 +174,17 @@ def test_a_denied_subagent_call_is_not_run_and_the_subagent_reads_why(
     services.post_user_message(user=user, conversation_id=conversation.pk, text="go")
 
     async def run() -> None:
-        parent = asyncio.create_task(runtime.run_turn(conversation.pk))
-        writer, adder = await until(lambda: children(conversation), "the sub-agents")
-        waiting = asyncio.create_task(runtime.run_turn(writer.pk))
-        [question] = await until(lambda: pending_in(conversation), "the approval")
+        w = await writer_waits(conversation)
         await db(approvals.decide)(
             user=user,
             conversation_id=conversation.pk,
-            tool_call_id=question.tool_call_id,
+            tool_call_id=w.question.tool_call_id,
             decision="deny",
             feedback="Not now",
         )
-        await asyncio.wait_for(waiting, 10)
-        await runtime.run_turn(adder.pk)
-        await asyncio.wait_for(parent, 10)
+        await asyncio.wait_for(w.writer, 10)
+        await runtime.run_turn(w.sibling.pk)
+        await asyncio.wait_for(w.parent, 10)
 
     async_to_sync(run)()
     assert server.calls == []
@@ -186,16 +202,13 @@ def test_stopping_the_parent_cancels_a_waiting_subagents_approval(
     services.post_user_message(user=user, conversation_id=conversation.pk, text="go")
 
     async def run() -> None:
-        parent = asyncio.create_task(runtime.run_turn(conversation.pk))
-        writer, _ = await until(lambda: children(conversation), "the sub-agents")
-        waiting = asyncio.create_task(runtime.run_turn(writer.pk))
-        await until(lambda: pending_in(conversation), "the approval")
+        w = await writer_waits(conversation)
         await db(services.stop_turn)(user=user, conversation_id=conversation.pk)
         # Stop cancels the runners of the parent and its children (here: this loop's tasks,
         # as dispatch would on the runner's process).
-        for task in (parent, waiting):
+        for task in (w.parent, w.writer):
             task.cancel()
-        await asyncio.gather(parent, waiting, return_exceptions=True)
+        await asyncio.gather(w.parent, w.writer, return_exceptions=True)
 
     async_to_sync(run)()
     assert server.calls == []
