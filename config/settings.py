@@ -84,6 +84,8 @@ INSTALLED_APPS = [
     "reach",
     "mcp_server",
     "mcp_client",
+    # The OAuth authorization server for /mcp/ (mcp_server/oauth.py).
+    "oauth2_provider",
 ]
 
 # WhiteNoise last: it is the one middleware that cannot run async, and Django's ASGI handler
@@ -416,6 +418,39 @@ PUBLIC_URL = (
     os.environ.get("PUBLIC_URL")
     or f"http://{os.environ.get('HOST') or '127.0.0.1'}:{os.environ.get('PORT') or '8000'}"
 ).rstrip("/")
+# Parley as the OAuth 2.1 authorization server of its own /mcp/ (django-oauth-toolkit; see
+# mcp_server/oauth.py and docs/operators/configuration.md): authorization code with PKCE (S256
+# only), open dynamic registration and client metadata documents (public clients, as MCP's
+# hosted clients are), tokens bound to /mcp/ (RFC 8707), refresh tokens rotated once used.
+# The issuer is PUBLIC_URL when set, else the address each request came to.
+OAUTH2_PROVIDER = {
+    "OAUTH2_VALIDATOR_CLASS": "mcp_server.oauth.ParleyValidator",
+    "SCOPES": {"mcp": "Ask you questions and ask for your approval"},
+    "DEFAULT_SCOPES": ["mcp"],
+    "PKCE_REQUIRED": True,
+    "COMPLIANT_BCP_RFC9700_PKCE_METHOD": True,
+    "COMPLIANT_BCP_RFC9700_IMPLICIT_GRANT": True,
+    "COMPLIANT_BCP_RFC9700_PASSWORD_GRANT": True,
+    "COMPLIANT_BCP_RFC9700_ACCESS_TOKEN_TRANSPORT": True,
+    "COMPLIANT_BCP_RFC9700_AUTHZ_RESPONSE_ISS": True,
+    "COMPLIANT_BCP_RFC9700_TOKEN_STORAGE": True,
+    "ROTATE_REFRESH_TOKEN": True,
+    "REFRESH_TOKEN_REUSE_PROTECTION": True,
+    "ACCESS_TOKEN_EXPIRE_SECONDS": int(os.environ.get("OAUTH_ACCESS_TOKEN_SECONDS", "3600")),
+    "REFRESH_TOKEN_EXPIRE_SECONDS": int(
+        os.environ.get("OAUTH_REFRESH_TOKEN_SECONDS", str(90 * 24 * 3600))
+    ),
+    # Loopback redirects of desktop clients may use any port (RFC 8252 §7.3).
+    "ALLOW_LOCALHOST_LOOPBACK": True,
+    "OAUTH2_RESPONSE_TYPES_SUPPORTED": ["code"],
+    "OAUTH2_GRANT_TYPES_SUPPORTED": ["authorization_code", "refresh_token"],
+    "OAUTH2_TOKEN_ENDPOINT_AUTH_METHODS_SUPPORTED": ["none", "client_secret_basic"],
+    "DCR_ENABLED": True,
+    "DCR_REGISTRATION_PERMISSION_CLASSES": ("oauth2_provider.dcr.AllowAllDCRPermission",),
+    "CIMD_ENABLED": True,
+    "OIDC_ISS_ENDPOINT": PUBLIC_URL if PUBLIC_URL_CONFIGURED else "",
+    "OAUTH2_PROTECTED_RESOURCE_NAME": "Parley",
+}
 # Webhooks (webhooks/): URLs that resolve to loopback, private, link-local or reserved
 # addresses are refused unless this is true (a receiver on the same network); a delivery is
 # tried this many times, with exponential backoff from WEBHOOK_RETRY_SECONDS, each attempt

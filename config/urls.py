@@ -25,6 +25,8 @@ urlpatterns = [
     path("", include("webhooks.urls")),
     path("", include("reach.urls")),
     path("", include("mcp_server.urls")),
+    # The OAuth authorization server for /mcp/ (its metadata at /.well-known/).
+    path("", include("mcp_server.oauth_urls")),
     path("", include("mcp_client.urls")),
 ]
 

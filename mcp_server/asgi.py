@@ -1,6 +1,7 @@
 """The MCP endpoint as an ASGI application (config.asgi mounts it at /mcp/ in front of
 Django): streamable HTTP through the SDK's session manager, behind Django's host check and the
-SDK's bearer authentication over Parley's personal API tokens (401 without a valid one).
+SDK's bearer authentication over Parley's personal API tokens and the OAuth access tokens
+issued for this endpoint (401 without a valid one, naming the protected resource metadata).
 
 The session manager runs its sessions in a task group that must live as long as the process
 (StreamableHTTPSessionManager.run(), meant for an ASGI lifespan). daphne sends no lifespan
@@ -25,7 +26,8 @@ from mcp.server.streamable_http_manager import StreamableHTTPSessionManager
 from starlette.middleware.authentication import AuthenticationMiddleware
 from starlette.responses import JSONResponse
 
-from mcp_server.auth import ApiTokens
+from mcp_server.auth import McpTokens
+from mcp_server.oauth import MCP_PATH, base_url_of, mcp_resource
 from mcp_server.server import make_server
 from mcp_server.sessions import SESSION_HEADER, SessionScope
 from mcp_server.streams import RecentEvents
@@ -38,7 +40,7 @@ class McpEndpoint:
         self._loop: asyncio.AbstractEventLoop | None = None
         self._running: asyncio.Future | None = None
         self._task: asyncio.Task | None = None
-        self._app = None
+        self._sessions = None
 
     async def __call__(self, scope, receive, send) -> None:
         if scope["type"] != "http":
@@ -51,7 +53,8 @@ class McpEndpoint:
             return
         await self._start()
         process = _process_name(scope)
-        await self._app(_session_of_this_process(scope, process), receive, _naming(send, process))
+        app = _authenticated(self._sessions, base_url_of(_request_url(scope)))
+        await app(_session_of_this_process(scope, process), receive, _naming(send, process))
 
     async def _start(self) -> None:
         loop = asyncio.get_running_loop()
@@ -64,21 +67,46 @@ class McpEndpoint:
                 max_request_body_size=settings.DATA_UPLOAD_MAX_MEMORY_SIZE,
                 session_idle_timeout=settings.MCP_SESSION_IDLE_SECONDS,
             )
-            sessions = SessionScope(
+            self._sessions = SessionScope(
                 manager.handle_request,
                 events,
                 idle_timeout=settings.MCP_SESSION_IDLE_SECONDS,
                 per_user=settings.MCP_SESSIONS_PER_USER,
-            )
-            self._app = AuthenticationMiddleware(
-                AuthContextMiddleware(RequireAuthMiddleware(sessions, [])),
-                backend=BearerAuthBackend(ApiTokens()),
             )
             self._running = loop.create_future()
             self._task = loop.create_task(
                 _run(manager, self._running), context=contextvars.Context()
             )
         await asyncio.shield(self._running)
+
+
+def metadata_url(base: str) -> str:
+    """Where the protected resource metadata of /mcp/ at `base` is (RFC 9728's path form)."""
+    return f"{base}/.well-known/oauth-protected-resource{MCP_PATH}"
+
+
+def _authenticated(sessions, base: str):
+    """`sessions` behind bearer authentication for /mcp/ at `base`: a 401 names the resource
+    metadata, and OAuth tokens count only if issued for this resource."""
+    return AuthenticationMiddleware(
+        AuthContextMiddleware(
+            RequireAuthMiddleware(sessions, [], resource_metadata_url=metadata_url(base))
+        ),
+        backend=BearerAuthBackend(McpTokens(mcp_resource(base))),
+    )
+
+
+def _request_url(scope) -> str:
+    """The request's origin as the client addressed it, as Django's request sees it (the
+    proxy's X-Forwarded-Proto and X-Forwarded-Host when settings trust them)."""
+    headers = {k: v.decode("latin-1") for k, v in scope["headers"]}
+    scheme = scope.get("scheme", "http")
+    if settings.SECURE_PROXY_SSL_HEADER and headers.get(b"x-forwarded-proto") == "https":
+        scheme = "https"
+    host = headers.get(b"host", "")
+    if settings.USE_X_FORWARDED_HOST and headers.get(b"x-forwarded-host"):
+        host = headers[b"x-forwarded-host"].split(",")[0].strip()
+    return f"{scheme}://{host}/"
 
 
 async def _run(manager: StreamableHTTPSessionManager, running: asyncio.Future) -> None:

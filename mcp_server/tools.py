@@ -23,12 +23,11 @@ from mcp_types import (
     ToolAnnotations,
 )
 
-from api.tokens import token_still_valid
 from core.errors import PastARate, RateLimited
 from core.limits import StreamSlot, count_in_window
 from core.text import clean_text
 from mcp_server import results, services
-from mcp_server.auth import TOKEN_ID_CLAIM
+from mcp_server.auth import credential_still_valid
 from mcp_server.waiting import (
     CREDENTIAL_ENDED,
     SHUTTING_DOWN,
@@ -301,7 +300,7 @@ async def _outcome_of(ctx, identity, call, question, slot: StreamSlot, *, wait: 
     """Wait for the question's outcome (`wait` seconds at most; None: as long as it takes)
     and return it, or pending when the wait runs out first."""
     user_id = int(identity.access_token.subject)
-    token_id = int(identity.access_token.claims[TOKEN_ID_CLAIM])
+    claims = identity.access_token.claims or {}
 
     async def progress(seconds: float) -> None:
         slot.touch()
@@ -311,7 +310,7 @@ async def _outcome_of(ctx, identity, call, question, slot: StreamSlot, *, wait: 
         question_id=question.pk,
         conversation_id=question.conversation_id,
         user_id=user_id,
-        still_valid=lambda: token_still_valid(token_id),
+        still_valid=lambda: credential_still_valid(user_id=user_id, claims=claims),
         progress=progress,
     )
     try:

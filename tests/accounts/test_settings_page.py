@@ -82,6 +82,7 @@ def test_the_page_shows_every_apps_section_in_order(client, user):
     more = html[html.index('id="more-heading"') :]
     assert re.findall(r'<a href="([^"]+)">([^<]+)</a>', more) == [
         ("/settings/tokens/", "API tokens"),
+        ("/settings/apps/", "Connected apps"),
         ("/settings/webhooks/", "Webhooks"),
         ("/settings/tools/", "Tools"),
     ]
@@ -141,6 +142,7 @@ def test_a_link_an_app_adds_appears_in_more_settings_in_its_order(client, user, 
     more = html[html.index('id="more-heading"') :]
     assert re.findall(r"<a [^>]*>([^<]+)</a><span>", more) == [
         "API tokens",
+        "Connected apps",
         "Somewhere else",
         "Webhooks",
         "Tools",
