@@ -423,6 +423,9 @@ PUBLIC_URL = (
 # only), open dynamic registration and client metadata documents (public clients, as MCP's
 # hosted clients are), tokens bound to /mcp/ (RFC 8707), refresh tokens rotated once used.
 # The issuer is PUBLIC_URL when set, else the address each request came to.
+# `http` redirects stay allowed for native apps' loopback callbacks (RFC 8252), which MCP
+# clients on a desktop use; mcp_server.oauth.ParleyValidator refuses any other http redirect.
+SILENCED_SYSTEM_CHECKS = ["oauth2_provider.W008"]
 OAUTH2_PROVIDER = {
     "OAUTH2_VALIDATOR_CLASS": "mcp_server.oauth.ParleyValidator",
     "SCOPES": {"mcp": "Ask you questions and ask for your approval"},

@@ -52,8 +52,20 @@ def wrong_resource(resource: str) -> str:
     }
 
 
+# Where plain http may send a code: a native app's loopback listener on the same device.
+LOOPBACK_HOSTS = frozenset({"127.0.0.1", "::1", "localhost"})
+
+
 class ParleyValidator(OAuth2Validator):
     """django-oauth-toolkit's validator, with every grant bound to a resource."""
+
+    def validate_redirect_uri(self, client_id, redirect_uri, request, *args, **kwargs):
+        """A registered redirect, and over plain http only to the loopback address (RFC 8252
+        §7.3, RFC 9700 §2.1): a code never crosses a network in the clear."""
+        parts = urlsplit(redirect_uri)
+        if parts.scheme == "http" and parts.hostname not in LOOPBACK_HOSTS:
+            return False
+        return super().validate_redirect_uri(client_id, redirect_uri, request, *args, **kwargs)
 
     def save_authorization_code(self, client_id, code, request, *args, **kwargs):
         """Precondition: the consent view (mcp_server.oauth_views.Consent) set the request's

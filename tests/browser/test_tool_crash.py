@@ -33,6 +33,21 @@ def crash_server(request, tmp_path):
         server.stop()
 
 
+def form_killed_and_restarted(open_page, server):
+    """The page and the notes server's form, asked in a Parley that was then killed (SIGKILL)
+    and started again."""
+    page = open_page(server)
+    log_in(page)
+    new_conversation(page)
+    send(page, "Fill in the form")
+    form = page.get_by_role("group", name="Details for the new note")
+    expect(form.get_by_role("textbox", name="Note name")).to_be_visible()
+    server.stop(kill=True)
+    server.start()
+    page.reload()
+    return page, form
+
+
 def fill_in(form, name: str) -> None:
     form.get_by_role("textbox", name="Note name").fill(name)
     form.get_by_role("textbox", name="Text").fill("After the crash")
@@ -69,15 +84,7 @@ def test_a_form_waiting_in_a_killed_process_is_answered_after_the_restart_and_ru
     # 2026-07-28: the form is an input-required round, kept with the server's state. Over
     # HTTP the server lives on and takes its state back. Over stdio it restarted with Parley
     # and forgot it: it gets the answers alone, and asks again.
-    page = open_page(crash_server)
-    log_in(page)
-    new_conversation(page)
-    send(page, "Fill in the form")
-    form = page.get_by_role("group", name="Details for the new note")
-    expect(form.get_by_role("textbox", name="Note name")).to_be_visible()
-    crash_server.stop(kill=True)
-    crash_server.start()
-    page.reload()
+    page, form = form_killed_and_restarted(open_page, crash_server)
     fill_in(form, "survivor")
     rounds = 1
     if crash_server.transport == "stdio":
@@ -148,15 +155,7 @@ def test_the_legacy_protocol_elicits_mid_call_and_asks_a_steps_approvals_togethe
 def test_a_legacy_form_waiting_in_a_killed_process_ends_as_cancelled(open_page, legacy_server):
     # Before 2026-07-28 the form is a request the server sends while the call waits on a
     # connection that died with Parley: nothing can take the answer, so it is cancelled.
-    page = open_page(legacy_server)
-    log_in(page)
-    new_conversation(page)
-    send(page, "Fill in the form")
-    form = page.get_by_role("group", name="Details for the new note")
-    expect(form.get_by_role("textbox", name="Note name")).to_be_visible()
-    legacy_server.stop(kill=True)
-    legacy_server.start()
-    page.reload()
+    page, form = form_killed_and_restarted(open_page, legacy_server)
     expect(page.get_by_text(re.compile("Not done: This call was interrupted"))).to_be_visible(
         timeout=20_000
     )

@@ -333,3 +333,26 @@ async def test_mcp_takes_oauth_tokens_for_it_and_personal_tokens_as_before(clien
     )
     _, personal = await sync_to_async(create_token)(user=user, name="cli")
     assert (await verifier.verify_token(personal)).subject == str(user.pk)
+
+
+def test_plain_http_redirects_go_only_to_a_loopback_listener(client, signed_in):
+    """A code never crosses a network in the clear: http only to this device (RFC 8252)."""
+    loopback, remote = "http://127.0.0.1:8765/callback", "http://assistant.example/callback"
+    registered = client.post(
+        "/oauth/register/",
+        json.dumps(
+            {
+                "client_name": "Desktop",
+                "redirect_uris": [loopback, remote],
+                "token_endpoint_auth_method": "none",
+                "grant_types": ["authorization_code"],
+                "response_types": ["code"],
+            }
+        ),
+        content_type="application/json",
+    )
+    desktop = registered.json()["client_id"]
+    assert signed_in.get(authorize_url(desktop, "v" * 50, redirect_uri=loopback)).status_code == 200
+    refused = signed_in.get(authorize_url(desktop, "v" * 50, redirect_uri=remote))
+    assert refused.status_code == 400
+    assert "assistant.example" not in refused.get("Location", "")
