@@ -153,6 +153,15 @@ class LiveServer:
         with psycopg.connect(self.database_url) as connection:
             return connection.execute(sql, params).fetchall()
 
+    def execute(self, sql: str, *params) -> None:
+        """Write to the server's database directly (placeholders: %s), committed."""
+        if self.database_url.startswith("sqlite:///"):
+            with sqlite3.connect(self.database_url.removeprefix("sqlite:///")) as connection:
+                connection.execute(sql.replace("%s", "?"), params)
+            return
+        with psycopg.connect(self.database_url) as connection:
+            connection.execute(sql, params)
+
 
 # Database URLs made from the template (already migrated, with the demo user).
 _from_template: set[str] = set()

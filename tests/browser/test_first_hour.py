@@ -145,6 +145,17 @@ def expire_after(server) -> int | None:
     return rows[0][0]
 
 
+@pytest.fixture
+def fresh_preferences(parley_server):
+    """The demo user's preferences as a new account has them: the browser tests share one
+    server, and another test may have left a theme or a switch changed."""
+    parley_server.execute(
+        "DELETE FROM accounts_preferences WHERE user_id = "
+        "(SELECT id FROM auth_user WHERE username = %s)",
+        "demo",
+    )
+
+
 def saved(page, text="Settings saved."):
     """The page's status says the last change was saved (each change saves as it is made),
     then is cleared for the next one."""
@@ -154,7 +165,7 @@ def saved(page, text="Settings saved."):
 
 
 def test_settings_save_as_they_change_with_the_theme_language_switches_and_deadline_picker(
-    page, parley_server, console_errors
+    page, parley_server, console_errors, fresh_preferences
 ):
     console_errors.expect("400 (Bad Request)")  # the refused custom deadline, on purpose
     log_in(page)
@@ -246,7 +257,7 @@ def test_settings_save_as_they_change_with_the_theme_language_switches_and_deadl
 
 
 def test_a_setting_changed_while_the_last_one_saves_is_saved_too_without_leaving_the_page(
-    page, parley_server
+    page, parley_server, fresh_preferences
 ):
     def stored():
         return parley_server.query(

@@ -16,7 +16,6 @@ from pathlib import Path
 import httpx
 import httpx2
 import mcp_types as types
-import psycopg
 import pytest
 from mcp.client.session import ClientSession
 from mcp.client.streamable_http import streamable_http_client
@@ -47,11 +46,7 @@ class Account:
 
 def execute(server: LiveServer, sql: str, *params) -> None:
     """Write to the server's database (placeholders: %s)."""
-    if server.database_url.startswith("sqlite:///"):
-        server.query(sql, *params)
-        return
-    with psycopg.connect(server.database_url) as connection:
-        connection.execute(sql, params)
+    server.execute(sql, *params)
 
 
 def add_account(server: LiveServer, username: str, *, expire_after: int | None = None) -> Account:

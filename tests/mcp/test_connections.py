@@ -207,11 +207,12 @@ async def test_the_notes_servers_tools_are_offered_with_the_operators_policy(
     assert read.parameters["required"] == ["name"]
     assert read.parameters["properties"]["name"]["type"] == "string"
     assert specs["mcp__notes__slow_write"].parameters["properties"]["seconds"]["maximum"] == 60
-    # Sub-agents get what never asks: the read-only tools, and a write tool the operator allows.
+    # Sub-agents get the same tools (a call of theirs that asks waits in the parent), and no
+    # "deny" tool either.
     assert "mcp__notes__list_notes" in subagent
     assert "mcp__notes__read_note" in subagent
     assert "mcp__notes__write_note" in subagent
-    assert "mcp__notes__slow_write" not in subagent
+    assert "mcp__notes__slow_write" in subagent
     assert "mcp__notes__delete_note" not in subagent
 
 
