@@ -52,8 +52,9 @@ def wrong_resource(resource: str) -> str:
     }
 
 
-# Where plain http may send a code: a native app's loopback listener on the same device.
-LOOPBACK_HOSTS = frozenset({"127.0.0.1", "::1", "localhost"})
+# Where plain http may send a code: a native app's loopback listener on the same device (no
+# [::1]: a page's CSP cannot name it, so the consent form could not lead there).
+LOOPBACK_HOSTS = frozenset({"127.0.0.1", "localhost"})
 
 
 class ParleyValidator(OAuth2Validator):

@@ -4,9 +4,13 @@ refusals), the protected resource metadata of /mcp/, and Settings' "Connected ap
 
 from urllib.parse import urlsplit
 
+from django.conf import settings
 from django.http import HttpRequest, HttpResponse
 from django.shortcuts import redirect, render
+from django.utils.csp import CSP
+from django.utils.decorators import method_decorator
 from django.utils.translation import gettext as _
+from django.views.decorators.csp import csp_override
 from django.views.decorators.http import require_GET, require_POST
 from oauth2_provider.views import AuthorizationView, OAuthProtectedResourceMetadataView
 from oauthlib.oauth2.rfc6749.errors import CustomOAuth2Error, InvalidRequestError, OAuth2Error
@@ -31,6 +35,16 @@ def _refusal(request: HttpRequest) -> OAuth2Error | None:
     return None
 
 
+# The consent form's Allow and Deny end at the client's redirect, which this page's CSP must
+# let a form lead to: over https, or plain http to a loopback listener (the only http that
+# mcp_server.oauth.ParleyValidator accepts).
+CONSENT_CSP = {
+    **settings.SECURE_CSP,
+    "form-action": [CSP.SELF, "https:", "http://127.0.0.1:*", "http://localhost:*"],
+}
+
+
+@method_decorator(csp_override(CONSENT_CSP), name="dispatch")
 class Consent(AuthorizationView):
     """The user, signed in to Parley, allows or denies a client; a refused request shows why
     (400) and sends nobody anywhere."""
