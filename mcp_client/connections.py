@@ -9,11 +9,12 @@ fails too. `notifications/tools/list_changed` lists the tools again (the newest 
 it on a `subscriptions/listen` stream, opened again when it ends). What each server is doing
 (connected, or why not) is kept for /settings/tools/, /healthz and the log.
 
-A call runs in the turn's own task through the shared session. An elicitation the server
-sends while a call runs is routed to that call: in the newer protocol the SDK runs it inside
-the call's own task (`current_call`); in the legacy protocol it arrives on the session's task,
-and belongs to the one call in flight on the server (with several in flight it cannot be told
-apart, and is cancelled).
+A call runs in the turn's own task through the shared session. In the newer protocol a server
+that needs the person's input answers the call with input-required rounds, which the caller
+answers and which are sent back with the server's state (`call_tool`'s `answer`, kept across
+restarts by mcp_client.inputs). In the legacy protocol the server sends an elicitation while
+the call runs; it arrives on the session's task and belongs to the one call in flight on the
+server (with several in flight it cannot be told apart, and is cancelled).
 """
 
 import asyncio
