@@ -78,18 +78,24 @@ def token(client, **data) -> dict:
     return {"status": response.status_code, **json.loads(response.content)}
 
 
+def exchange(client, client_id: str, code: str, verifier: str | None, **overrides) -> dict:
+    """The client trades `code` for tokens at the token endpoint (a None leaves a field out):
+    its answer, with the status."""
+    fields = {
+        "grant_type": "authorization_code",
+        "code": code,
+        "redirect_uri": REDIRECT,
+        "client_id": client_id,
+        "code_verifier": verifier,
+        "resource": RESOURCE,
+        **overrides,
+    }
+    return token(client, **{name: value for name, value in fields.items() if value is not None})
+
+
 def tokens_for(client, client_id: str) -> dict:
     verifier = secrets.token_urlsafe(48)
-    code = allow(client, client_id, verifier)
-    granted = token(
-        client,
-        grant_type="authorization_code",
-        code=code,
-        redirect_uri=REDIRECT,
-        client_id=client_id,
-        code_verifier=verifier,
-        resource=RESOURCE,
-    )
+    granted = exchange(client, client_id, allow(client, client_id, verifier), verifier)
     assert granted["status"] == 200, granted
     return granted
 
@@ -190,14 +196,7 @@ def test_a_plain_challenge_slipped_into_the_consent_form_is_refused(signed_in, c
 
 def test_a_code_without_its_verifier_gets_no_token(signed_in, client_id):
     code = allow(signed_in, client_id, secrets.token_urlsafe(48))
-    refused = token(
-        signed_in,
-        grant_type="authorization_code",
-        code=code,
-        redirect_uri=REDIRECT,
-        client_id=client_id,
-        resource=RESOURCE,
-    )
+    refused = exchange(signed_in, client_id, code, None)
     assert refused["status"] == 400
 
 
@@ -212,14 +211,8 @@ def test_an_authorization_for_another_resource_is_refused(signed_in, client_id):
 def test_a_token_for_another_resource_is_refused(signed_in, client_id):
     verifier = secrets.token_urlsafe(48)
     code = allow(signed_in, client_id, verifier)
-    refused = token(
-        signed_in,
-        grant_type="authorization_code",
-        code=code,
-        redirect_uri=REDIRECT,
-        client_id=client_id,
-        code_verifier=verifier,
-        resource="https://elsewhere.example/mcp/",
+    refused = exchange(
+        signed_in, client_id, code, verifier, resource="https://elsewhere.example/mcp/"
     )
     assert refused["status"] == 400
     assert refused["error"] == "invalid_target"
@@ -235,14 +228,7 @@ def test_a_token_is_for_this_servers_mcp_only(signed_in, client_id, user):
 def test_a_grant_without_a_resource_is_bound_to_mcp(signed_in, client_id):
     verifier = secrets.token_urlsafe(48)
     code = allow(signed_in, client_id, verifier, resource=None)
-    granted = token(
-        signed_in,
-        grant_type="authorization_code",
-        code=code,
-        redirect_uri=REDIRECT,
-        client_id=client_id,
-        code_verifier=verifier,
-    )
+    granted = exchange(signed_in, client_id, code, verifier, resource=None)
     assert access_for(granted["access_token"], RESOURCE) is not None
     assert access_for(granted["access_token"], "http://elsewhere.example/mcp/") is None
 
@@ -250,16 +236,8 @@ def test_a_grant_without_a_resource_is_bound_to_mcp(signed_in, client_id):
 def test_a_code_is_used_once(signed_in, client_id):
     verifier = secrets.token_urlsafe(48)
     code = allow(signed_in, client_id, verifier)
-    exchange = {
-        "grant_type": "authorization_code",
-        "code": code,
-        "redirect_uri": REDIRECT,
-        "client_id": client_id,
-        "code_verifier": verifier,
-        "resource": RESOURCE,
-    }
-    assert token(signed_in, **exchange)["status"] == 200
-    assert token(signed_in, **exchange)["status"] == 400
+    assert exchange(signed_in, client_id, code, verifier)["status"] == 200
+    assert exchange(signed_in, client_id, code, verifier)["status"] == 400
 
 
 def test_a_refresh_token_is_rotated_and_the_old_one_refused(signed_in, client_id):
