@@ -84,6 +84,8 @@ INSTALLED_APPS = [
     "reach",
     "mcp_server",
     "mcp_client",
+    # Questions and approvals answered in Slack (slackbot/; docs/operators/slack.md).
+    "slackbot",
     # The OAuth authorization server for /mcp/ (mcp_server/oauth.py).
     "oauth2_provider",
 ]
@@ -510,6 +512,13 @@ PUSH_SERVICE_HOSTS = env_list(
         "web.push.apple.com",
     ],
 )
+# Slack (slackbot/, docs/operators/slack.md): the app's bot token (xoxb-…) and signing secret,
+# its app-level token (xapp-…) for Socket Mode (`manage.py slack_socket`), and the Web API's
+# base URL (tests point it at a fake). No bot token: nothing is sent to Slack.
+SLACK_BOT_TOKEN = os.environ.get("SLACK_BOT_TOKEN", "")
+SLACK_SIGNING_SECRET = os.environ.get("SLACK_SIGNING_SECRET", "")
+SLACK_APP_TOKEN = os.environ.get("SLACK_APP_TOKEN", "")
+SLACK_API_URL = os.environ.get("SLACK_API_URL", "https://slack.com/api/")
 # The channel that `manage.py worker` serves when REDIS_URL is set.
 PARLEY_RUN_CHANNEL = "parley-runs"
 # Seconds a worker keeps trying to reach a Redis it lost before it exits, for its supervisor

@@ -28,6 +28,8 @@ urlpatterns = [
     # The OAuth authorization server for /mcp/ (its metadata at /.well-known/).
     path("", include("mcp_server.oauth_urls")),
     path("", include("mcp_client.urls")),
+    # Slack's Interactivity URL, and Settings' Slack section (slackbot/).
+    path("", include("slackbot.urls")),
 ]
 
 handler400 = "chat.views.bad_request"

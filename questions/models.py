@@ -85,6 +85,8 @@ class AnsweredVia(models.TextChoices):
     EMAIL = "email", _("e-mail")
     # Decided by an approval rule (questions.rules); the row's answers name it.
     RULE = "rule", _("a rule")
+    # A button or a modal of the Slack app's message (slackbot.interactions).
+    SLACK = "slack", _("Slack")
 
 
 class Question(models.Model):

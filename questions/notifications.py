@@ -76,6 +76,12 @@ class QuestionEvent:
 
 question_changed = Signal()
 
+# Sent for every resolution of a question, whatever it became (cancelled too, which
+# `question_changed` tells nobody): for the apps that show a question elsewhere and must show
+# it closed there (the Slack app's messages). Called as `receiver(sender=Question,
+# question=..., at=...)` inside the transaction that resolved it, as `question_changed` is.
+question_closed = Signal()
+
 
 def publish(event: QuestionEvent) -> None:
     """Call every receiver of `question_changed`, inside the caller's transaction."""

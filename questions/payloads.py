@@ -51,8 +51,8 @@ STATUS = {ASKED: PENDING, REPLIED: SUCCESS, REJECTED: DENIED, EXPIRED: DENIED, C
 
 Resolution = Literal["asked", "replied", "rejected", "expired", "cancelled"]
 # Through which channel a question was resolved (spec 6.1, "Audit"; questions.models.AnsweredVia).
-Via = Literal["browser", "api", "terminal", "auto-resolve", "expiry", "email", "rule"]
-BROWSER, API, TERMINAL, AUTO_RESOLVE, EXPIRY, EMAIL, RULE = (
+Via = Literal["browser", "api", "terminal", "auto-resolve", "expiry", "email", "rule", "slack"]
+BROWSER, API, TERMINAL, AUTO_RESOLVE, EXPIRY, EMAIL, RULE, SLACK = (
     "browser",
     "api",
     "terminal",
@@ -60,6 +60,7 @@ BROWSER, API, TERMINAL, AUTO_RESOLVE, EXPIRY, EMAIL, RULE = (
     "expiry",
     "email",
     "rule",
+    "slack",
 )
 
 # The contract's single-question fields, derived from the first question.

@@ -362,6 +362,7 @@ def resolve(
         QuestionDraft.objects.filter(question=question).delete()
     if (event := notifications.resolved_event(question)) is not None:
         notifications.tell(event, question, at=now)
+    notifications.question_closed.send(sender=Question, question=question, at=now)
 
 
 def write_block(transcript: Transcript, question: Question) -> None:

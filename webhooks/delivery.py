@@ -33,6 +33,7 @@ from collections import Counter
 from collections.abc import Coroutine
 from datetime import timedelta
 from http import HTTPStatus
+from typing import NamedTuple
 
 import httpx
 from django.conf import settings
@@ -71,9 +72,27 @@ def deliver_due() -> int:
     }
     for delivery in deliveries:
         in_flight.start(delivery, attempt(delivery, prepared.get(delivery.pk)))
-    for delivery, (status_code, error) in in_flight.ended(wait=settings.WEBHOOK_ROUND_SECONDS):
-        record(delivery, status_code=status_code, error=error, skipped=error is SKIPPED)
+    for delivery, outcome in in_flight.ended(wait=settings.WEBHOOK_ROUND_SECONDS):
+        record(
+            delivery,
+            status_code=outcome.status_code,
+            error=outcome.error,
+            skipped=outcome.error is SKIPPED,
+            retry_after=outcome.retry_after,
+            receipt=outcome.receipt,
+        )
     return len(deliveries)
+
+
+class Outcome(NamedTuple):
+    """How one attempt ended: the receiver's status (None if none answered) and the error
+    ("" when delivered); a channel's receiver may also have said when to try again, or
+    answered something its channel keeps (channels.Sent)."""
+
+    status_code: int | None
+    error: str
+    retry_after: float | None = None
+    receipt: dict | None = None
 
 
 def claim_due(busy: Counter[int]) -> list[Delivery]:
@@ -153,7 +172,7 @@ class InFlight:
             future = asyncio.run_coroutine_threadsafe(attempt, self._loop)
             self._running[future] = delivery
 
-    def ended(self, *, wait: float) -> list[tuple[Delivery, tuple[int | None, str]]]:
+    def ended(self, *, wait: float) -> list[tuple[Delivery, Outcome]]:
         """The attempts that have ended, waiting up to `wait` seconds for the running ones,
         each with its outcome; they are no longer in flight."""
         with self._lock:
@@ -165,13 +184,13 @@ class InFlight:
             return [(self._running.pop(future), _outcome(future)) for future in done]
 
 
-def _outcome(future: concurrent.futures.Future) -> tuple[int | None, str]:
+def _outcome(future: concurrent.futures.Future) -> Outcome:
     """An attempt's outcome; one that raised is a failure to retry, never the sweep's end."""
     failure = future.exception()
     if failure is None:
-        return future.result()
+        return Outcome(*future.result())
     logger.error("an outbox attempt raised", exc_info=failure)
-    return None, f"{type(failure).__name__}: {failure}"[:500]
+    return Outcome(None, f"{type(failure).__name__}: {failure}"[:500])
 
 
 in_flight = InFlight()
@@ -253,29 +272,41 @@ async def attempt_post(post: Post) -> tuple[int | None, str]:
     return status_code, "" if 200 <= status_code < 300 else f"HTTP {status_code}"
 
 
-async def attempt_channel(send: channels.Send, *, seconds: float) -> tuple[int | None, str]:
+async def attempt_channel(send: channels.Send, *, seconds: float) -> Outcome:
     """One attempt of a prepared channel delivery that is not a POST (an e-mail), on a
     thread, within `seconds` (a sender past it runs on, its outcome ignored: the row is
     retried later)."""
     try:
         async with asyncio.timeout(seconds):
-            status_code = await asyncio.to_thread(send)
+            sent = await asyncio.to_thread(send)
     except TimeoutError:
-        return None, f"No answer within {seconds:g} s"
+        return Outcome(None, f"No answer within {seconds:g} s")
     except Exception as failure:  # a sender's failure is retried, never the sweep's end
         status_code = getattr(failure, "status_code", None)
-        return status_code, f"{type(failure).__name__}: {failure}"[:500]
+        error = f"{type(failure).__name__}: {failure}"[:500]
+        retry_after = failure.seconds if isinstance(failure, channels.RetryLater) else None
+        return Outcome(status_code, error, retry_after=retry_after)
+    if not isinstance(sent, channels.Sent):
+        sent = channels.Sent(status_code=sent)
+    status_code = sent.status_code
     if status_code is None or 200 <= status_code < 300:
-        return status_code, ""
-    return status_code, f"HTTP {status_code}"
+        return Outcome(status_code, "", receipt=sent.receipt)
+    return Outcome(status_code, f"HTTP {status_code}")
 
 
 def record(
-    delivery: Delivery, *, status_code: int | None, error: str, skipped: bool = False
+    delivery: Delivery,
+    *,
+    status_code: int | None,
+    error: str,
+    skipped: bool = False,
+    retry_after: float | None = None,
+    receipt: dict | None = None,
 ) -> None:
     """Record an attempt's outcome. 410 Gone disables the webhook (no retry, nothing more
     queued), and a channel's 404 or 410 calls its `gone` hook; a 2xx counts even if the row
-    was given up while the attempt was in flight."""
+    was given up while the attempt was in flight, and calls its channel's `delivered` hook.
+    `retry_after`: the receiver's own delay before the next attempt, instead of the backoff."""
     now = timezone.now()
     delivered = not error
     webhook = delivery.channel == DeliveryChannel.WEBHOOK
@@ -288,6 +319,8 @@ def record(
         current.append(DeliveryStatus.GIVEN_UP)
     elif gone or delivery.attempts >= settings.WEBHOOK_MAX_ATTEMPTS:
         update = {"status": DeliveryStatus.FAILED}
+    elif retry_after is not None:
+        update = {"next_attempt_at": now + min(timedelta(seconds=retry_after), MAX_BACKOFF)}
     else:
         backoff = timedelta(seconds=settings.WEBHOOK_RETRY_SECONDS * 2 ** (delivery.attempts - 1))
         update = {"next_attempt_at": now + min(backoff, MAX_BACKOFF)}
@@ -300,8 +333,11 @@ def record(
             and webhook
             and services.disable_webhook(webhook_id=delivery.webhook_id, reason=DisabledReason.GONE)
         )
-        if gone and not webhook and (sender := channels.channel(delivery.channel)):
+        sender = None if webhook else channels.channel(delivery.channel)
+        if gone and sender is not None:
             sender.gone(delivery)
+        if delivered and sender is not None:
+            sender.delivered(delivery, receipt or {})
     if skipped:
         return
     if not webhook:

@@ -77,6 +77,8 @@ class DeliveryChannel(models.TextChoices):
     EMAIL = "email", _("E-mail")
     # A Web Push message to one of the recipient's browsers.
     PUSH = "push", _("Web Push")
+    # A Slack message (the Slack app's bot: slackbot), posted or updated for the recipient.
+    SLACK = "slack", _("Slack")
 
 
 class Delivery(models.Model):
@@ -141,7 +143,11 @@ class Delivery(models.Model):
             models.CheckConstraint(
                 condition=Q(channel=DeliveryChannel.WEBHOOK, webhook__isnull=False)
                 | Q(
-                    channel__in=[DeliveryChannel.EMAIL, DeliveryChannel.PUSH],
+                    channel__in=[
+                        DeliveryChannel.EMAIL,
+                        DeliveryChannel.PUSH,
+                        DeliveryChannel.SLACK,
+                    ],
                     webhook__isnull=True,
                     recipient__isnull=False,
                 ),

@@ -1,0 +1,15 @@
+from django.urls import path
+
+from slackbot import views
+
+app_name = "slackbot"
+
+urlpatterns = [
+    path(
+        "integrations/slack/interactions",
+        views.interactions_endpoint,
+        name="interactions",
+    ),
+    path("settings/slack/link/", views.link, name="link"),
+    path("settings/slack/unlink/", views.unlink, name="unlink"),
+]

@@ -1,0 +1,71 @@
+"""Slack's Interactivity URL (POST /integrations/slack/interactions: signed by Slack, no
+login, no CSRF token) and Settings' "Slack" section: link an account, unlink it."""
+
+import json
+
+from django.contrib import messages
+from django.contrib.auth.decorators import login_not_required
+from django.http import HttpRequest, HttpResponse, JsonResponse
+from django.shortcuts import redirect
+from django.utils.translation import gettext as _
+from django.views.decorators.csrf import csrf_exempt
+from django.views.decorators.http import require_POST
+
+from accounts import settings_page
+from slackbot import client, interactions, linking
+from slackbot.models import SlackLink
+from slackbot.verify import is_from_slack
+
+
+@csrf_exempt
+@login_not_required
+@require_POST
+def interactions_endpoint(request: HttpRequest) -> HttpResponse:
+    """Slack's interaction payloads (`payload=` JSON, form-encoded). An unsigned, badly
+    signed, stale or replayed request gets 401 and does nothing."""
+    if not is_from_slack(
+        body=request.body,
+        timestamp=request.headers.get("X-Slack-Request-Timestamp", ""),
+        signature=request.headers.get("X-Slack-Signature", ""),
+    ):
+        return HttpResponse(status=401)
+    try:
+        payload = json.loads(request.POST.get("payload", ""))
+    except ValueError:
+        return HttpResponse(status=400)
+    if not isinstance(payload, dict):
+        return HttpResponse(status=400)
+    acknowledgement = interactions.handle(payload)
+    if acknowledgement is None:
+        return HttpResponse(status=200)
+    return JsonResponse(acknowledgement)
+
+
+def link_section(request: HttpRequest) -> dict:
+    """What Settings' Slack section shows (slackbot/settings.html#link)."""
+    return {
+        "slack_configured": client.configured(),
+        "slack_link": SlackLink.objects.filter(user=request.user).first(),
+    }
+
+
+@require_POST
+def link(request: HttpRequest) -> HttpResponse:
+    """Ask to link the Slack member ID typed: the bot sends them a Confirm button."""
+    typed = request.POST.get("slack_user_id", "")
+    try:
+        linking.request_link(user=request.user, slack_user_id=typed)
+    except linking.LinkRefused as refused:
+        shown = {"slack_user_id": typed, "slack_error": refused.message}
+        return settings_page.render(request, status=refused.status, shown=shown)
+    messages.success(
+        request, _("The Parley app sent you a message in Slack: confirm the link there.")
+    )
+    return redirect("accounts:preferences")
+
+
+@require_POST
+def unlink(request: HttpRequest) -> HttpResponse:
+    linking.unlink(user=request.user)
+    messages.success(request, _("Your Slack account is no longer linked."))
+    return redirect("accounts:preferences")
