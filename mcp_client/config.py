@@ -6,7 +6,9 @@ that Claude Desktop, Cursor and VS Code use, plus Parley's optional per-server `
                   "approval": {"default": "ask", "tools": {"list_notes": "allow"},
                                "rules": [{"tool": "write_note", "match": {"name": "draft-*"},
                                           "effect": "allow"}]}},
-        "search": {"url": "https://example.org/mcp", "headers": {"Authorization": "..."}}},
+        "search": {"url": "https://example.org/mcp", "headers": {"Authorization": "..."}},
+        "tracker": {"url": "https://tracker.example/mcp", "auth": "oauth",
+                    "oauth": {"clientId": "...", "clientSecret": "${TRACKER_SECRET}"}}},
      "approval": {"rules": [{"agent": "claude-code", "tool": "Bash",
                              "match": {"command": "rm *"}, "effect": "deny"}]}}
 
@@ -14,6 +16,9 @@ that Claude Desktop, Cursor and VS Code use, plus Parley's optional per-server `
 its tools, the file's own `approval.rules` to any agent's calls (the CLIs' too). Each is a
 rule as the API takes it (`agent`, `server`, `tool`, `match`, `effect`, `expiresAt`,
 `shadow`), without `scope` (always the deployment's), `conversationId` or `maxUses`.
+
+A server with `"auth": "oauth"` is used with each user's own account: they connect it once
+on /settings/tools/ (mcp_client.signin), and its tools run with their token only.
 
 Strings may name environment variables as `${NAME}` or `${NAME:-default}`, as Claude Code's
 `.mcp.json` does (a secret stays out of the file). Only this file starts processes: nothing a
@@ -87,10 +92,41 @@ class StdioServer(_Server):
     cwd: str | None = None
 
 
+class OAuthClient(BaseModel):
+    """How Parley identifies itself to a server's authorization server: a client the operator
+    registered there (`clientId`, and `clientSecret` for a confidential one), or a Client ID
+    Metadata Document Parley's operator hosts (`clientMetadataUrl`); by default Parley registers
+    itself dynamically (RFC 7591). `scope` replaces the scopes the server asks for."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    clientId: Annotated[str, Field(min_length=1, max_length=500)] | None = None
+    clientSecret: Annotated[str, Field(min_length=1, max_length=500)] | None = None
+    clientMetadataUrl: Annotated[str, Field(pattern=r"^https://[^/]+/.")] | None = None
+    scope: Annotated[str, Field(max_length=1000)] | None = None
+
+    @model_validator(mode="after")
+    def _secret_needs_id(self):
+        if self.clientSecret and not self.clientId:
+            raise ValueError("clientSecret needs the clientId it belongs to")
+        return self
+
+
 class HttpServer(_Server):
     url: Annotated[str, Field(pattern=r"^https?://")]
     headers: dict[str, str] = {}
     type: Literal["http", "streamable-http", "streamableHttp"] | None = None
+    # "oauth": each user signs in to the server with their own account (mcp_client.signin).
+    auth: Literal["oauth"] | None = None
+    oauth: OAuthClient = OAuthClient()
+
+    @model_validator(mode="after")
+    def _oauth_alone(self):
+        if self.auth != "oauth" and self.oauth != OAuthClient():
+            raise ValueError('oauth: only for a server with "auth": "oauth"')
+        if self.auth == "oauth" and any(h.lower() == "authorization" for h in self.headers):
+            raise ValueError("headers: each user's own token is the Authorization of this server")
+        return self
 
 
 class _File(BaseModel):
@@ -115,6 +151,11 @@ class ServerConfig:
     @property
     def transport(self) -> str:
         return "stdio" if isinstance(self.spec, StdioServer) else "http"
+
+    @property
+    def per_user(self) -> bool:
+        """Each user signs in to this server with their own account (`"auth": "oauth"`)."""
+        return isinstance(self.spec, HttpServer) and self.spec.auth == "oauth"
 
     def policy(self, tool: str) -> Policy | None:
         """The operator's policy for one of this server's tools, or None (the default: a

@@ -29,6 +29,7 @@ from typing import Any
 import anyio
 import httpx2
 import mcp_types as types
+from channels.db import database_sync_to_async
 from mcp import Client
 from mcp.client.stdio import StdioServerParameters, stdio_client
 from mcp.client.streamable_http import streamable_http_client
@@ -37,6 +38,7 @@ from mcp.shared.exceptions import MCPError
 from mcp_types import CONNECTION_CLOSED, INVALID_PARAMS, REQUEST_TIMEOUT
 from mcp_types.version import MODERN_PROTOCOL_VERSIONS
 
+from mcp_client import signin
 from mcp_client.config import ServerConfig, StdioServer, load
 
 logger = logging.getLogger("parley.mcp_client")
@@ -105,11 +107,29 @@ class ServerConnection:
         return self.client is not None
 
     def start(self) -> None:
+        """Connect and hold the connection, on a task of its own; a server each user signs in to
+        is connected per call instead, with that user's token (`call_tool`), and offers the
+        tools it listed at the newest sign-in (`load_listing`)."""
+        if self.config.per_user:
+            self.attempted.set()
+            return
         self.task = asyncio.get_running_loop().create_task(
             self._run(), name=f"mcp server {self.name}"
         )
 
-    def _client(self) -> Client:
+    async def load_listing(self) -> None:
+        """A per-user server's tools: those listed at its newest sign-in."""
+        listed = await database_sync_to_async(signin.newest_tools)(self.name)
+        tools = {}
+        for tool in listed:
+            with contextlib.suppress(ValueError):  # a listing the SDK no longer reads
+                parsed = types.Tool.model_validate(tool)
+                tools[parsed.name] = parsed
+        if tools.keys() != self.tools.keys() or tools != self.tools:
+            self.tools = tools
+            self._changed()
+
+    def _client(self, auth: httpx2.Auth | None = None) -> Client:
         spec = self.config.spec
         if isinstance(spec, StdioServer):
             parameters = StdioServerParameters(
@@ -118,7 +138,7 @@ class ServerConnection:
             transport: Any = stdio_client(parameters)
             ended = "the server's process exited"
         else:
-            transport = _http(spec.url, spec.headers)
+            transport = _http(spec.url, spec.headers, auth)
             ended = "the server closed the connection"
         return Client(
             _watched(transport, lambda: self._lost(ended)),
@@ -303,6 +323,7 @@ class ServerConnection:
         *,
         answer: "AnswerInputs | None" = None,
         resume: "Round | None" = None,
+        user_id: int | None = None,
     ) -> types.CallToolResult:
         """Call the tool through the open session: ConnectionError if there is none,
         TimeoutError when the server's `timeout` passed first, MCPError for the rest.
@@ -311,10 +332,34 @@ class ServerConnection:
         result) has each round answered by `answer(result, round)`, which returns the round
         to send (its responses, and the server's state echoed); with `resume`, the call goes on
         from that round (answered after a restart) instead of starting. Without `answer`, the
-        SDK answers through the elicitation callback, in memory."""
+        SDK answers through the elicitation callback, in memory.
+
+        A server each user signs in to is called with `user_id`'s own token over a connection of
+        this call's own: signin.NotSignedIn if they have no working sign-in, or the server refused
+        it (it ran nothing then)."""
+        if self.config.per_user:
+            bearer = signin.Bearer(user_id, self.name)
+            await bearer.token()  # NotSignedIn before connecting at all
+            try:
+                async with self._client(bearer) as client:
+                    return await self._call(client, call, arguments, answer, resume)
+            except Exception:
+                if bearer.refused:
+                    raise signin.NotSignedIn(bearer.refused) from None
+                raise
         client = self.client
         if client is None:
             raise ConnectionError(self.error or "not connected")
+        return await self._call(client, call, arguments, answer, resume)
+
+    async def _call(
+        self,
+        client: Client,
+        call: Call,
+        arguments: dict,
+        answer: "AnswerInputs | None",
+        resume: "Round | None",
+    ) -> types.CallToolResult:
         token = current_call.set(call)
         self._inflight.append(call)
         timeout = self.config.spec.timeout
@@ -412,14 +457,36 @@ class _WatchedStream:
         return await self._stream.__aexit__(*exc)
 
 
+async def list_tools_with(config: ServerConfig, token: str) -> list[dict]:
+    """The tools a per-user server lists for the holder of `token` (a sign-in just made), as
+    JSON."""
+    spec = config.spec
+    headers = {**spec.headers, "Authorization": f"Bearer {token}"}
+    client = Client(_http(spec.url, headers), mode=spec.protocol, cache=None)
+    async with asyncio.timeout(CONNECT_SECONDS), client:
+        tools, cursor = [], None
+        for _ in range(100):
+            page = await client.list_tools(cursor=cursor)
+            tools += [
+                tool.model_dump(mode="json", by_alias=True, exclude_none=True)
+                for tool in page.tools
+            ]
+            cursor = page.next_cursor
+            if cursor is None:
+                break
+    return tools
+
+
 @contextlib.asynccontextmanager
-async def _http(url: str, headers: dict[str, str]) -> AsyncIterator[tuple]:
+async def _http(
+    url: str, headers: dict[str, str], auth: httpx2.Auth | None = None
+) -> AsyncIterator[tuple]:
     """Streamable HTTP through an HTTP client of its own, closed with it. No read timeout:
     the streams of events stay open while the server has nothing to say (a call has its own
     timeout, and a server that stops answering misses its pings)."""
     timeout = httpx2.Timeout(30.0, read=HTTP_READ_SECONDS)
     async with (
-        httpx2.AsyncClient(headers=headers, timeout=timeout) as http,
+        httpx2.AsyncClient(headers=headers, timeout=timeout, auth=auth) as http,
         streamable_http_client(url, http_client=http) as streams,
     ):
         yield streams
@@ -471,6 +538,9 @@ class Connections:
     async def ready(self) -> None:
         """Wait until every server's first attempt ended (connected or failed), at most
         FIRST_CONNECT_SECONDS."""
+        for server in self.servers.values():
+            if server.config.per_user:
+                await server.load_listing()
         waits = [s.attempted.wait() for s in self.servers.values() if not s.attempted.is_set()]
         if waits:
             with contextlib.suppress(TimeoutError):

@@ -8,6 +8,7 @@ import time
 import weakref
 from dataclasses import dataclass
 
+import mcp_types as types
 from django.core.cache import cache
 
 from mcp_client.config import load
@@ -26,16 +27,7 @@ def publish(connections) -> None:
                 # Not tried yet: "connecting", not "down".
                 "pending": not server.connected and not server.attempted.is_set(),
                 "error": "" if server.connected else server.error,
-                "tools": [
-                    {
-                        "name": tool.name,
-                        "title": tool.title
-                        or (tool.annotations.title if tool.annotations else None)
-                        or tool.name,
-                        "readOnly": bool(tool.annotations and tool.annotations.read_only_hint),
-                    }
-                    for tool in server.tools.values()
-                ],
+                "tools": [row(tool) for tool in server.tools.values()],
             }
             for server in connections.servers.values()
         },
@@ -50,6 +42,25 @@ def publish(connections) -> None:
     writer.state = state
     if writer.task is None or writer.task.done():
         writer.task = loop.create_task(writer.run(), name="mcp status")
+
+
+def row(tool: types.Tool) -> dict:
+    """What /settings/tools/ shows of a tool: name, title, readOnly."""
+    annotations = tool.annotations
+    return {
+        "name": tool.name,
+        "title": tool.title or (annotations.title if annotations else None) or tool.name,
+        "readOnly": bool(annotations and annotations.read_only_hint),
+    }
+
+
+def rows(listed: list[dict]) -> list[dict]:
+    """`row` of each tool of a listing kept as JSON (a per-user server's, mcp_client.signin)."""
+    found = []
+    for tool in listed:
+        with contextlib.suppress(ValueError):  # a listing the SDK no longer reads
+            found.append(row(types.Tool.model_validate(tool)))
+    return found
 
 
 @dataclass(eq=False)
@@ -99,13 +110,16 @@ def servers() -> list[dict]:
 
 
 def summary() -> dict[str, str]:
-    """For /healthz: each server "ok", "connecting" (its first attempt has not ended), or why not;
+    """For /healthz: each server "ok", "connecting" (its first attempt has not ended), "per user"
+    (a server each user signs in to, connected per call), or why not;
     the file's own error under "MCP_CONFIG"."""
     config = load()
     found = {"MCP_CONFIG": config.error} if config.error else {}
     found.update({name: f"left out: {why}" for name, why in config.invalid.items()})
     for server in servers():
-        if server["connected"]:
+        if server["config"].per_user:
+            found[server["name"]] = "per user"  # each call connects with its user's own token
+        elif server["connected"]:
             found[server["name"]] = "ok"
         else:
             found[server["name"]] = "connecting" if server["pending"] else server["error"] or "down"

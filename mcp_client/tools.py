@@ -32,7 +32,7 @@ from chat.engine import tools, turns
 from chat.engine.tools import MAX_RESULT_CHARS, PAUSED, Outcome, Tool, ToolContext, ToolSpec
 from core import events
 from core.text import drop_invisible
-from mcp_client import inputs
+from mcp_client import inputs, signin
 from mcp_client.config import ALLOW, ASK, DENY, ServerConfig
 from mcp_client.connections import Call, Connections, ServerConnection
 from mcp_client.models import ToolRun
@@ -70,6 +70,14 @@ FAILED = "The MCP server {server} failed while running {tool}: {error}"
 TIMED_OUT = "{tool} did not finish within {seconds:g} seconds; it may or may not have happened."
 CUT = "\n\n[The result was cut to {kept} of its {total} characters.]"
 NOT_OFFERED = "The operator does not allow {name}."
+NEEDS_SIGN_IN = (
+    "Not run: {server} needs the user's own account, and they have not connected it. Tell them "
+    "to open Settings, Tools, and choose Connect beside {server}; then try again."
+)
+SIGN_IN_FAILED = (
+    "Not run: {server} no longer accepts the user's sign-in ({why}). Tell them to open "
+    "Settings, Tools, and choose Connect again beside {server}; then try again."
+)
 RULE_DENIED = "An approval rule denied this call: the tool did not run. Do not try it again."
 VOTED = "Allowed by {people}: this call needed several people's approval.\n"
 STEP_STOPPED = (
@@ -141,6 +149,9 @@ class McpTool(Tool):
 
     async def run(self, call: ToolCallBlock, context: ToolContext) -> Outcome:
         conversation_id = context.conversation_id
+        refused = await self.unsigned(call, conversation_id)
+        if refused is not None:
+            return refused
         decided = await db(approvals.decision_for)(conversation_id, call.id)
         if decided is None:
             verdict = await db(self.verdict)(conversation_id, call)
@@ -168,6 +179,22 @@ class McpTool(Tool):
         edited = decided.arguments is not None
         arguments = decided.arguments if edited else call.arguments
         return await self.call(call, context, arguments, edited=edited, votes=decided.votes)
+
+    async def unsigned(self, call: ToolCallBlock, conversation_id: int) -> ToolResultBlock | None:
+        """For a server each user signs in to: the model's result when the turn's user has no
+        working sign-in (nothing is asked, nothing runs); None otherwise."""
+        if not self.config.per_user:
+            return None
+        user_id = await db(signin.turn_user_id)(conversation_id)
+        why = await db(signin.sign_in_problem)(user_id, self.server.name)
+        if why is None:
+            return None
+        return ToolResultBlock.error(call.id, self.not_signed_in(why))
+
+    def not_signed_in(self, why: str) -> str:
+        if not why:
+            return NEEDS_SIGN_IN.format(server=self.server.name)
+        return SIGN_IN_FAILED.format(server=self.server.name, why=why)
 
     async def ask_in_parent(
         self, call: ToolCallBlock, context: ToolContext, verdict
@@ -214,8 +241,13 @@ class McpTool(Tool):
         if votes:
             prefix = VOTED.format(people=", ".join(votes)) + prefix
         answer = functools.partial(inputs.answer, in_flight, self.server.name)
+        user_id = await db(signin.turn_user_id)(conversation_id) if self.config.per_user else None
         try:
-            result = await self.server.call_tool(in_flight, arguments, answer=answer, resume=resume)
+            result = await self.server.call_tool(
+                in_flight, arguments, answer=answer, resume=resume, user_id=user_id
+            )
+        except signin.NotSignedIn as error:
+            return ToolResultBlock.error(call.id, prefix + self.not_signed_in(error.why))
         except inputs.Interrupted:
             return ToolResultBlock.error(call.id, prefix + INTERRUPTED)
         except ConnectionError as error:

@@ -2,20 +2,26 @@
 operator's policy for each, and the approval rules: the deployment's (read-only) and the
 user's own, which they add, edit, revoke, switch to shadow mode and try on their last calls."""
 
+import time
 from functools import wraps
 
+from asgiref.sync import async_to_sync
+from django.conf import settings
 from django.contrib import messages
 from django.core.exceptions import PermissionDenied
 from django.http import Http404, HttpRequest, HttpResponse
 from django.shortcuts import redirect, render
+from django.urls import reverse
 from django.utils.translation import gettext as _
 from django.utils.translation import gettext_lazy
 from django.views.decorators.http import require_GET, require_http_methods, require_POST
 from pydantic import ValidationError
 
 from chat.selectors import sidebar_conversations
-from mcp_client import status
-from mcp_client.config import ALLOW, ASK, DENY, load
+from mcp_client import signin, status
+from mcp_client.config import ALLOW, ASK, DENY, ServerConfig, load
+from mcp_client.connections import list_tools_with
+from mcp_client.models import SignIn
 from mcp_client.tools import exposed_name
 from questions import rules
 
@@ -84,7 +90,12 @@ def tools_page(request: HttpRequest) -> HttpResponse:
 
 def _tools_page(request: HttpRequest, *, form=None, errors=None, status_code=200) -> HttpResponse:
     servers = status.servers()
+    signed_in = {s.server: s for s in SignIn.objects.filter(user=request.user)}
     for server in servers:
+        if server["config"].per_user:
+            server["sign_in"] = signed_in.get(server["name"])
+            listed = server["sign_in"].tools if server["sign_in"] else None
+            server["tools"] = status.rows(listed or signin.newest_tools(server["name"]))
         for tool in server["tools"]:
             tool["exposed"] = exposed_name(server["name"], tool["name"])
             tool["policy"] = server["config"].policy(tool["name"]) or (
@@ -183,6 +194,84 @@ def shadow_rule(request: HttpRequest, rule_id: int) -> HttpResponse:
     messages.success(
         request, _("Shadow mode on: the rule decides nothing.") if on else _("Shadow mode off.")
     )
+    return redirect("mcp_client:tools")
+
+
+# --- Signing in to a server that asks each user to -------------------------------------------
+
+# The sign-ins a person has started and not finished, in their session, by `state`.
+PENDING = "mcp_client.sign_ins"
+STALE = gettext_lazy(
+    "This sign-in is not one you started here, or it was used already. Connect again."
+)
+UNLISTED = gettext_lazy(
+    "%(server)s gave a token but did not list its tools with it. Connect again later."
+)
+
+
+def _per_user_server(name: str) -> ServerConfig:
+    server = next((s for s in load().servers if s.name == name), None)
+    if server is None or not server.per_user:
+        raise Http404
+    return server
+
+
+@require_POST
+def connect(request: HttpRequest, server: str) -> HttpResponse:
+    """Start signing in to `server`: to its authorization server's consent page."""
+    config = _per_user_server(server)
+    callback = (settings.PUBLIC_URL if settings.PUBLIC_URL_CONFIGURED else "") + reverse(
+        "mcp_client:signed_in"
+    )
+    try:
+        url, pending = async_to_sync(signin.begin)(config, request.build_absolute_uri(callback))
+    except signin.SignInFailed as error:
+        messages.error(request, str(error))
+        return redirect("mcp_client:tools")
+    now = time.time()
+    kept = {k: v for k, v in request.session.get(PENDING, {}).items() if v["until"] > now}
+    kept[pending["state"]] = pending
+    request.session[PENDING] = kept
+    return redirect(url)
+
+
+@require_GET
+def signed_in(request: HttpRequest) -> HttpResponse:
+    """Where the server's authorization server sends the person back (the redirect URI)."""
+    pending = request.session.get(PENDING, {})
+    flow = pending.pop(request.GET.get("state", ""), None)
+    request.session[PENDING] = pending
+    if flow is None:
+        messages.error(request, STALE)
+        return redirect("mcp_client:tools")
+    server = _per_user_server(flow["server"])
+    if "code" not in request.GET:
+        why = request.GET.get("error_description") or request.GET.get("error") or _("no reason")
+        messages.error(
+            request,
+            _("%(server)s did not connect: %(why)s") % {"server": server.name, "why": why[:200]},
+        )
+        return redirect("mcp_client:tools")
+    try:
+        granted = async_to_sync(signin.finish)(
+            flow, code=request.GET["code"], state=request.GET["state"], iss=request.GET.get("iss")
+        )
+        tools = async_to_sync(list_tools_with)(server, granted.tokens.access_token)
+    except signin.SignInFailed as error:
+        messages.error(request, str(error))
+        return redirect("mcp_client:tools")
+    except Exception:
+        messages.error(request, UNLISTED % {"server": server.name})
+        return redirect("mcp_client:tools")
+    signin.keep(request.user, server, granted, tools)
+    messages.success(request, _("Connected to %(server)s.") % {"server": server.name})
+    return redirect("mcp_client:tools")
+
+
+@require_POST
+def disconnect(request: HttpRequest, server: str) -> HttpResponse:
+    if signin.forget(request.user, server):
+        messages.success(request, _("Disconnected from %(server)s.") % {"server": server})
     return redirect("mcp_client:tools")
 
 

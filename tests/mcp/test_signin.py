@@ -1,0 +1,338 @@
+"""Servers that need each user's own account (`"auth": "oauth"` in MCP_CONFIG): people connect
+them on /settings/tools/ through the server's own OAuth sign-in, and their turns call the tools
+with their own tokens only.
+
+The live tests run tests/mcp/signin_server.py, an MCP server with the `mcp` SDK's server auth
+(its own authorization server in memory), on a port of its own; Parley's pages are driven with
+Django's test client, the server's sign-in page with httpx, as a browser follows redirects.
+The calls run on this test's event loop as a turn runs them; their token reads happen on other
+threads (a refresh must not hold up the process's database thread), so those tests commit."""
+
+import asyncio
+import json
+import re
+import socket
+import subprocess
+import sys
+from pathlib import Path
+from urllib.parse import urlsplit
+
+import httpx
+import httpx2
+import pytest
+from asgiref.sync import async_to_sync
+from django.urls import reverse
+from django.utils import timezone
+
+from chat import services
+from chat.blocks import ToolCallBlock
+from chat.engine import tools
+from chat.engine.tools import ToolContext
+from chat.engine.turns import Lease
+from core.sealed import Unreadable, seal, unseal
+from mcp_client import config, signin
+from mcp_client import tools as mcp_tools
+from mcp_client.config import parse
+from mcp_client.models import SignIn
+from mcp_client.tools import McpTool
+from tests.live_server import free_port, wait_for
+
+SERVER = str(Path(__file__).with_name("signin_server.py"))
+
+
+# --- Helpers -----------------------------------------------------------------------------------
+
+
+class Tracker:
+    """tests/mcp/signin_server.py on a port of its own."""
+
+    def __init__(self, log: Path) -> None:
+        self.port = free_port()
+        self.base = f"http://127.0.0.1:{self.port}"
+        with open(log, "wb") as output:
+            self.process = subprocess.Popen(
+                [sys.executable, SERVER, "--port", str(self.port)],
+                stdout=output,
+                stderr=subprocess.STDOUT,
+            )
+        self.log = log
+        wait_for(self._answers, 30, "the sign-in server")
+
+    def _answers(self) -> bool:
+        assert self.process.poll() is None, self.log.read_text()
+        with socket.socket() as sock:
+            return sock.connect_ex(("127.0.0.1", self.port)) == 0
+
+    def stats(self) -> dict:
+        return httpx.get(f"{self.base}/stats").json()
+
+    def post(self, what: str, account: str) -> None:
+        httpx.post(f"{self.base}/{what}", params={"account": account}).raise_for_status()
+
+    def stop(self) -> None:
+        self.process.terminate()
+        self.process.wait(10)
+
+
+@pytest.fixture
+def tracker(tmp_path, settings):
+    """The sign-in server, named "tracker" in MCP_CONFIG with its tools allowed."""
+    server = Tracker(tmp_path / "tracker.log")
+    entry = {"url": f"{server.base}/mcp", "auth": "oauth", "approval": {"default": "allow"}}
+    path = tmp_path / "mcp.json"
+    path.write_text(json.dumps({"mcpServers": {"tracker": entry}}))
+    settings.MCP_CONFIG = str(path)
+    config.load.cache_clear()
+    yield server
+    config.load.cache_clear()
+    server.stop()
+
+
+def connect(client, account: str) -> str:
+    """Press Connect beside tracker as `client`'s user and sign in there as `account`; the
+    text of the Tools page Parley shows after."""
+    started = client.post(reverse("mcp_client:connect", args=["tracker"]))
+    assert started.status_code == 302, started.content
+    at = started["Location"]
+    with httpx.Client(follow_redirects=False) as browser:
+        while not at.startswith("http://testserver/"):
+            response = browser.get(at)
+            assert response.status_code == 302, response.text
+            at = response.headers["location"]
+            if "/login?" in at:
+                at += f"&account={account}"
+    back = urlsplit(at)
+    return client.get(f"{back.path}?{back.query}", follow=True).content.decode()
+
+
+def call(user, tool: str, arguments: dict, call_id: str):
+    """A turn that `user` started calls tracker's `tool`: its result as the model reads it."""
+    conversation = services.create_conversation(owner=user, title="Tracker")
+    conversation.turn_started_by = user
+    conversation.save(update_fields=["turn_started_by"])
+    context = ToolContext(lease=Lease(conversation_id=conversation.pk, token=1))
+    block = ToolCallBlock(id=call_id, name=f"mcp__tracker__{tool}", arguments=arguments)
+
+    async def run():
+        try:
+            await mcp_tools.connect()
+            return await tools.run(block, context)
+        finally:
+            here = mcp_tools._connections.pop(asyncio.get_running_loop(), None)
+            if here is not None:
+                await here.close()
+            for registered in tools.registry:
+                if isinstance(registered, McpTool):
+                    tools.unregister(registered.name)
+
+    return async_to_sync(run)()
+
+
+# --- Live: connecting, and calls with each one's own token --------------------------------------
+
+
+@pytest.mark.live
+@pytest.mark.django_db(transaction=True)
+def test_two_people_connect_their_own_accounts_and_the_server_sees_each_one(
+    tracker, client, django_user_model
+):
+    ana = django_user_model.objects.create_user("ana", password="x")
+    bruno = django_user_model.objects.create_user("bruno", password="x")
+
+    client.force_login(ana)
+    before = client.get(reverse("mcp_client:tools")).content.decode()
+    assert "Connect to use: this server works with each person’s own account." in before
+    page = connect(client, "ana-on-tracker")
+    assert "Connected to tracker." in page
+    assert "Connected with your account since" in page
+    assert "Disconnect" in page
+    client.force_login(bruno)
+    connect(client, "bruno-on-tracker")
+
+    assert call(ana, "whoami", {}, "c1").content == "ana-on-tracker"
+    written = call(bruno, "write_item", {"text": "a bug"}, "c2")
+    assert (written.content, written.is_error) == ("bruno-on-tracker wrote a bug", False)
+    assert tracker.stats()["authorization_code"] == 2
+
+    # Kept sealed: the row holds no token in the clear, and opens to the tokens that work.
+    sign_in = SignIn.objects.get(user=ana, server="tracker")
+    opened = unseal(sign_in.sealed)
+    assert opened["tokens"]["access_token"] not in sign_in.sealed
+    assert {tool["name"] for tool in sign_in.tools} == {"whoami", "write_item"}
+
+
+@pytest.mark.live
+@pytest.mark.django_db(transaction=True)
+def test_someone_who_has_not_connected_is_told_to_connect_and_nothing_runs(
+    tracker, client, django_user_model
+):
+    ana = django_user_model.objects.create_user("ana", password="x")
+    carol = django_user_model.objects.create_user("carol", password="x")
+    client.force_login(ana)
+    connect(client, "ana-on-tracker")
+
+    client.force_login(carol)
+    page = client.get(reverse("mcp_client:tools")).content.decode()
+    assert "Connect to use: this server works with each person’s own account." in page
+    assert len(re.findall(r"<td>\s*Connect to use\s*</td>", page)) == 2  # each tool
+    result = call(carol, "write_item", {"text": "x"}, "c1")
+    assert result.is_error
+    assert result.content == (
+        "Not run: tracker needs the user's own account, and they have not connected it. Tell "
+        "them to open Settings, Tools, and choose Connect beside tracker; then try again."
+    )
+    assert tracker.stats()["authorization_code"] == 1
+
+
+@pytest.mark.live
+@pytest.mark.django_db(transaction=True)
+def test_an_expired_token_is_refreshed_and_a_refused_one_is_refreshed_and_sent_again(
+    tracker, client, django_user_model
+):
+    ana = django_user_model.objects.create_user("ana", password="x")
+    client.force_login(ana)
+    connect(client, "ana")
+
+    SignIn.objects.filter(user=ana).update(expires_at=timezone.now())
+    assert call(ana, "whoami", {}, "c1").content == "ana"
+    assert tracker.stats()["refresh_token"] == 1
+    sign_in = SignIn.objects.get(user=ana)
+    assert sign_in.expires_at > timezone.now() + signin.REFRESH_MARGIN
+    assert sign_in.refreshed_at is not None
+
+    # The server ends the access token before it expires: a 401, one refresh, the call again.
+    tracker.post("expire", "ana")
+    assert call(ana, "write_item", {"text": "once"}, "c2").content == "ana wrote once"
+    assert tracker.stats()["refresh_token"] == 2
+
+
+@pytest.mark.live
+@pytest.mark.django_db(transaction=True)
+def test_a_revoked_sign_in_stops_the_tools_until_the_person_connects_again(
+    tracker, client, django_user_model
+):
+    ana = django_user_model.objects.create_user("ana", password="x")
+    client.force_login(ana)
+    connect(client, "ana")
+
+    tracker.post("revoke", "ana")
+    refused = call(ana, "write_item", {"text": "x"}, "c1")
+    assert refused.is_error
+    assert refused.content == (
+        "Not run: tracker no longer accepts the user's sign-in (Your sign-in expired and could "
+        "not be renewed.). Tell them to open Settings, Tools, and choose Connect again beside "
+        "tracker; then try again."
+    )
+    page = client.get(reverse("mcp_client:tools")).content.decode()
+    assert "Connect again: Your sign-in expired and could not be renewed." in page
+
+    page = connect(client, "ana")
+    assert call(ana, "whoami", {}, "c2").content == "ana"
+
+    # Disconnect: the row goes, and the tools need a Connect again.
+    done = client.post(reverse("mcp_client:disconnect", args=["tracker"]), follow=True)
+    assert "Disconnected from tracker." in done.content.decode()
+    assert not SignIn.objects.filter(user=ana).exists()
+    assert "have not connected it" in call(ana, "whoami", {}, "c3").content
+
+
+# --- In process ---------------------------------------------------------------------------------
+
+
+@pytest.mark.django_db
+def test_a_callback_parley_did_not_start_is_refused(client, user):
+    client.force_login(user)
+    response = client.get(
+        reverse("mcp_client:signed_in"), {"code": "stolen", "state": "guessed"}, follow=True
+    )
+    assert (
+        "This sign-in is not one you started here, or it was used already. Connect again."
+        in response.content.decode()
+    )
+    assert not SignIn.objects.exists()
+
+
+@pytest.mark.django_db
+def test_connect_is_only_for_a_server_that_asks_each_user_to_sign_in(
+    client, user, settings, tmp_path
+):
+    path = tmp_path / "mcp.json"
+    path.write_text(json.dumps({"mcpServers": {"search": {"url": "https://example.org/mcp"}}}))
+    settings.MCP_CONFIG = str(path)
+    config.load.cache_clear()
+    client.force_login(user)
+    try:
+        assert client.post(reverse("mcp_client:connect", args=["search"])).status_code == 404
+        assert client.post(reverse("mcp_client:connect", args=["nothing"])).status_code == 404
+        assert client.get(reverse("mcp_client:connect", args=["search"])).status_code == 405
+    finally:
+        config.load.cache_clear()
+
+
+def test_an_oauth_entry_is_checked_like_every_other():
+    checked = parse(
+        json.dumps(
+            {
+                "mcpServers": {
+                    "ok": {"url": "https://a.example/mcp", "auth": "oauth"},
+                    "secret": {"url": "https://b.example/mcp", "oauth": {"clientId": "x"}},
+                    "header": {
+                        "url": "https://c.example/mcp",
+                        "auth": "oauth",
+                        "headers": {"Authorization": "Bearer operator"},
+                    },
+                    "orphan": {
+                        "url": "https://d.example/mcp",
+                        "auth": "oauth",
+                        "oauth": {"clientSecret": "s"},
+                    },
+                    "stdio": {"command": "x", "auth": "oauth"},
+                }
+            }
+        )
+    )
+    assert [s.name for s in checked.servers] == ["ok"]
+    assert checked.servers[0].per_user
+    assert 'only for a server with "auth": "oauth"' in checked.invalid["secret"]
+    assert "each user's own token is the Authorization" in checked.invalid["header"]
+    assert "clientSecret needs the clientId" in checked.invalid["orphan"]
+    assert "auth" in checked.invalid["stdio"]
+
+
+def test_sealed_secrets_open_under_a_fallback_key_and_not_under_another(settings):
+    settings.SECRET_KEY = "first-key-" + "x" * 50
+    sealed = seal({"access_token": "abc"})
+    assert "abc" not in sealed
+    settings.SECRET_KEY, settings.SECRET_KEY_FALLBACKS = (
+        "second-key-" + "y" * 50,
+        ["first-key-" + "x" * 50],
+    )
+    assert unseal(sealed) == {"access_token": "abc"}
+    settings.SECRET_KEY_FALLBACKS = []
+    with pytest.raises(Unreadable):
+        unseal(sealed)
+
+
+@pytest.mark.django_db(transaction=True)
+def test_a_server_asking_for_more_scope_marks_the_sign_in_to_connect_again(user):
+    """A 403 `insufficient_scope` is not refreshed away: the person must grant more."""
+    SignIn.objects.create(
+        user=user,
+        server="tracker",
+        sealed=seal({"client": {"client_id": "c"}, "tokens": {"access_token": "t"}}),
+        token_endpoint="https://tracker.example/token",
+    )
+    bearer = signin.Bearer(user.pk, "tracker")
+
+    def server(request: httpx2.Request) -> httpx2.Response:
+        assert request.headers["Authorization"] == "Bearer t"
+        challenge = 'Bearer error="insufficient_scope", scope="tracker admin"'
+        return httpx2.Response(403, headers={"WWW-Authenticate": challenge})
+
+    async def request() -> int:
+        async with httpx2.AsyncClient(transport=httpx2.MockTransport(server), auth=bearer) as http:
+            return (await http.post("https://tracker.example/mcp")).status_code
+
+    assert async_to_sync(request)() == 403
+    assert bearer.refused == "The server needs more access than you granted."
+    assert SignIn.objects.get(user=user).problem == bearer.refused
