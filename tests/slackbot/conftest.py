@@ -59,9 +59,14 @@ class FakeSlack:
         with self.lock:
             return [call.arguments for call in self.calls if call.method == method]
 
-    def answer(self, method: str, arguments: dict) -> tuple[int, dict, dict]:
+    def tokens(self, method: str) -> list[str]:
+        """The Authorization header of each call of `method`."""
         with self.lock:
-            self.calls.append(Call(method, arguments, ""))
+            return [call.authorization for call in self.calls if call.method == method]
+
+    def answer(self, method: str, arguments: dict, authorization: str) -> tuple[int, dict, dict]:
+        with self.lock:
+            self.calls.append(Call(method, arguments, authorization))
             queued = self.failures.get(method)
             if queued:
                 status, headers = queued.pop(0)
@@ -98,7 +103,8 @@ def slack_handler(fake: FakeSlack):
             else:
                 arguments = {k: v[0] for k, v in parse_qs(raw).items()}
             method = self.path.rstrip("/").rsplit("/", 1)[-1]
-            status, headers, body = fake.answer(method, arguments)
+            authorization = self.headers.get("Authorization", "")
+            status, headers, body = fake.answer(method, arguments, authorization)
             data = json.dumps(body).encode()
             self.send_response(status)
             for name, value in headers.items():
