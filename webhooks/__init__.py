@@ -1,4 +1,4 @@
-"""The outbox of every channel: webhooks, e-mail and Web Push.
+"""The outbox of every channel: webhooks, e-mail, Web Push and Slack.
 
 Whatever a question event sends away from Parley's pages, to a person or a program, is written
 as a `Delivery` row in the transaction that made the event, and delivered after commit by
