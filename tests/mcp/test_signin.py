@@ -11,10 +11,6 @@ threads (a refresh must not hold up the process's database thread), so those tes
 import asyncio
 import json
 import re
-import socket
-import subprocess
-import sys
-from pathlib import Path
 from urllib.parse import urlsplit
 
 import httpx
@@ -35,53 +31,16 @@ from mcp_client import tools as mcp_tools
 from mcp_client.config import parse
 from mcp_client.models import SignIn
 from mcp_client.tools import McpTool
-from tests.live_server import free_port, wait_for
-
-SERVER = str(Path(__file__).with_name("signin_server.py"))
-
+from tests.mcp.tracker import Tracker
 
 # --- Helpers -----------------------------------------------------------------------------------
-
-
-class Tracker:
-    """tests/mcp/signin_server.py on a port of its own."""
-
-    def __init__(self, log: Path) -> None:
-        self.port = free_port()
-        self.base = f"http://127.0.0.1:{self.port}"
-        with open(log, "wb") as output:
-            self.process = subprocess.Popen(
-                [sys.executable, SERVER, "--port", str(self.port)],
-                stdout=output,
-                stderr=subprocess.STDOUT,
-            )
-        self.log = log
-        wait_for(self._answers, 30, "the sign-in server")
-
-    def _answers(self) -> bool:
-        assert self.process.poll() is None, self.log.read_text()
-        with socket.socket() as sock:
-            return sock.connect_ex(("127.0.0.1", self.port)) == 0
-
-    def stats(self) -> dict:
-        return httpx.get(f"{self.base}/stats").json()
-
-    def post(self, what: str, account: str) -> None:
-        httpx.post(f"{self.base}/{what}", params={"account": account}).raise_for_status()
-
-    def stop(self) -> None:
-        self.process.terminate()
-        self.process.wait(10)
 
 
 @pytest.fixture
 def tracker(tmp_path, settings):
     """The sign-in server, named "tracker" in MCP_CONFIG with its tools allowed."""
     server = Tracker(tmp_path / "tracker.log")
-    entry = {"url": f"{server.base}/mcp", "auth": "oauth", "approval": {"default": "allow"}}
-    path = tmp_path / "mcp.json"
-    path.write_text(json.dumps({"mcpServers": {"tracker": entry}}))
-    settings.MCP_CONFIG = str(path)
+    settings.MCP_CONFIG = str(server.config(tmp_path))
     config.load.cache_clear()
     yield server
     config.load.cache_clear()
