@@ -9,7 +9,7 @@ import json
 from django.utils.translation import gettext as _
 
 from questions.models import Question, QuestionKind, QuestionStatus
-from questions.payloads import SLACK
+from questions.payloads import SLACK, form_fields
 from questions.selectors import context_line, question_url
 from reach.links import choice_options
 
@@ -34,9 +34,10 @@ LIMITS = {
 # The action_ids of the buttons and the modals' callback_ids (slackbot.interactions).
 OPTION = "option"  # f"option:{index}", value f"{question pk}:{index}"
 ALLOW, DENY, DENY_WITH_FEEDBACK, OPEN = "allow", "deny", "deny_feedback", "open"
+DECLINE = "decline"  # a tool's form, declined
 OPEN_IN_PARLEY = "open_in_parley"
 CONFIRM_LINK = "confirm_link"
-ANSWER_VIEW, DENY_VIEW = "parley_answer", "parley_deny"
+ANSWER_VIEW, DENY_VIEW, FORM_VIEW = "parley_answer", "parley_deny", "parley_form"
 
 
 def escape(text: str) -> str:
@@ -111,7 +112,11 @@ def buttons(question: Question) -> list[dict]:
             button(_("Deny with feedback…"), DENY_WITH_FEEDBACK, str(pk)),
         ]
     elif question.kind == QuestionKind.ELICITATION:
-        elements = []
+        elements = (
+            [button(_("Answer…"), OPEN, str(pk)), button(_("Decline"), DECLINE, str(pk))]
+            if has_form(question)
+            else []
+        )
     else:
         options = choice_options(question)
         elements = [
@@ -123,6 +128,12 @@ def buttons(question: Question) -> list[dict]:
     open_link = button(_("Open in Parley"), OPEN_IN_PARLEY)
     open_link["url"] = question_url(question)
     return [*elements[: LIMITS["actions_elements"] - 1], open_link]
+
+
+def has_form(question: Question) -> bool:
+    """Whether a tool's request is a form the modal can show (not a link to open)."""
+    request = question.elicitation
+    return request.mode == "form" and bool(form_fields(request.requested_schema, request.order))
 
 
 def closed_text(question: Question) -> str:

@@ -9,6 +9,7 @@ refusal is kept (SlackRefusal) and logged."""
 
 import json
 import logging
+from functools import partial
 
 from django.conf import settings
 from django.utils import translation
@@ -24,7 +25,7 @@ from core.errors import ParleyError
 from questions import approvals, resolving
 from questions.errors import InvalidAnswer, QuestionAlreadyResolved
 from questions.models import Question, QuestionKind
-from questions.payloads import ALLOW, DENY, SLACK, Answer
+from questions.payloads import ACCEPT, ALLOW, DECLINE, DENY, SLACK, Answer
 from reach.links import choice_options
 from slackbot import blocks, client, linking, modals
 from slackbot.models import RefusalReason, SlackRefusal
@@ -114,6 +115,9 @@ def click(user, question: Question, action: Action) -> None:
         decision = ALLOW if action.action_id == blocks.ALLOW else DENY
         approvals.decide(**common, decision=decision)
         return
+    if action.action_id == blocks.DECLINE:
+        resolving.answer_elicitation(**common, action=DECLINE)
+        return
     options = choice_options(question)
     _option, _sep, index = action.action_id.partition(":")
     if _option != blocks.OPTION or not index.isdigit() or int(index) >= len(options):
@@ -122,7 +126,8 @@ def click(user, question: Question, action: Action) -> None:
 
 
 def submit(interaction: Interaction) -> dict | None:
-    """A modal's submission: its answers, or Deny with feedback. Raises Refused."""
+    """A modal's submission: its answers, a tool's form, or Deny with feedback. Returns the
+    modal's errors when the answer does not fit. Raises Refused."""
     view = interaction.view
     try:
         question_id = str(json.loads(view.private_metadata)["q"])
@@ -130,38 +135,36 @@ def submit(interaction: Interaction) -> dict | None:
         return None
     user, question = answerer(interaction, question_id)
     values = view.state.values
-    if view.callback_id == blocks.DENY_VIEW:
-        feedback = modals.submitted_feedback(values)
-
-        def service() -> None:
-            approvals.decide(
-                user=user,
-                conversation_id=question.conversation_id,
-                tool_call_id=question.tool_call_id,
-                decision=DENY,
-                feedback=feedback,
-                via=SLACK,
-            )
-
-    elif view.callback_id == blocks.ANSWER_VIEW and question.kind != QuestionKind.TOOL_APPROVAL:
-
-        def service() -> None:
-            resolving.answer_question(
-                user=user,
-                conversation_id=question.conversation_id,
-                tool_call_id=question.tool_call_id,
-                answers=modals.submitted_answers(question, values),
-                via=SLACK,
-            )
-
-    else:
+    call = submitted(view.callback_id, question, values)
+    if call is None:
         return None
+    common = {
+        "user": user,
+        "conversation_id": question.conversation_id,
+        "tool_call_id": question.tool_call_id,
+        "via": SLACK,
+    }
     with translation.override(language(user)):
         try:
-            answer(user, question, service)
+            answer(user, question, lambda: call(**common))
         except InvalidInModal as invalid:
             first = next(iter(values), modals.FEEDBACK_BLOCK)
             return {"response_action": "errors", "errors": {first: invalid.message}}
+    return None
+
+
+def submitted(callback_id: str, question: Question, values: dict):
+    """The service a modal's submission calls, its answer bound; None for a modal that does
+    not fit the question."""
+    if callback_id == blocks.DENY_VIEW and question.kind == QuestionKind.TOOL_APPROVAL:
+        feedback = modals.submitted_feedback(values)
+        return partial(approvals.decide, decision=DENY, feedback=feedback)
+    if callback_id == blocks.FORM_VIEW and question.kind == QuestionKind.ELICITATION:
+        content = modals.submitted_form(question, values)
+        return partial(resolving.answer_elicitation, action=ACCEPT, values=content)
+    if callback_id == blocks.ANSWER_VIEW and not question.is_tool_request:
+        answers = modals.submitted_answers(question, values)
+        return partial(resolving.answer_question, answers=answers)
     return None
 
 

@@ -6,10 +6,10 @@ import json
 
 from django.utils.translation import gettext as _
 
-from questions.models import Question
-from questions.payloads import Answer
+from questions.models import Question, QuestionKind
+from questions.payloads import Answer, FormField, form_fields
 from questions.schemas import AskedQuestion
-from slackbot.blocks import ANSWER_VIEW, DENY_VIEW, LIMITS, cut, plain
+from slackbot.blocks import ANSWER_VIEW, DENY_VIEW, FORM_VIEW, LIMITS, cut, plain
 from slackbot.payloads import StateValue
 
 FEEDBACK_BLOCK = "feedback"
@@ -31,6 +31,13 @@ def modal(*, callback_id: str, question: Question, title: str, submit: str, bloc
 
 
 def answer_view(question: Question) -> dict:
+    """A tool's form, or the answer form of a question."""
+    if question.kind == QuestionKind.ELICITATION:
+        return form_view(question)
+    return question_view(question)
+
+
+def question_view(question: Question) -> dict:
     """The form of a question: for each asked question, its options (checkboxes for a
     multi-select, radio buttons else) and a text box where typed answers are allowed."""
     blocks: list[dict] = []
@@ -124,3 +131,63 @@ def submitted_answers(question: Question, values: dict[str, dict[str, StateValue
 def submitted_feedback(values: dict[str, dict[str, StateValue]]) -> str:
     typed = values.get(FEEDBACK_BLOCK, {}).get(TYPED)
     return (typed.value or "") if typed else ""
+
+
+# A tool's form (an elicitation): one input per field, its value read back by field.
+FIELD = "value"
+
+
+def form_view(question: Question) -> dict:
+    """A running tool's form: each field as Slack's nearest input (text, number, a switch,
+    a choice or several)."""
+    request = question.elicitation
+    fields = form_fields(request.requested_schema, request.order)
+    blocks = [{"type": "section", "text": plain(request.message or question.summary)}]
+    blocks += [field_input(index, field) for index, field in enumerate(fields)]
+    return modal(
+        callback_id=FORM_VIEW, question=question, title=_("Answer"), submit=_("Send"), blocks=blocks
+    )
+
+
+def field_input(index: int, field: FormField) -> dict:
+    label = plain(field.label, LIMITS["label"])
+    options = [
+        {"text": plain(choice.title or choice.value, LIMITS["option_text"]), "value": choice.value}
+        for choice in field.choices[:100]
+    ]
+    if field.kind == "boolean":
+        element = {"type": "checkboxes", "options": [{"text": label, "value": "true"}]}
+    elif field.kind in ("number", "integer"):
+        element = {"type": "number_input", "is_decimal_allowed": field.kind == "number"}
+    elif field.kind == "enum":
+        element = {"type": "static_select", "options": options}
+    elif field.kind == "array":
+        element = {"type": "multi_static_select", "options": options}
+    else:
+        element = {"type": "plain_text_input", "multiline": field.long_text}
+    element["action_id"] = FIELD
+    block = {"type": "input", "block_id": f"f{index}", "label": label, "element": element}
+    block["optional"] = field.kind == "boolean" or not field.required
+    if field.description:
+        block["hint"] = plain(field.description, LIMITS["label"])
+    return block
+
+
+def submitted_form(question: Question, values: dict[str, dict[str, StateValue]]) -> dict:
+    """A submitted tool's form as questions.resolving.answer_elicitation reads it."""
+    request = question.elicitation
+    given: dict = {}
+    for index, field in enumerate(form_fields(request.requested_schema, request.order)):
+        state = values.get(f"f{index}", {}).get(FIELD)
+        if state is None:
+            continue
+        chosen = state.chosen_values()
+        if field.kind == "boolean":
+            given[field.name] = "true" if chosen else ""
+        elif field.kind == "enum":
+            given[field.name] = chosen[0] if chosen else None
+        elif field.kind == "array":
+            given[field.name] = chosen
+        else:
+            given[field.name] = state.value
+    return given

@@ -23,7 +23,7 @@ from chat.engine import turns
 from chat.engine.providers.base import TextDelta
 from questions import asking
 from questions.models import Question
-from questions.payloads import ApprovalRequest
+from questions.payloads import ApprovalRequest, ElicitationRequest
 from slackbot.models import SlackLink
 from webhooks import delivery
 
@@ -257,6 +257,35 @@ def ask_approval(user, conversation):
         return Question.objects.get(conversation=conversation, tool_call_id="c0")
 
     return ask_approval
+
+
+FORM = {
+    "type": "object",
+    "properties": {
+        "name": {"type": "string", "title": "Note name", "maxLength": 10},
+        "priority": {"type": "integer", "title": "Priority", "minimum": 1, "maximum": 5},
+        "pinned": {"type": "boolean", "title": "Pinned", "default": False},
+        "colour": {"type": "string", "enum": ["red", "green"], "enumNames": ["Red", "Green"]},
+    },
+    "required": ["name"],
+}
+
+
+@pytest.fixture
+def ask_form(user, conversation):
+    """`ask_form()`: a running tool asks for a form (FORM). Returns its row."""
+
+    def ask_form() -> Question:
+        services.post_user_message(user=user, conversation_id=conversation.pk, text="Note")
+        claim = turns.claim(conversation.pk, step_limit=10)
+        call = ToolCallBlock(id="c0", name="mcp__notes__new_note_from_form", arguments={})
+        turns.complete_step(claim.lease, text="", tool_calls=[call])
+        request = ElicitationRequest(
+            server="notes", call_id=call.id, message="Details, please", requested_schema=FORM
+        )
+        return asking.ask_elicitation(claim.lease, call, request, key="elicit_1")
+
+    return ask_form
 
 
 @pytest.fixture
