@@ -307,23 +307,12 @@ def record(
     queued), and a channel's 404 or 410 calls its `gone` hook; a 2xx counts even if the row
     was given up while the attempt was in flight, and calls its channel's `delivered` hook.
     `retry_after`: the receiver's own delay before the next attempt, instead of the backoff."""
-    now = timezone.now()
     delivered = not error
     webhook = delivery.channel == DeliveryChannel.WEBHOOK
     gone = status_code == HTTPStatus.GONE if webhook else status_code in GONE_STATUSES
-    current = [DeliveryStatus.PENDING]
-    if skipped:
-        update = {"status": DeliveryStatus.SKIPPED}
-    elif delivered:
-        update = {"status": DeliveryStatus.DELIVERED, "delivered_at": now}
-        current.append(DeliveryStatus.GIVEN_UP)
-    elif gone or delivery.attempts >= settings.WEBHOOK_MAX_ATTEMPTS:
-        update = {"status": DeliveryStatus.FAILED}
-    elif retry_after is not None:
-        update = {"next_attempt_at": now + min(timedelta(seconds=retry_after), MAX_BACKOFF)}
-    else:
-        backoff = timedelta(seconds=settings.WEBHOOK_RETRY_SECONDS * 2 ** (delivery.attempts - 1))
-        update = {"next_attempt_at": now + min(backoff, MAX_BACKOFF)}
+    update, current = _transition(
+        delivery, skipped=skipped, delivered=delivered, gone=gone, retry_after=retry_after
+    )
     with transaction.atomic():
         Delivery.objects.filter(pk=delivery.pk, status__in=current).update(
             last_status_code=status_code, last_error=error, **update
@@ -338,10 +327,33 @@ def record(
             sender.gone(delivery)
         if delivered and sender is not None:
             sender.delivered(delivery, receipt or {})
+    if not skipped:
+        _log(delivery, error=error, disabled=disabled)
+
+
+def _transition(
+    delivery: Delivery, *, skipped: bool, delivered: bool, gone: bool, retry_after: float | None
+) -> tuple[dict, list[str]]:
+    """The fields an attempt's outcome writes, and the statuses the row may be in for it."""
+    now = timezone.now()
     if skipped:
-        return
-    if not webhook:
-        if not delivered:
+        return {"status": DeliveryStatus.SKIPPED}, [DeliveryStatus.PENDING]
+    if delivered:
+        update = {"status": DeliveryStatus.DELIVERED, "delivered_at": now}
+        return update, [DeliveryStatus.PENDING, DeliveryStatus.GIVEN_UP]
+    if gone or delivery.attempts >= settings.WEBHOOK_MAX_ATTEMPTS:
+        return {"status": DeliveryStatus.FAILED}, [DeliveryStatus.PENDING]
+    if retry_after is not None:
+        wait = timedelta(seconds=retry_after)
+    else:
+        wait = timedelta(seconds=settings.WEBHOOK_RETRY_SECONDS * 2 ** (delivery.attempts - 1))
+    return {"next_attempt_at": now + min(wait, MAX_BACKOFF)}, [DeliveryStatus.PENDING]
+
+
+def _log(delivery: Delivery, *, error: str, disabled: bool) -> None:
+    """Log a failed attempt, and a webhook disabled by it."""
+    if delivery.channel != DeliveryChannel.WEBHOOK:
+        if error:
             logger.warning(
                 "%s delivery %s failed (attempt %s): %s",
                 delivery.channel,
@@ -350,7 +362,7 @@ def record(
                 error,
             )
         return
-    if not delivered:
+    if error:
         logger.warning(
             "webhook delivery %s to %s failed (attempt %s): %s",
             delivery.event_id,
