@@ -41,6 +41,7 @@ NOT_ALLOWED = gettext_lazy(
     "participants may). Nothing was answered."
 )
 GONE = gettext_lazy("This question is no longer in Parley.")
+NOT_OPENED = gettext_lazy("Slack did not open the form. Try again, or answer in Parley.")
 REFUSALS = {
     RefusalReason.UNLINKED: NOT_LINKED,
     RefusalReason.VIEWER: NOT_ALLOWED,
@@ -95,7 +96,11 @@ def act(interaction: Interaction, action: Action) -> None:
                 if action.action_id == blocks.DENY_WITH_FEEDBACK
                 else modals.answer_view(question)
             )
-            client.call("views.open", trigger_id=interaction.trigger_id, view=view)
+            try:
+                client.call("views.open", trigger_id=interaction.trigger_id, view=view)
+            except Exception:  # Slack's refusal or outage: said, never the request's end
+                logger.warning("Slack did not open a modal", exc_info=True)
+                raise Refused(NOT_OPENED) from None
             return
         try:
             answer(user, question, lambda: click(user, question, action))

@@ -14,7 +14,8 @@ from django.utils import timezone
 from django.utils.translation import gettext_lazy as _
 
 from core import jobs
-from core.errors import ParleyError
+from core.errors import ParleyError, RateLimited
+from core.limits import count_in_window
 from slackbot import client
 from slackbot.models import SlackLink
 from webhooks.models import Delivery, DeliveryChannel
@@ -24,6 +25,9 @@ CONFIRM_WITHIN = timedelta(minutes=30)
 # The event type of the outbox row that sends the confirmation.
 LINK_EVENT = "slack.link"
 MEMBER_ID = re.compile(r"[UW][A-Z0-9]{2,31}")
+# Link requests a user may make in an hour (each sends a Slack member a message).
+REQUESTS_PER_HOUR = 5
+HOUR = 60 * 60
 
 
 class LinkRefused(ParleyError):
@@ -37,13 +41,16 @@ CONFIRM_EXPIRED = _(
     "This link request has expired or was replaced. Ask again in Parley's Settings."
 )
 CONFIRMED = _("Linked: this Slack account answers as %(name)s in Parley.")
+TOO_MANY = _(
+    "You asked to link a Slack account several times already: try again in %(minutes)s minutes."
+)
 
 
 @transaction.atomic
 def request_link(*, user, slack_user_id: str) -> SlackLink:
     """Ask to link `user` to the Slack member `slack_user_id`: the bot sends that member a
     Confirm button (through the outbox). Replaces the user's link, confirmed or not. Raises
-    LinkRefused."""
+    LinkRefused, or RateLimited past REQUESTS_PER_HOUR."""
     member = slack_user_id.strip().upper()
     if not client.configured():
         raise LinkRefused(NOT_CONFIGURED)
@@ -55,6 +62,8 @@ def request_link(*, user, slack_user_id: str) -> SlackLink:
         .exists()
     ):
         raise LinkRefused(TAKEN)
+    if (wait := count_in_window("slack-links", user.pk, REQUESTS_PER_HOUR, HOUR)) is not None:
+        raise RateLimited(wait, TOO_MANY % {"minutes": -(-wait // 60)})
     link, _created = SlackLink.objects.update_or_create(
         user=user,
         defaults={

@@ -12,6 +12,7 @@ from django.views.decorators.csrf import csrf_exempt
 from django.views.decorators.http import require_POST
 
 from accounts import settings_page
+from core.errors import RateLimited
 from slackbot import client, interactions, linking
 from slackbot.models import SlackLink
 from slackbot.verify import is_from_slack
@@ -55,9 +56,12 @@ def link(request: HttpRequest) -> HttpResponse:
     typed = request.POST.get("slack_user_id", "")
     try:
         linking.request_link(user=request.user, slack_user_id=typed)
-    except linking.LinkRefused as refused:
+    except (linking.LinkRefused, RateLimited) as refused:
         shown = {"slack_user_id": typed, "slack_error": refused.message}
-        return settings_page.render(request, status=refused.status, shown=shown)
+        response = settings_page.render(request, status=refused.status, shown=shown)
+        if isinstance(refused, RateLimited):
+            response["Retry-After"] = str(refused.retry_after)
+        return response
     messages.success(
         request, _("The Parley app sent you a message in Slack: confirm the link there.")
     )

@@ -238,3 +238,12 @@ def test_a_question_resolved_before_it_is_posted_is_not_posted(
     sweep()
     assert slack.called("chat.postMessage") == []
     assert Delivery.objects.get(channel=DeliveryChannel.SLACK).status == DeliveryStatus.SKIPPED
+
+
+def test_a_modal_slack_does_not_open_is_said(linked, conversation, ask, slack, interact):
+    question = ask(linked, conversation, arguments={"question": "What should the note say?"})
+    slack.fail("views.open", 500)
+    response = interact(click(question, "open", str(question.pk)))
+    assert response.status_code == 200
+    [told] = slack.called("chat.postEphemeral")
+    assert told["text"] == "Slack did not open the form. Try again, or answer in Parley."

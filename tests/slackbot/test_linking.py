@@ -90,3 +90,13 @@ def test_settings_shows_the_link_and_unlinks_in_one_click(user, client, slack):
 def test_settings_has_no_slack_section_while_slack_is_not_set_up(user, client):
     client.force_login(user)
     assert "Slack member ID" not in client.get(reverse("accounts:preferences")).content.decode()
+
+
+def test_link_requests_are_limited(user, client, slack):
+    client.force_login(user)
+    for _ in range(5):
+        assert client.post(reverse("slackbot:link"), {"slack_user_id": ADA}).status_code == 302
+    response = client.post(reverse("slackbot:link"), {"slack_user_id": ADA})
+    assert response.status_code == 429
+    assert int(response["Retry-After"]) > 0
+    assert "try again in" in response.content.decode()
