@@ -11,6 +11,7 @@ threads (a refresh must not hold up the process's database thread), so those tes
 import asyncio
 import json
 import re
+import socket
 from urllib.parse import urlsplit
 
 import httpx
@@ -295,3 +296,49 @@ def test_a_server_asking_for_more_scope_marks_the_sign_in_to_connect_again(user)
     assert async_to_sync(request)() == 403
     assert bearer.refused == "The server needs more access than you granted."
     assert SignIn.objects.get(user=user).problem == bearer.refused
+
+
+@pytest.fixture
+def unreachable(settings, tmp_path):
+    """MCP_CONFIG naming "tracker", a per-user server on a port where nothing listens."""
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        port = sock.getsockname()[1]
+    entry = {"url": f"http://127.0.0.1:{port}/mcp", "auth": "oauth"}
+    path = tmp_path / "mcp.json"
+    path.write_text(json.dumps({"mcpServers": {"tracker": entry}}))
+    settings.MCP_CONFIG = str(path)
+    config.load.cache_clear()
+    yield
+    config.load.cache_clear()
+
+
+@pytest.mark.django_db
+def test_connect_to_a_server_that_cannot_be_reached_says_so_and_keeps_nothing(
+    client, user, unreachable
+):
+    client.force_login(user)
+    response = client.post(reverse("mcp_client:connect", args=["tracker"]), follow=True)
+    page = response.content.decode()
+    assert response.redirect_chain == [(reverse("mcp_client:tools"), 302)]
+    assert "The server’s sign-in could not be found:" in page
+    assert not SignIn.objects.exists()
+
+
+@pytest.mark.django_db
+def test_a_person_who_denies_at_the_server_is_told_and_nothing_is_kept(client, user, unreachable):
+    client.force_login(user)
+    session = client.session
+    session["mcp_client.sign_ins"] = {"s1": {"server": "tracker", "state": "s1", "until": 9e12}}
+    session.save()
+    response = client.get(
+        reverse("mcp_client:signed_in"),
+        {"state": "s1", "error": "access_denied", "error_description": "<b>No</b> thanks"},
+        follow=True,
+    )
+    page = response.content.decode()
+    assert "tracker did not connect: &lt;b&gt;No&lt;/b&gt; thanks" in page
+    assert not SignIn.objects.exists()
+    # The flow is used up: the same answer again is not one Parley started.
+    again = client.get(reverse("mcp_client:signed_in"), {"state": "s1", "code": "c"}, follow=True)
+    assert "This sign-in is not one you started here" in again.content.decode()
