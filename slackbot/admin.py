@@ -1,6 +1,6 @@
 from django.contrib import admin
 
-from slackbot.models import SlackLink, SlackMessage, SlackRefusal
+from slackbot.models import SlackChannel, SlackLink, SlackMessage, SlackRefusal
 
 
 @admin.register(SlackLink)
@@ -11,11 +11,18 @@ class SlackLinkAdmin(admin.ModelAdmin):
     readonly_fields = ["user", "slack_user_id", "team_id", "requested_at", "confirmed_at"]
 
 
+@admin.register(SlackChannel)
+class SlackChannelAdmin(admin.ModelAdmin):
+    list_display = ["conversation", "channel_id", "connected_by", "connected_at"]
+    list_select_related = ["conversation", "connected_by"]
+    readonly_fields = ["conversation", "connected_by", "connected_at"]
+
+
 @admin.register(SlackMessage)
 class SlackMessageAdmin(admin.ModelAdmin):
-    list_display = ["question", "recipient", "channel", "ts", "posted_at", "closed_at"]
+    list_display = ["question", "recipient", "channel", "shared", "ts", "posted_at", "closed_at"]
     list_select_related = ["question", "recipient"]
-    readonly_fields = ["question", "recipient", "channel", "ts", "posted_at", "closed_at"]
+    readonly_fields = ["question", "recipient", "channel", "shared", "ts", "posted_at", "closed_at"]
 
 
 @admin.register(SlackRefusal)

@@ -48,9 +48,39 @@ class SlackLink(models.Model):
         return self.confirmed_at is not None
 
 
+class SlackChannel(models.Model):
+    """A Slack channel a conversation is connected to by its owner: its questions are posted
+    there (the bot must be in it), for its members to answer, instead of to each person's
+    direct messages."""
+
+    conversation = models.OneToOneField(
+        "chat.Conversation",
+        on_delete=models.CASCADE,
+        related_name="slack_channel",
+        verbose_name=_("conversation"),
+    )
+    channel_id = models.CharField(_("Slack channel"), max_length=32)
+    connected_by = models.ForeignKey(
+        settings.AUTH_USER_MODEL,
+        on_delete=models.SET_NULL,
+        null=True,
+        related_name="+",
+        verbose_name=_("connected by"),
+    )
+    connected_at = models.DateTimeField(_("connected"), default=timezone.now)
+
+    class Meta:
+        verbose_name = _("Slack channel")
+        verbose_name_plural = _("Slack channels")
+
+    def __str__(self) -> str:
+        return f"{self.conversation_id} → {self.channel_id}"
+
+
 class SlackMessage(models.Model):
-    """A message the bot posted about a question (to a linked user's direct messages): where
-    it is, so it can be updated once the question no longer waits for them."""
+    """A message the bot posted about a question (to a linked user's direct messages, or to
+    the channel its conversation is connected to): where it is, so it can be updated once the
+    question no longer waits for them."""
 
     question = models.ForeignKey(
         "questions.Question",
@@ -68,6 +98,8 @@ class SlackMessage(models.Model):
     channel = models.CharField(_("Slack channel"), max_length=32)
     ts = models.CharField(_("timestamp"), max_length=32)
     posted_at = models.DateTimeField(_("posted"), default=timezone.now)
+    # Posted to a conversation's channel (for everyone in it), not to `recipient` alone.
+    shared = models.BooleanField(_("in a channel"), default=False)
     # When it was last rewritten to say the question was closed (null: it still asks).
     closed_at = models.DateTimeField(_("closed"), null=True, blank=True)
 

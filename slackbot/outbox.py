@@ -20,7 +20,7 @@ from questions.notifications import QuestionEvent
 from questions.selectors import recipient_ids
 from reach import outbox as reach_outbox
 from slackbot import blocks, client, linking
-from slackbot.models import SlackLink, SlackMessage
+from slackbot.models import SlackChannel, SlackLink, SlackMessage
 from webhooks.channels import Send, Sent, Skip
 from webhooks.models import Delivery, DeliveryChannel
 
@@ -35,16 +35,30 @@ def enqueue(sender, *, event: QuestionEvent, **kwargs) -> None:
         return
     question = event.question
     if reach_outbox.reaches(event):
-        links = SlackLink.objects.filter(
-            user_id__in=event.recipient_ids, confirmed_at__isnull=False, user__is_active=True
-        ).values_list("user_id", "slack_user_id")
-        rows = [
-            _row(user_id, event.type, {"question": question.pk}, target=slack_user_id)
-            for user_id, slack_user_id in links
-        ]
-        _queue(rows)
+        channel = (
+            SlackChannel.objects.filter(conversation_id=question.conversation_id)
+            .values_list("channel_id", flat=True)
+            .first()
+        )
+        if channel and event.type in reach_outbox.WAITING:
+            body = {"question": question.pk, "shared": True}
+            _queue([_row(event.owner_id, event.type, body, target=channel)])
+        else:
+            _queue(_direct_messages(event))
     if event.type == notifications.ASSIGNED:
-        _queue_updates(open_messages(question).exclude(recipient_id__in=event.recipient_ids))
+        direct = open_messages(question).filter(shared=False)
+        _queue_updates(direct.exclude(recipient_id__in=event.recipient_ids))
+
+
+def _direct_messages(event: QuestionEvent) -> list[Delivery]:
+    """A post to each linked user the question waits for."""
+    links = SlackLink.objects.filter(
+        user_id__in=event.recipient_ids, confirmed_at__isnull=False, user__is_active=True
+    ).values_list("user_id", "slack_user_id")
+    return [
+        _row(user_id, event.type, {"question": event.question.pk}, target=slack_user_id)
+        for user_id, slack_user_id in links
+    ]
 
 
 def enqueue_close(sender, *, question: Question, **kwargs) -> None:
@@ -102,6 +116,8 @@ def _prepare_post(delivery: Delivery) -> Send:
     """A question's direct message; Skip if it no longer waits for its recipient, the
     recipient's link changed, or they have its message already."""
     question = reach_outbox.waiting_question(delivery)
+    if json.loads(delivery.body).get("shared"):
+        return _prepare_channel_post(delivery, question)
     recipient = delivery.recipient
     link = SlackLink.objects.filter(
         user=recipient, slack_user_id=delivery.target, confirmed_at__isnull=False
@@ -123,6 +139,25 @@ def _prepare_post(delivery: Delivery) -> Send:
     return send
 
 
+def _prepare_channel_post(delivery: Delivery, question: Question) -> Send:
+    """A question's message in the channel its conversation is connected to; Skip if the
+    conversation was disconnected (or connected elsewhere) since, or the channel has it."""
+    connected = SlackChannel.objects.filter(
+        conversation_id=question.conversation_id, channel_id=delivery.target
+    ).exists()
+    if not connected or open_messages(question).filter(shared=True).exists():
+        raise Skip
+    with translation.override(_language(delivery.recipient)):
+        message = blocks.question_message(question)
+
+    def send() -> Sent:
+        response = client.call("chat.postMessage", channel=delivery.target, **message)
+        receipt = {"channel": response["channel"], "ts": response["ts"], "shared": True}
+        return Sent(200, receipt)
+
+    return send
+
+
 def _prepare_update(delivery: Delivery) -> Send:
     """A posted message rewritten closed; Skip if it was already, or if the question waits
     for its recipient again."""
@@ -140,7 +175,7 @@ def _prepare_update(delivery: Delivery) -> Send:
     if message is None:
         raise Skip
     question = message.question
-    if question.is_pending and message.recipient_id in recipient_ids(question):
+    if question.is_pending and (message.shared or message.recipient_id in recipient_ids(question)):
         raise Skip
     with translation.override(_language(delivery.recipient)):
         closed = blocks.closed_message(question)
@@ -180,13 +215,19 @@ def delivered(delivery: Delivery, receipt: dict) -> None:
     if "ts" not in receipt:
         return
     question_id = json.loads(delivery.body)["question"]
+    shared = bool(receipt.get("shared"))
     message, _created = SlackMessage.objects.get_or_create(
         channel=receipt["channel"],
         ts=receipt["ts"],
-        defaults={"question_id": question_id, "recipient_id": delivery.recipient_id},
+        defaults={
+            "question_id": question_id,
+            "recipient_id": delivery.recipient_id,
+            "shared": shared,
+        },
     )
     question = Question.objects.filter(pk=question_id).select_related("conversation").first()
     if question is not None and (
-        not question.is_pending or delivery.recipient_id not in recipient_ids(question)
+        not question.is_pending
+        or (not shared and delivery.recipient_id not in recipient_ids(question))
     ):
         _queue_updates(SlackMessage.objects.filter(pk=message.pk))

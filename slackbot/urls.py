@@ -12,4 +12,10 @@ urlpatterns = [
     ),
     path("settings/slack/link/", views.link, name="link"),
     path("settings/slack/unlink/", views.unlink, name="unlink"),
+    path("settings/slack/channels/", views.connect, name="connect"),
+    path(
+        "settings/slack/channels/<int:conversation_id>/disconnect/",
+        views.disconnect,
+        name="disconnect",
+    ),
 ]

@@ -12,8 +12,9 @@ from django.views.decorators.csrf import csrf_exempt
 from django.views.decorators.http import require_POST
 
 from accounts import settings_page
+from chat.errors import ConversationNotFound, NotAllowed
 from core.errors import RateLimited
-from slackbot import client, interactions, linking
+from slackbot import client, connecting, interactions, linking
 from slackbot.models import SlackLink
 from slackbot.verify import is_from_slack
 
@@ -44,9 +45,14 @@ def interactions_endpoint(request: HttpRequest) -> HttpResponse:
 
 def link_section(request: HttpRequest) -> dict:
     """What Settings' Slack section shows (slackbot/settings.html#link)."""
+    configured = client.configured()
     return {
-        "slack_configured": client.configured(),
+        "slack_configured": configured,
         "slack_link": SlackLink.objects.filter(user=request.user).first(),
+        "slack_channels": connecting.connected_channels(user=request.user),
+        "slack_conversations": (
+            connecting.owned_conversations(user=request.user) if configured else []
+        ),
     }
 
 
@@ -72,4 +78,35 @@ def link(request: HttpRequest) -> HttpResponse:
 def unlink(request: HttpRequest) -> HttpResponse:
     linking.unlink(user=request.user)
     messages.success(request, _("Your Slack account is no longer linked."))
+    return redirect("accounts:preferences")
+
+
+@require_POST
+def connect(request: HttpRequest) -> HttpResponse:
+    """Connect one of the user's conversations to a Slack channel the bot is in."""
+    typed = request.POST.get("channel_id", "")
+    try:
+        conversation_id = int(request.POST.get("conversation", ""))
+        connected = connecting.connect_conversation(
+            user=request.user, conversation_id=conversation_id, channel_id=typed
+        )
+    except (ValueError, ConversationNotFound, NotAllowed, linking.LinkRefused) as refused:
+        message = getattr(refused, "message", ConversationNotFound.default_message)
+        shown = {"slack_channel_id": typed, "slack_channel_error": message}
+        return settings_page.render(request, status=422, shown=shown)
+    messages.success(
+        request,
+        _("Questions of “%(title)s” are now posted to the Slack channel %(channel)s.")
+        % {"title": connected.conversation, "channel": connected.channel_id},
+    )
+    return redirect("accounts:preferences")
+
+
+@require_POST
+def disconnect(request: HttpRequest, conversation_id: int) -> HttpResponse:
+    try:
+        connecting.disconnect_conversation(user=request.user, conversation_id=conversation_id)
+    except (ConversationNotFound, NotAllowed):
+        return HttpResponse(status=404)
+    messages.success(request, _("Questions of that conversation go to direct messages again."))
     return redirect("accounts:preferences")

@@ -48,6 +48,8 @@ class FakeSlack:
     calls: list[Call] = field(default_factory=list)
     failures: dict[str, list[tuple[int, dict]]] = field(default_factory=dict)
     socket_urls: list[str] = field(default_factory=list)
+    # Channels the bot is not in (conversations.info).
+    outside: set[str] = field(default_factory=set)
     _ts: itertools.count = field(default_factory=lambda: itertools.count(1))
     lock: threading.Lock = field(default_factory=threading.Lock)
 
@@ -74,7 +76,9 @@ class FakeSlack:
                 return status, headers, {"ok": False, "error": error}
             ts = f"1700000000.{next(self._ts):06d}"
         if method == "chat.postMessage":
-            return 200, {}, {"ok": True, "channel": "D" + arguments["channel"], "ts": ts}
+            posted = arguments["channel"]
+            channel = posted if posted.startswith(("C", "G")) else "D" + posted
+            return 200, {}, {"ok": True, "channel": channel, "ts": ts}
         if method == "chat.postEphemeral":
             return 200, {}, {"ok": True, "message_ts": ts}
         if method == "views.open":
@@ -82,7 +86,8 @@ class FakeSlack:
         if method == "users.info":
             return 200, {}, {"ok": True, "user": {"id": arguments.get("user"), "team_id": TEAM}}
         if method == "conversations.info":
-            channel = {"id": arguments.get("channel"), "is_member": True}
+            member = arguments.get("channel") not in self.outside
+            channel = {"id": arguments.get("channel"), "is_member": member}
             return 200, {}, {"ok": True, "channel": channel}
         if method == "apps.connections.open":
             with self.lock:
