@@ -41,6 +41,7 @@ NOT_ALLOWED = gettext_lazy(
     "participants may). Nothing was answered."
 )
 GONE = gettext_lazy("This question is no longer in Parley.")
+VOTE_COUNTED = gettext_lazy("Counted. This approval waits for more people's decisions.")
 NOT_OPENED = gettext_lazy("Slack did not open the form. Try again, or answer in Parley.")
 REFUSALS = {
     RefusalReason.UNLINKED: NOT_LINKED,
@@ -106,6 +107,9 @@ def act(interaction: Interaction, action: Action) -> None:
             answer(user, question, lambda: click(user, question, action))
         except InvalidInModal as invalid:
             raise Refused(invalid.message) from None
+        question.refresh_from_db(fields=["status"])
+        if question.is_pending:  # one vote of an approval that wants several people's
+            ephemeral(interaction, str(VOTE_COUNTED))
 
 
 def click(user, question: Question, action: Action) -> None:

@@ -23,7 +23,7 @@ from chat.engine import turns
 from chat.engine.providers.base import TextDelta
 from questions import asking
 from questions.models import Question
-from questions.payloads import ApprovalRequest, ElicitationRequest
+from questions.payloads import ApprovalRequest, ElicitationRequest, RuleNote
 from slackbot.models import SlackLink
 from webhooks import delivery
 
@@ -168,6 +168,10 @@ def interact(client, committed):
     return interact
 
 
+# Each click's own action_ts, as Slack stamps every click (two clicks never sign alike).
+CLICKS = itertools.count(1)
+
+
 def click(question: Question, action_id: str, value: str, *, user: str = ADA) -> dict:
     """A block_actions payload: `user` clicked a button of the question's message."""
     return {
@@ -185,7 +189,7 @@ def click(question: Question, action_id: str, value: str, *, user: str = ADA) ->
                 "action_id": action_id,
                 "block_id": f"parley:{question.pk}",
                 "value": value,
-                "action_ts": "1700000000.1",
+                "action_ts": f"1700000000.{next(CLICKS):06d}",
             }
         ],
     }
@@ -241,10 +245,10 @@ def ask(model, committed):
 
 @pytest.fixture
 def ask_approval(user, conversation):
-    """`ask_approval()`: the agent's step calls write_note, which asks for approval. Returns
-    its row."""
+    """`ask_approval(needed=1)`: the agent's step calls write_note, which asks for approval
+    (of `needed` people: an ask rule's quorum). Returns its row."""
 
-    def ask_approval() -> Question:
+    def ask_approval(needed: int = 1) -> Question:
         services.post_user_message(user=user, conversation_id=conversation.pk, text="Notes")
         claim = turns.claim(conversation.pk, step_limit=10)
         call = ToolCallBlock(id="c0", name="mcp__notes__write_note", arguments={"name": "n"})
@@ -257,6 +261,9 @@ def ask_approval(user, conversation):
             description="",
             arguments=call.arguments,
             input_schema={"type": "object"},
+            asked_by=RuleNote(
+                id="1", scope="user", label="write_note", effect="ask", needed=needed
+            ),
         )
         assert asking.ask_approvals(claim.lease, [(call, request)])
         return Question.objects.get(conversation=conversation, tool_call_id="c0")

@@ -6,10 +6,11 @@ rewritten once the question is closed, wherever it was answered."""
 import pytest
 from django.urls import reverse
 
+from chat import sharing
 from chat.models import Role
 from questions.models import QuestionStatus
 from slackbot.models import SlackMessage
-from tests.slackbot.conftest import ADA, click, submission
+from tests.slackbot.conftest import ADA, click, link, submission
 from webhooks.models import Delivery, DeliveryChannel, DeliveryStatus
 
 pytestmark = [pytest.mark.django_db, pytest.mark.postgres]
@@ -247,3 +248,27 @@ def test_a_modal_slack_does_not_open_is_said(linked, conversation, ask, slack, i
     assert response.status_code == 200
     [told] = slack.called("chat.postEphemeral")
     assert told["text"] == "Slack did not open the form. Try again, or answer in Parley."
+
+
+def test_an_approval_that_wants_two_people_counts_each_allow(
+    linked, conversation, ask_approval, slack, interact, django_user_model
+):
+    for name in ("grace", "bo"):
+        person = django_user_model.objects.create_user(username=name, password=f"pw-{name}-123")
+        link(person, f"U0{name.upper()}")
+        sharing.share_conversation(
+            user=linked, conversation_id=conversation.pk, username=name, role="participant"
+        )
+    question = ask_approval(needed=2)
+
+    interact(click(question, "allow", str(question.pk), user="U0GRACE"))
+    interact(click(question, "allow", str(question.pk), user="U0GRACE"))
+    question.refresh_from_db()
+    assert question.status == QuestionStatus.PENDING
+    counted, again = slack.called("chat.postEphemeral")
+    assert counted["text"] == "Counted. This approval waits for more people's decisions."
+    assert "already" in again["text"]
+
+    interact(click(question, "allow", str(question.pk), user="U0BO"))
+    question.refresh_from_db()
+    assert (question.status, question.answered_via) == (QuestionStatus.ANSWERED, "slack")
