@@ -4,13 +4,14 @@ every other channel (answeredVia slack, answeredBy the linked user), and the mes
 rewritten once the question is closed, wherever it was answered."""
 
 import pytest
+from django.test import Client
 from django.urls import reverse
 
 from chat import sharing
 from chat.models import Role
 from questions.models import QuestionStatus
 from slackbot.models import SlackMessage
-from tests.slackbot.conftest import ADA, click, link, submission
+from tests.slackbot.conftest import ADA, click, form, link, sign, submission
 from webhooks.models import Delivery, DeliveryChannel, DeliveryStatus
 
 pytestmark = [pytest.mark.django_db, pytest.mark.postgres]
@@ -272,3 +273,18 @@ def test_an_approval_that_wants_two_people_counts_each_allow(
     interact(click(question, "allow", str(question.pk), user="U0BO"))
     question.refresh_from_db()
     assert (question.status, question.answered_via) == (QuestionStatus.ANSWERED, "slack")
+
+
+def test_slack_s_post_needs_no_login_nor_csrf_token(linked, conversation, ask, slack, committed):
+    question = ask(linked, conversation)
+    body = form(click(question, "option:0", f"{question.pk}:0"))
+    with committed():
+        response = Client(enforce_csrf_checks=True).post(
+            reverse("slackbot:interactions"),
+            data=body,
+            content_type="application/x-www-form-urlencoded",
+            headers=sign(body),
+        )
+    assert response.status_code == 200
+    question.refresh_from_db()
+    assert (question.answer_text, question.answered_via) == ("Margherita", "slack")
