@@ -36,6 +36,8 @@ class LinkRefused(ParleyError):
 
 
 NOT_CONFIGURED = _("Slack is not set up on this Parley server.")
+NO_SUCH_MEMBER = _("Slack knows no person with that member ID in this workspace.")
+NOT_REACHED = _("Slack could not be asked about that member ID. Try again later.")
 TAKEN = _("That Slack account is already linked to another Parley user.")
 CONFIRM_EXPIRED = _(
     "This link request has expired or was replaced. Ask again in Parley's Settings."
@@ -46,16 +48,36 @@ TOO_MANY = _(
 )
 
 
-@transaction.atomic
 def request_link(*, user, slack_user_id: str) -> SlackLink:
-    """Ask to link `user` to the Slack member `slack_user_id`: the bot sends that member a
-    Confirm button (through the outbox). Replaces the user's link, confirmed or not. Raises
-    LinkRefused, or RateLimited past REQUESTS_PER_HOUR."""
+    """Ask to link `user` to the Slack member `slack_user_id`, a person of the workspace
+    (users.info says so): the bot sends that member a Confirm button (through the outbox).
+    Replaces the user's link, confirmed or not. Raises LinkRefused, or RateLimited past
+    REQUESTS_PER_HOUR."""
     member = slack_user_id.strip().upper()
     if not client.configured():
         raise LinkRefused(NOT_CONFIGURED)
     if not MEMBER_ID.fullmatch(member):
         raise LinkRefused
+    check_member(member)
+    return _save_request(user=user, member=member)
+
+
+def check_member(member: str) -> None:
+    """Raise LinkRefused unless Slack knows `member` as a person (not a bot, not deleted)."""
+    try:
+        found = client.call("users.info", user=member).get("user") or {}
+    except client.SlackFailed as failed:
+        if failed.error == "user_not_found":
+            raise LinkRefused(NO_SUCH_MEMBER) from None
+        raise LinkRefused(NOT_REACHED) from None
+    except Exception:  # an outage or a 429: nothing is asked of that member now
+        raise LinkRefused(NOT_REACHED) from None
+    if found.get("deleted") or found.get("is_bot"):
+        raise LinkRefused(NO_SUCH_MEMBER)
+
+
+@transaction.atomic
+def _save_request(*, user, member: str) -> SlackLink:
     if (
         SlackLink.objects.filter(slack_user_id=member, confirmed_at__isnull=False)
         .exclude(user=user)

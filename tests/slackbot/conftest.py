@@ -48,8 +48,9 @@ class FakeSlack:
     calls: list[Call] = field(default_factory=list)
     failures: dict[str, list[tuple[int, dict]]] = field(default_factory=dict)
     socket_urls: list[str] = field(default_factory=list)
-    # Channels the bot is not in (conversations.info).
+    # Channels the bot is not in (conversations.info), members it does not know (users.info).
     outside: set[str] = field(default_factory=set)
+    strangers: set[str] = field(default_factory=set)
     _ts: itertools.count = field(default_factory=lambda: itertools.count(1))
     lock: threading.Lock = field(default_factory=threading.Lock)
 
@@ -84,7 +85,10 @@ class FakeSlack:
         if method == "views.open":
             return 200, {}, {"ok": True, "view": {"id": "V0VIEW"}}
         if method == "users.info":
-            return 200, {}, {"ok": True, "user": {"id": arguments.get("user"), "team_id": TEAM}}
+            member = arguments.get("user")
+            if member in self.strangers:
+                return 200, {}, {"ok": False, "error": "user_not_found"}
+            return 200, {}, {"ok": True, "user": {"id": member, "team_id": TEAM}}
         if method == "conversations.info":
             member = arguments.get("channel") not in self.outside
             channel = {"id": arguments.get("channel"), "is_member": member}

@@ -100,3 +100,21 @@ def test_link_requests_are_limited(user, client, slack):
     assert response.status_code == 429
     assert int(response["Retry-After"]) > 0
     assert "try again in" in response.content.decode()
+
+
+def test_a_member_id_slack_does_not_know_is_refused(user, client, slack):
+    slack.strangers.add("U0NOBODY")
+    client.force_login(user)
+    response = client.post(reverse("slackbot:link"), {"slack_user_id": "U0NOBODY"})
+    assert response.status_code == 422
+    assert "Slack knows no person with that member ID" in response.content.decode()
+    assert slack.called("users.info") == [{"user": "U0NOBODY"}]
+    assert not SlackLink.objects.exists()
+
+
+def test_a_slack_that_cannot_be_reached_links_nothing(user, client, slack, settings):
+    settings.SLACK_API_URL = "http://127.0.0.1:9/api/"
+    client.force_login(user)
+    response = client.post(reverse("slackbot:link"), {"slack_user_id": ADA})
+    assert response.status_code == 422
+    assert not SlackLink.objects.exists()
