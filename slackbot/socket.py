@@ -6,6 +6,7 @@ asks it to, or the socket drops. Each interaction is handled by slackbot.interac
 the URL's are, and acknowledged with what it answers (a modal's `response_action`)."""
 
 import asyncio
+import logging
 
 from asgiref.sync import sync_to_async
 from django.conf import settings
@@ -16,6 +17,8 @@ from slack_sdk.socket_mode.response import SocketModeResponse
 from slack_sdk.web.async_client import AsyncWebClient
 
 from slackbot import interactions
+
+logger = logging.getLogger("parley.slack")
 
 # Seconds between the client's pings; a socket silent for four of them is opened anew.
 PING_SECONDS = 5.0
@@ -35,7 +38,10 @@ async def process(client: SocketModeClient, request: SocketModeRequest) -> None:
     it again)."""
     answer = None
     if request.type == "interactive" and isinstance(request.payload, dict):
-        answer = await sync_to_async(handle, thread_sensitive=True)(request.payload)
+        try:
+            answer = await sync_to_async(handle, thread_sensitive=True)(request.payload)
+        except Exception:  # logged, and acknowledged all the same: Slack would send it again
+            logger.exception("a Slack interaction over Socket Mode failed")
     response = SocketModeResponse(envelope_id=request.envelope_id, payload=answer)
     await client.send_socket_mode_response(response)
 
