@@ -10,6 +10,7 @@ from django.urls import reverse
 
 from chat import sharing
 from questions.models import QuestionStatus
+from slackbot import verify
 from slackbot.models import RefusalReason, SlackRefusal
 from tests.slackbot.conftest import ADA, click, form, link, sign, submission
 
@@ -120,3 +121,15 @@ def test_a_click_after_unlinking_answers_nothing(question, linked, client, inter
     interact(click(question, "option:0", f"{question.pk}:0", user=ADA))
     assert pending(question)
     assert SlackRefusal.objects.get().reason == RefusalReason.UNLINKED
+
+
+def test_a_signed_interaction_is_refused_while_replays_cannot_be_told(
+    question, interact, monkeypatch
+):
+    def unreachable(*args, **kwargs):
+        raise ConnectionError("the cache is down")
+
+    monkeypatch.setattr(verify.cache, "add", unreachable)
+    response = interact(click(question, "option:0", f"{question.pk}:0"))
+    assert response.status_code == 401
+    assert pending(question)
