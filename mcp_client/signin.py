@@ -104,6 +104,8 @@ class Granted:
     tokens: OAuthToken
     token_endpoint: str
     resource: str
+    # Where Disconnect revokes the tokens (RFC 7009), if the server has such an endpoint.
+    revocation_endpoint: str | None = None
 
 
 def _spec(server: ServerConfig) -> HttpServer:
@@ -258,7 +260,8 @@ async def finish(pending: dict, *, code: str, state: str, iss: str | None) -> Gr
     tokens = _tokens(response)
     if tokens is None:
         raise SignInFailed(_("The server refused to give Parley a token. Connect again."))
-    return Granted(client, tokens, str(asm.token_endpoint), pending["resource"])
+    revocation = str(asm.revocation_endpoint) if asm.revocation_endpoint else None
+    return Granted(client, tokens, str(asm.token_endpoint), pending["resource"], revocation)
 
 
 def keep(user, server: ServerConfig, granted: Granted, tools: list[dict]) -> SignIn:
@@ -267,7 +270,13 @@ def keep(user, server: ServerConfig, granted: Granted, tools: list[dict]) -> Sig
         user=user,
         server=server.name,
         defaults={
-            "sealed": seal({"client": _dump(granted.client), "tokens": _dump(granted.tokens)}),
+            "sealed": seal(
+                {
+                    "client": _dump(granted.client),
+                    "tokens": _dump(granted.tokens),
+                    "revocation_endpoint": granted.revocation_endpoint,
+                }
+            ),
             "token_endpoint": granted.token_endpoint,
             "resource": granted.resource,
             "expires_at": _expiry(granted.tokens),
@@ -287,9 +296,31 @@ def remember_listing(server: str, tools: list[dict]) -> None:
 
 
 def forget(user, server: str) -> bool:
-    """Remove the user's sign-in to `server`; False if there was none."""
-    deleted, _kinds = SignIn.objects.filter(user=user, server=server).delete()
-    return bool(deleted)
+    """Remove the user's sign-in to `server`, revoking its tokens at the server first where
+    it can (RFC 7009; a server that cannot be reached keeps them until they expire); False if
+    there was none."""
+    sign_in = SignIn.objects.filter(user=user, server=server).first()
+    if sign_in is None:
+        return False
+    with contextlib.suppress(Unreadable, KeyError, ValueError, httpx2.HTTPError):
+        _revoke(unseal(sign_in.sealed))
+    sign_in.delete()
+    return True
+
+
+def _revoke(inner: dict) -> None:
+    """Revoke the refresh token, then the access token (RFC 7009 §2.1)."""
+    endpoint = inner.get("revocation_endpoint")
+    if not endpoint:
+        return
+    client = OAuthClientInformationFull.model_validate(inner["client"])
+    tokens = OAuthToken.model_validate(inner["tokens"])
+    kinds = [("refresh_token", tokens.refresh_token), ("access_token", tokens.access_token)]
+    with httpx2.Client(timeout=HTTP_SECONDS / 3, follow_redirects=False) as http:
+        for hint, token in kinds:
+            if token:
+                form = _with_client({"token": token, "token_type_hint": hint}, client)
+                http.post(endpoint, data=form, headers=_auth(client))
 
 
 # --- Run time ---------------------------------------------------------------------------------

@@ -12,8 +12,9 @@ the person to /login, a form that asks which account they are ("Account"); GET
 - `write_item(text)`: "<account> wrote <text>".
 
 For the tests: POST /expire?account=ana ends ana's access tokens (their refresh tokens still
-work); POST /revoke?account=ana ends all of ana's tokens; GET /stats counts the grants made
-(`authorization_code`, `refresh_token`) and the registrations, as JSON.
+work); POST /drop?account=ana ends all of ana's tokens; GET /stats counts the grants made
+(`authorization_code`, `refresh_token`), the registrations and the tokens revoked at /revoke
+(RFC 7009, as a client revokes), as JSON.
 """
 
 import argparse
@@ -23,6 +24,7 @@ import time
 from dataclasses import dataclass, field
 from urllib.parse import urlencode
 
+import uvicorn
 from mcp.server.auth.middleware.auth_context import get_access_token
 from mcp.server.auth.provider import (
     AccessToken,
@@ -32,7 +34,7 @@ from mcp.server.auth.provider import (
     TokenError,
     construct_redirect_uri,
 )
-from mcp.server.auth.settings import AuthSettings, ClientRegistrationOptions
+from mcp.server.auth.settings import AuthSettings, ClientRegistrationOptions, RevocationOptions
 from mcp.server.mcpserver import MCPServer
 from mcp.shared.auth import OAuthClientInformationFull, OAuthToken
 from mcp_types import ToolAnnotations
@@ -52,7 +54,12 @@ class Memory:
     access: dict[str, AccessToken] = field(default_factory=dict)
     refresh: dict[str, RefreshToken] = field(default_factory=dict)
     stats: dict[str, int] = field(
-        default_factory=lambda: {"authorization_code": 0, "refresh_token": 0, "registered": 0}
+        default_factory=lambda: {
+            "authorization_code": 0,
+            "refresh_token": 0,
+            "registered": 0,
+            "revoked": 0,
+        }
     )
 
 
@@ -122,6 +129,7 @@ class Provider:
     async def revoke_token(self, token) -> None:
         self.memory.access.pop(token.token, None)
         self.memory.refresh.pop(token.token, None)
+        self.memory.stats["revoked"] += 1
 
     def _tokens(self, client_id: str, grant) -> OAuthToken:
         access, refresh = secrets.token_urlsafe(32), secrets.token_urlsafe(32)
@@ -160,6 +168,7 @@ def build(port: int, token_seconds: int) -> MCPServer:
             client_registration_options=ClientRegistrationOptions(
                 enabled=True, valid_scopes=[SCOPE], default_scopes=[SCOPE]
             ),
+            revocation_options=RevocationOptions(enabled=True),
         ),
     )
 
@@ -195,8 +204,8 @@ def build(port: int, token_seconds: int) -> MCPServer:
         provider.drop(request.query_params["account"], refresh_too=False)
         return JSONResponse({"ok": True})
 
-    @server.custom_route("/revoke", methods=["POST"])
-    async def revoke(request: Request) -> Response:
+    @server.custom_route("/drop", methods=["POST"])
+    async def drop(request: Request) -> Response:
         provider.drop(request.query_params["account"], refresh_too=True)
         return JSONResponse({"ok": True})
 
@@ -207,14 +216,45 @@ def build(port: int, token_seconds: int) -> MCPServer:
     return server
 
 
+class PublicClientRevocation:
+    """ASGI middleware: the SDK's revocation handler (mcp 2.3.0) refuses a request without a
+    `client_secret` field, which RFC 7009 does not ask of a public client (it authenticates
+    with none); such a request gets an empty one, which the handler then ignores."""
+
+    def __init__(self, app) -> None:
+        self.app = app
+
+    async def __call__(self, scope, receive, send) -> None:
+        if scope["type"] != "http" or scope["path"] != "/revoke":
+            return await self.app(scope, receive, send)
+        body, more = b"", True
+        while more:
+            message = await receive()
+            body += message.get("body", b"")
+            more = message.get("more_body", False)
+        if b"client_secret=" not in body:
+            body += b"&client_secret="
+        headers = [(k, v) for k, v in scope["headers"] if k != b"content-length"]
+        headers.append((b"content-length", str(len(body)).encode()))
+        replayed = False
+
+        async def replay():
+            nonlocal replayed
+            if replayed:
+                return await receive()
+            replayed = True
+            return {"type": "http.request", "body": body, "more_body": False}
+
+        await self.app({**scope, "headers": headers}, replay, send)
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description="An MCP server with per-user OAuth (tests).")
     parser.add_argument("--port", type=int, required=True)
     parser.add_argument("--token-seconds", type=int, default=3600)
     args = parser.parse_args()
-    build(args.port, args.token_seconds).run(
-        "streamable-http", host="127.0.0.1", port=args.port, streamable_http_path="/mcp"
-    )
+    app = build(args.port, args.token_seconds).streamable_http_app(streamable_http_path="/mcp")
+    uvicorn.run(PublicClientRevocation(app), host="127.0.0.1", port=args.port, log_level="warning")
 
 
 if __name__ == "__main__":

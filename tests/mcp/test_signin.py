@@ -175,7 +175,7 @@ def test_a_revoked_sign_in_stops_the_tools_until_the_person_connects_again(
     client.force_login(ana)
     connect(client, "ana")
 
-    tracker.post("revoke", "ana")
+    tracker.post("drop", "ana")
     refused = call(ana, "write_item", {"text": "x"}, "c1")
     assert refused.is_error
     assert refused.content == (
@@ -189,10 +189,12 @@ def test_a_revoked_sign_in_stops_the_tools_until_the_person_connects_again(
     page = connect(client, "ana")
     assert call(ana, "whoami", {}, "c2").content == "ana"
 
-    # Disconnect: the row goes, and the tools need a Connect again.
+    # Disconnect: the tokens are revoked at the server, the row goes, and the tools need a
+    # Connect again.
     done = client.post(reverse("mcp_client:disconnect", args=["tracker"]), follow=True)
     assert "Disconnected from tracker." in done.content.decode()
     assert not SignIn.objects.filter(user=ana).exists()
+    assert tracker.stats()["revoked"] == 2  # the refresh token and the access token
     assert "have not connected it" in call(ana, "whoami", {}, "c3").content
 
 
