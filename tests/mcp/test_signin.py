@@ -344,3 +344,41 @@ def test_a_person_who_denies_at_the_server_is_told_and_nothing_is_kept(client, u
     # The flow is used up: the same answer again is not one Parley started.
     again = client.get(reverse("mcp_client:signed_in"), {"state": "s1", "code": "c"}, follow=True)
     assert "This sign-in is not one you started here" in again.content.decode()
+
+
+@pytest.mark.live
+@pytest.mark.django_db(transaction=True)
+def test_the_operators_own_client_signs_in_with_its_secret_and_registers_nothing(
+    tracker, client, django_user_model, settings, tmp_path
+):
+    registered = httpx.post(
+        f"{tracker.base}/register",
+        json={
+            "client_name": "Parley (operator)",
+            "redirect_uris": ["http://testserver/settings/tools/signed-in/"],
+            "grant_types": ["authorization_code", "refresh_token"],
+            "token_endpoint_auth_method": "client_secret_basic",
+        },
+    ).json()
+    entry = {
+        "url": f"{tracker.base}/mcp",
+        "auth": "oauth",
+        "oauth": {"clientId": registered["client_id"], "clientSecret": registered["client_secret"]},
+        "approval": {"default": "allow"},
+    }
+    path = tmp_path / "operator.json"
+    path.write_text(json.dumps({"mcpServers": {"tracker": entry}}))
+    settings.MCP_CONFIG = str(path)
+    config.load.cache_clear()
+    ana = django_user_model.objects.create_user("ana", password="x")
+    client.force_login(ana)
+
+    assert "Connected to tracker." in connect(client, "ana")
+    SignIn.objects.filter(user=ana).update(expires_at=timezone.now())  # refreshed with it too
+    assert call(ana, "whoami", {}, "c1").content == "ana"
+    assert tracker.stats() == {
+        "authorization_code": 1,
+        "refresh_token": 1,
+        "registered": 1,  # the operator's, above
+        "revoked": 0,
+    }
