@@ -107,9 +107,10 @@ def act(interaction: Interaction, action: Action) -> None:
             answer(user, question, lambda: click(user, question, action))
         except InvalidInModal as invalid:
             raise Refused(invalid.message) from None
-        question.refresh_from_db(fields=["status"])
-        if question.is_pending:  # one vote of an approval that wants several people's
-            ephemeral(interaction, str(VOTE_COUNTED))
+        if question.kind == QuestionKind.TOOL_APPROVAL:
+            question.refresh_from_db(fields=["status"])
+            if question.is_pending:  # one vote of an approval that wants several people's
+                ephemeral(interaction, str(VOTE_COUNTED))
 
 
 def click(user, question: Question, action: Action) -> None:
