@@ -13,6 +13,7 @@ class SlackbotConfig(AppConfig):
 
     def ready(self) -> None:
         from accounts import settings_page
+        from chat import sharing
         from questions import notifications
         from slackbot import outbox, views
         from webhooks import channels
@@ -20,6 +21,7 @@ class SlackbotConfig(AppConfig):
 
         notifications.question_changed.connect(outbox.enqueue, dispatch_uid="slackbot.outbox")
         notifications.question_closed.connect(outbox.enqueue_close, dispatch_uid="slackbot.close")
+        sharing.access_changed.connect(outbox.members_changed, dispatch_uid="slackbot.members")
         channels.register(
             DeliveryChannel.SLACK,
             channels.Channel(prepare=outbox.prepare, delivered=outbox.delivered),

@@ -142,9 +142,10 @@ def closed_text(question: Question) -> str:
     place = _("Slack") if question.answered_via == SLACK else _("Parley")
     names = {"name": by, "place": place}
     status = question.status
+    if status == QuestionStatus.PENDING and question.assigned_to_id:
+        return _("Assigned to %(name)s in Parley.") % {"name": question.assigned_to.get_username()}
     if status == QuestionStatus.PENDING:
-        assignee = question.assigned_to.get_username() if question.assigned_to_id else ""
-        return _("Assigned to %(name)s in Parley.") % {"name": assignee}
+        return _("No longer waits for your answer.")
     if question.kind == QuestionKind.TOOL_APPROVAL and status == QuestionStatus.ANSWERED:
         return _("Allowed by %(name)s in %(place)s.") % names
     if question.kind == QuestionKind.TOOL_APPROVAL and status == QuestionStatus.REJECTED:

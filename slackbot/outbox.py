@@ -13,9 +13,10 @@ from django.conf import settings
 from django.utils import timezone, translation
 
 from accounts.selectors import preferences_for
+from chat.models import MemberRole
 from core import jobs
 from questions import notifications
-from questions.models import Question
+from questions.models import Question, QuestionStatus
 from questions.notifications import QuestionEvent
 from questions.selectors import recipient_ids
 from reach import outbox as reach_outbox
@@ -65,6 +66,23 @@ def enqueue_close(sender, *, question: Question, **kwargs) -> None:
     """The question was resolved: rewrite each of its open messages."""
     if client.configured():
         _queue_updates(open_messages(question))
+
+
+def members_changed(sender, *, conversation, user_id: int, role: str | None, **kwargs) -> None:
+    """Someone was removed from a conversation or made a viewer (a receiver of
+    chat.sharing.access_changed): the direct messages of its questions that waited for them
+    say they no longer do."""
+    if not client.configured() or role == MemberRole.PARTICIPANT:
+        return
+    _queue_updates(
+        SlackMessage.objects.filter(
+            question__conversation=conversation,
+            question__status=QuestionStatus.PENDING,
+            recipient_id=user_id,
+            shared=False,
+            closed_at__isnull=True,
+        )
+    )
 
 
 def open_messages(question: Question):

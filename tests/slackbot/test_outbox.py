@@ -152,3 +152,21 @@ def test_a_user_who_is_not_linked_gets_nothing(user, conversation, ask, slack, s
     sweep()
     assert slack.calls == []
     assert not slack_rows().exists()
+
+
+def test_a_participant_made_a_viewer_is_told_the_question_no_longer_waits_for_them(
+    linked, conversation, ask, slack, sweep, django_user_model
+):
+    grace = django_user_model.objects.create_user(username="grace", password="pw-grace-123")
+    link(grace, "U0GRACE")
+    sharing.share_conversation(
+        user=linked, conversation_id=conversation.pk, username="grace", role="participant"
+    )
+    ask(linked, conversation)
+    sweep()
+    sharing.share_conversation(
+        user=linked, conversation_id=conversation.pk, username="grace", role="viewer"
+    )
+    sweep()
+    [update] = slack.called("chat.update")
+    assert (update["channel"], update["text"]) == ("DU0GRACE", "No longer waits for your answer.")
