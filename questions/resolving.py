@@ -10,8 +10,8 @@ a question can win, so a second answer, a double click, a stale id or the loser 
 between tabs or processes changes nothing and gets QuestionAlreadyResolved. In that same
 transaction it rewrites the block the transcript shows, deletes the draft, tells the
 listeners (webhooks, mail, push), and moves the turn on (chat.engine.turns), whose next step
-dispatch starts after commit. The web views, the API, the terminal client and e-mail links all
-resolve questions here.
+dispatch starts after commit. The web views, the API, the terminal client, e-mail links and
+Slack's buttons all resolve questions here.
 
 Whom a pending question waits for is its row's alone (docs/developers/architecture.md, "Where
 a question's state lives"): an assignment, an escalation or a change of the conversation's
