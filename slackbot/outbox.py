@@ -23,7 +23,7 @@ from reach import outbox as reach_outbox
 from slackbot import blocks, client, linking
 from slackbot.models import SlackChannel, SlackLink, SlackMessage
 from webhooks.channels import Send, Sent, Skip
-from webhooks.models import Delivery, DeliveryChannel
+from webhooks.models import Delivery, DeliveryChannel, DeliveryStatus
 
 # The event type of an update of a posted message (a post's is the question event's).
 UPDATE_EVENT = "slack.update"
@@ -52,14 +52,24 @@ def enqueue(sender, *, event: QuestionEvent, **kwargs) -> None:
 
 
 def _direct_messages(event: QuestionEvent) -> list[Delivery]:
-    """A post to each linked user the question waits for."""
-    links = SlackLink.objects.filter(
-        user_id__in=event.recipient_ids, confirmed_at__isnull=False, user__is_active=True
-    ).values_list("user_id", "slack_user_id")
-    return [
-        _row(user_id, event.type, {"question": event.question.pk}, target=slack_user_id)
-        for user_id, slack_user_id in links
-    ]
+    """A post to each linked user the question waits for, but one whose post of it is queued
+    already (asked, then assigned to them before the outbox ran: one message, not two; once it
+    is sent, `_prepare_post` finds its message)."""
+    body = {"question": event.question.pk}
+    queued = Delivery.objects.filter(
+        channel=DeliveryChannel.SLACK,
+        status=DeliveryStatus.PENDING,
+        recipient_id__in=event.recipient_ids,
+        body=json.dumps(body),
+    ).values_list("recipient_id", flat=True)
+    links = (
+        SlackLink.objects.filter(
+            user_id__in=event.recipient_ids, confirmed_at__isnull=False, user__is_active=True
+        )
+        .exclude(user_id__in=queued)
+        .values_list("user_id", "slack_user_id")
+    )
+    return [_row(user_id, event.type, body, target=slack_id) for user_id, slack_id in links]
 
 
 def enqueue_close(sender, *, question: Question, **kwargs) -> None:

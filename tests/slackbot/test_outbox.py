@@ -147,6 +147,29 @@ def test_a_question_assigned_to_someone_else_is_posted_to_them_and_closed_for_th
     assert len(slack.called("chat.postMessage")) == 2
 
 
+def test_a_question_assigned_before_its_post_went_out_is_posted_once(
+    linked, conversation, ask, slack, sweep, django_user_model
+):
+    """Asked (a post queued for each linked member), then assigned to one of them before the
+    outbox ran: they get one direct message, not one per event."""
+    grace = django_user_model.objects.create_user(username="grace", password="pw-grace-123")
+    link(grace, "U0GRACE")
+    sharing.share_conversation(
+        user=linked, conversation_id=conversation.pk, username="grace", role="participant"
+    )
+    question = ask(linked, conversation)
+    resolving.assign_question(
+        user=linked,
+        conversation_id=conversation.pk,
+        tool_call_id=question.tool_call_id,
+        assignee_id=grace.pk,
+    )
+    sweep()
+    sweep()
+    assert [p["channel"] for p in slack.called("chat.postMessage")] == ["U0GRACE"]
+    assert SlackMessage.objects.filter(recipient=grace).count() == 1
+
+
 def test_a_user_who_is_not_linked_gets_nothing(user, conversation, ask, slack, sweep):
     ask(user, conversation)
     sweep()
