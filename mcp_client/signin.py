@@ -58,7 +58,7 @@ from mcp.shared.auth import (
     OAuthToken,
     ProtectedResourceMetadata,
 )
-from mcp.shared.auth_utils import resource_url_from_server_url
+from mcp.shared.auth_utils import check_resource_allowed, resource_url_from_server_url
 from mcp_types import LATEST_PROTOCOL_VERSION
 from pydantic import ValidationError
 
@@ -186,6 +186,13 @@ async def _discover(
         )
         if prm is not None:
             break
+    if prm is not None and prm.resource:
+        # RFC 9728 §3.3: the metadata must be this server's (or a resource it is part of).
+        ours = resource_url_from_server_url(url)
+        if not check_resource_allowed(
+            requested_resource=ours, configured_resource=str(prm.resource)
+        ):
+            raise OAuthFlowError(f"the metadata is for {prm.resource}, not {ours}")
     issuer = str(prm.authorization_servers[0]) if prm is not None else None
     for candidate in build_oauth_authorization_server_metadata_discovery_urls(issuer, url):
         go_on, asm = await handle_auth_metadata_response(

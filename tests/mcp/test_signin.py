@@ -12,6 +12,8 @@ import asyncio
 import json
 import re
 import socket
+import threading
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from urllib.parse import urlsplit
 
 import httpx
@@ -382,3 +384,53 @@ def test_the_operators_own_client_signs_in_with_its_secret_and_registers_nothing
         "registered": 1,  # the operator's, above
         "revoked": 0,
     }
+
+
+@pytest.fixture
+def impostor(settings, tmp_path):
+    """MCP_CONFIG naming "tracker", a server whose resource metadata names another resource."""
+
+    class Handler(BaseHTTPRequestHandler):
+        def log_message(self, *args) -> None:
+            pass
+
+        def do_POST(self) -> None:
+            metadata = f"http://127.0.0.1:{port}/.well-known/oauth-protected-resource/mcp"
+            self.send_response(401)
+            self.send_header("WWW-Authenticate", f'Bearer resource_metadata="{metadata}"')
+            self.send_header("Content-Length", "0")
+            self.end_headers()
+
+        def do_GET(self) -> None:
+            body = json.dumps(
+                {
+                    "resource": "https://elsewhere.example/mcp",
+                    "authorization_servers": [f"http://127.0.0.1:{port}"],
+                }
+            ).encode()
+            self.send_response(200)
+            self.send_header("Content-Type", "application/json")
+            self.send_header("Content-Length", str(len(body)))
+            self.end_headers()
+            self.wfile.write(body)
+
+    server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+    port = server.server_address[1]
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    path = tmp_path / "mcp.json"
+    entry = {"url": f"http://127.0.0.1:{port}/mcp", "auth": "oauth"}
+    path.write_text(json.dumps({"mcpServers": {"tracker": entry}}))
+    settings.MCP_CONFIG = str(path)
+    config.load.cache_clear()
+    yield
+    config.load.cache_clear()
+    server.shutdown()
+    server.server_close()
+
+
+@pytest.mark.django_db
+def test_a_server_whose_metadata_names_another_resource_is_not_signed_in_to(client, user, impostor):
+    client.force_login(user)
+    page = client.post(reverse("mcp_client:connect", args=["tracker"]), follow=True)
+    assert "the metadata is for https://elsewhere.example/mcp" in page.content.decode()
+    assert not SignIn.objects.exists()
