@@ -125,7 +125,7 @@ class ServerConnection:
             with contextlib.suppress(ValueError):  # a listing the SDK no longer reads
                 parsed = types.Tool.model_validate(tool)
                 tools[parsed.name] = parsed
-        if tools.keys() != self.tools.keys() or tools != self.tools:
+        if tools != self.tools:
             self.tools = tools
             self._changed()
 

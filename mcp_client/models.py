@@ -66,8 +66,8 @@ class SignIn(models.Model):
     tools = models.JSONField(_("tools"), default=list, blank=True, editable=False)
     connected_at = models.DateTimeField(_("connected"), default=timezone.now)
     refreshed_at = models.DateTimeField(_("refreshed"), null=True, blank=True)
-    # Why the user must connect again ("" while the sign-in works): the server refused the
-    # token, or the refresh failed.
+    # Why the user must connect again ("" while the sign-in works): a code of
+    # mcp_client.signin.PROBLEMS (the server refused the token, the refresh failed, …).
     problem = models.CharField(_("problem"), max_length=300, blank=True)
 
     class Meta:

@@ -77,11 +77,25 @@ LISTING = "mcp-client:listing:{server}"
 # How a client authenticates at the token endpoint (RFC 7591 `token_endpoint_auth_method`).
 PUBLIC, BASIC, POST = "none", "client_secret_basic", "client_secret_post"
 
-# Why a sign-in must be made again (shown on /settings/tools/, in the person's language).
-REFUSED = _("The server refused your sign-in.")
-REFRESH_FAILED = _("Your sign-in expired and could not be renewed.")
-MORE_SCOPE = _("The server needs more access than you granted.")
-UNREADABLE = _("Parley’s keys changed, so your sign-in can no longer be read.")
+# Why a sign-in must be made again: the code kept on the row (SignIn.problem), and its words
+# (on /settings/tools/ in the person's language; in English for the model).
+REFUSED, REFRESH_FAILED, MORE_SCOPE, UNREADABLE = (
+    "refused",
+    "refresh_failed",
+    "more_scope",
+    "unreadable",
+)
+PROBLEMS = {
+    REFUSED: _("The server refused your sign-in."),
+    REFRESH_FAILED: _("Your sign-in expired and could not be renewed."),
+    MORE_SCOPE: _("The server needs more access than you granted."),
+    UNREADABLE: _("Parley’s keys changed, so your sign-in can no longer be read."),
+}
+
+
+def problem_text(code: str) -> str:
+    """The words of a sign-in's problem code, in the active language."""
+    return str(PROBLEMS.get(code, PROBLEMS[REFUSED]))
 
 
 class SignInFailed(Exception):
@@ -89,7 +103,8 @@ class SignInFailed(Exception):
 
 
 class NotSignedIn(Exception):
-    """The user has no working sign-in to the server: `why` (empty: they never connected)."""
+    """The user has no working sign-in to the server: `why`, a problem code (empty: they never
+    connected)."""
 
     def __init__(self, why: str = "") -> None:
         super().__init__(why or "not connected")
@@ -344,7 +359,8 @@ def turn_user_id(conversation_id: int) -> int | None:
 
 
 def sign_in_problem(user_id: int | None, server: str) -> str | None:
-    """None if the user has a working sign-in to `server`; else why not ("": never connected)."""
+    """None if the user has a working sign-in to `server`; else why not (a problem code; "":
+    never connected)."""
     problem = (
         SignIn.objects.filter(user_id=user_id, server=server)
         .values_list("problem", flat=True)
@@ -402,12 +418,12 @@ class Bearer(httpx2.Auth):
             response = yield request
         why = ""
         if response.status_code == 401:
-            why = str(REFUSED)
+            why = REFUSED
         elif (
             response.status_code == 403
             and extract_field_from_www_auth(response, "error") == "insufficient_scope"
         ):
-            why = str(MORE_SCOPE)
+            why = MORE_SCOPE
         if why:
             self.refused = why
             await database_sync_to_async(mark_problem)(self.user_id, self.server, why)
@@ -434,14 +450,14 @@ def _locked_token(user_id: int, server: str, *, renew: bool) -> tuple[str | None
     try:
         inner = unseal(sign_in.sealed)
     except Unreadable:
-        return None, _problem(sign_in, str(UNREADABLE))
+        return None, _problem(sign_in, UNREADABLE)
     tokens = OAuthToken.model_validate(inner["tokens"])
     fresh = sign_in.expires_at is None or sign_in.expires_at - REFRESH_MARGIN > timezone.now()
     if fresh and not renew:
         return tokens.access_token, ""
     renewed = _refresh(sign_in, inner, tokens)
     if renewed is None:
-        return None, _problem(sign_in, str(REFRESH_FAILED))
+        return None, _problem(sign_in, REFRESH_FAILED)
     return renewed.access_token, ""
 
 
@@ -474,11 +490,11 @@ def _refresh(sign_in: SignIn, inner: dict, tokens: OAuthToken) -> OAuthToken | N
 
 
 def mark_problem(user_id: int | None, server: str, why: str) -> None:
-    SignIn.objects.filter(user_id=user_id, server=server).update(problem=why[:300])
+    SignIn.objects.filter(user_id=user_id, server=server).update(problem=why)
 
 
 def _problem(sign_in: SignIn, why: str) -> str:
-    sign_in.problem = why[:300]
+    sign_in.problem = why
     sign_in.save(update_fields=["problem"])
     return sign_in.problem
 

@@ -26,6 +26,7 @@ from typing import Any
 
 import mcp_types as types
 from channels.db import database_sync_to_async
+from django.utils import translation
 
 from chat.blocks import ToolCallBlock, ToolResultBlock
 from chat.engine import tools, turns
@@ -192,9 +193,11 @@ class McpTool(Tool):
         return ToolResultBlock.error(call.id, self.not_signed_in(why))
 
     def not_signed_in(self, why: str) -> str:
+        """What the model reads when the user has no working sign-in (`why`: its problem code)."""
         if not why:
             return NEEDS_SIGN_IN.format(server=self.server.name)
-        return SIGN_IN_FAILED.format(server=self.server.name, why=why)
+        with translation.override("en"):
+            return SIGN_IN_FAILED.format(server=self.server.name, why=signin.problem_text(why))
 
     async def ask_in_parent(
         self, call: ToolCallBlock, context: ToolContext, verdict

@@ -94,6 +94,8 @@ def _tools_page(request: HttpRequest, *, form=None, errors=None, status_code=200
     for server in servers:
         if server["config"].per_user:
             server["sign_in"] = signed_in.get(server["name"])
+            if server["sign_in"] and server["sign_in"].problem:
+                server["problem"] = signin.problem_text(server["sign_in"].problem)
             listed = server["sign_in"].tools if server["sign_in"] else None
             server["tools"] = status.rows(listed or signin.newest_tools(server["name"]))
         for tool in server["tools"]:

@@ -278,7 +278,9 @@ def test_sealed_secrets_open_under_a_fallback_key_and_not_under_another(settings
 
 
 @pytest.mark.django_db(transaction=True)
-def test_a_server_asking_for_more_scope_marks_the_sign_in_to_connect_again(user):
+def test_a_server_asking_for_more_scope_marks_the_sign_in_to_connect_again(
+    user, client, unreachable
+):
     """A 403 `insufficient_scope` is not refreshed away: the person must grant more."""
     SignIn.objects.create(
         user=user,
@@ -298,8 +300,11 @@ def test_a_server_asking_for_more_scope_marks_the_sign_in_to_connect_again(user)
             return (await http.post("https://tracker.example/mcp")).status_code
 
     assert async_to_sync(request)() == 403
-    assert bearer.refused == "The server needs more access than you granted."
-    assert SignIn.objects.get(user=user).problem == bearer.refused
+    assert bearer.refused == signin.MORE_SCOPE
+    assert SignIn.objects.get(user=user).problem == signin.MORE_SCOPE
+    client.force_login(user)
+    page = client.get(reverse("mcp_client:tools"), headers={"Accept-Language": "pt-BR"})
+    assert "O servidor precisa de mais acesso do que você concedeu." in page.content.decode()
 
 
 @pytest.fixture
