@@ -42,6 +42,9 @@ if not SECRET_KEY:
     SECRET_KEY = "parley-insecure-development-key-do-not-deploy"  # noqa: S105
 elif not DEBUG and (weak := secret_key.weakness(SECRET_KEY)):
     raise ImproperlyConfigured(weak)
+# Former keys, still accepted for what they signed or sealed (core.sealed) while SECRET_KEY
+# signs and seals anew.
+SECRET_KEY_FALLBACKS = env_list("SECRET_KEY_FALLBACKS", [])
 
 ALLOWED_HOSTS = env_list(
     "ALLOWED_HOSTS", ["127.0.0.1", "localhost", "[::1]", os.environ.get("HOST", "127.0.0.1")]

@@ -219,6 +219,14 @@ def test_a_long_random_key_is_accepted_and_development_needs_none(monkeypatch):
     assert settings_with(monkeypatch, DEBUG="true")["SECRET_KEY"]
 
 
+def test_former_secret_keys_are_read_from_the_environment(monkeypatch):
+    key = secrets.token_urlsafe(50)
+    made = settings_with(monkeypatch, SECRET_KEY=key, SECRET_KEY_FALLBACKS="old-one, old-two")
+    assert made["SECRET_KEY_FALLBACKS"] == ["old-one", "old-two"]
+    monkeypatch.delenv("SECRET_KEY_FALLBACKS")
+    assert settings_with(monkeypatch, SECRET_KEY=key)["SECRET_KEY_FALLBACKS"] == []
+
+
 def test_a_production_process_with_a_placeholder_key_does_not_start(tmp_path):
     for command in (["manage.py", "check"], [*SERVE[1:], "-b", "127.0.0.1", "-p", "0"]):
         result = run_isolated(command, tmp_path, timeout=60, DEBUG="false", SECRET_KEY="change-me")
