@@ -291,14 +291,7 @@ class ServerConnection:
             await asyncio.sleep(RETRY_MIN_SECONDS)
 
     async def _list_tools(self, client: Client) -> None:
-        tools, cursor = {}, None
-        for _ in range(100):
-            page = await client.list_tools(cursor=cursor)
-            tools.update((tool.name, tool) for tool in page.tools)
-            cursor = page.next_cursor
-            if cursor is None:
-                break
-        self.tools = tools
+        self.tools = await _all_tools(client)
         self._changed()
 
     async def _on_message(self, message) -> None:
@@ -464,16 +457,19 @@ async def list_tools_with(config: ServerConfig, token: str) -> list[dict]:
     headers = {**spec.headers, "Authorization": f"Bearer {token}"}
     client = Client(_http(spec.url, headers), mode=spec.protocol, cache=None)
     async with asyncio.timeout(CONNECT_SECONDS), client:
-        tools, cursor = [], None
-        for _ in range(100):
-            page = await client.list_tools(cursor=cursor)
-            tools += [
-                tool.model_dump(mode="json", by_alias=True, exclude_none=True)
-                for tool in page.tools
-            ]
-            cursor = page.next_cursor
-            if cursor is None:
-                break
+        tools = await _all_tools(client)
+    return [t.model_dump(mode="json", by_alias=True, exclude_none=True) for t in tools.values()]
+
+
+async def _all_tools(client: Client) -> dict[str, types.Tool]:
+    """Every tool the server lists, by name, page after page (at most 100 pages)."""
+    tools, cursor = {}, None
+    for _ in range(100):
+        page = await client.list_tools(cursor=cursor)
+        tools.update((tool.name, tool) for tool in page.tools)
+        cursor = page.next_cursor
+        if cursor is None:
+            break
     return tools
 
 

@@ -40,6 +40,20 @@ from tests.mcp.tracker import Tracker
 
 
 @pytest.fixture
+def use_servers(settings, tmp_path):
+    """`use_servers(servers)`: MCP_CONFIG is a file naming `servers` (mcpServers), read afresh."""
+
+    def use(servers: dict) -> None:
+        path = tmp_path / "mcp.json"
+        path.write_text(json.dumps({"mcpServers": servers}))
+        settings.MCP_CONFIG = str(path)
+        config.load.cache_clear()
+
+    yield use
+    config.load.cache_clear()
+
+
+@pytest.fixture
 def tracker(tmp_path, settings):
     """The sign-in server, named "tracker" in MCP_CONFIG with its tools allowed."""
     server = Tracker(tmp_path / "tracker.log")
@@ -217,20 +231,12 @@ def test_a_callback_parley_did_not_start_is_refused(client, user):
 
 
 @pytest.mark.django_db
-def test_connect_is_only_for_a_server_that_asks_each_user_to_sign_in(
-    client, user, settings, tmp_path
-):
-    path = tmp_path / "mcp.json"
-    path.write_text(json.dumps({"mcpServers": {"search": {"url": "https://example.org/mcp"}}}))
-    settings.MCP_CONFIG = str(path)
-    config.load.cache_clear()
+def test_connect_is_only_for_a_server_that_asks_each_user_to_sign_in(client, user, use_servers):
+    use_servers({"search": {"url": "https://example.org/mcp"}})
     client.force_login(user)
-    try:
-        assert client.post(reverse("mcp_client:connect", args=["search"])).status_code == 404
-        assert client.post(reverse("mcp_client:connect", args=["nothing"])).status_code == 404
-        assert client.get(reverse("mcp_client:connect", args=["search"])).status_code == 405
-    finally:
-        config.load.cache_clear()
+    assert client.post(reverse("mcp_client:connect", args=["search"])).status_code == 404
+    assert client.post(reverse("mcp_client:connect", args=["nothing"])).status_code == 404
+    assert client.get(reverse("mcp_client:connect", args=["search"])).status_code == 405
 
 
 def test_an_oauth_entry_is_checked_like_every_other():
@@ -308,18 +314,12 @@ def test_a_server_asking_for_more_scope_marks_the_sign_in_to_connect_again(
 
 
 @pytest.fixture
-def unreachable(settings, tmp_path):
+def unreachable(use_servers):
     """MCP_CONFIG naming "tracker", a per-user server on a port where nothing listens."""
     with socket.socket() as sock:
         sock.bind(("127.0.0.1", 0))
         port = sock.getsockname()[1]
-    entry = {"url": f"http://127.0.0.1:{port}/mcp", "auth": "oauth"}
-    path = tmp_path / "mcp.json"
-    path.write_text(json.dumps({"mcpServers": {"tracker": entry}}))
-    settings.MCP_CONFIG = str(path)
-    config.load.cache_clear()
-    yield
-    config.load.cache_clear()
+    use_servers({"tracker": {"url": f"http://127.0.0.1:{port}/mcp", "auth": "oauth"}})
 
 
 @pytest.mark.django_db
@@ -356,7 +356,7 @@ def test_a_person_who_denies_at_the_server_is_told_and_nothing_is_kept(client, u
 @pytest.mark.live
 @pytest.mark.django_db(transaction=True)
 def test_the_operators_own_client_signs_in_with_its_secret_and_registers_nothing(
-    tracker, client, django_user_model, settings, tmp_path
+    tracker, client, django_user_model, use_servers
 ):
     registered = httpx.post(
         f"{tracker.base}/register",
@@ -373,10 +373,7 @@ def test_the_operators_own_client_signs_in_with_its_secret_and_registers_nothing
         "oauth": {"clientId": registered["client_id"], "clientSecret": registered["client_secret"]},
         "approval": {"default": "allow"},
     }
-    path = tmp_path / "operator.json"
-    path.write_text(json.dumps({"mcpServers": {"tracker": entry}}))
-    settings.MCP_CONFIG = str(path)
-    config.load.cache_clear()
+    use_servers({"tracker": entry})
     ana = django_user_model.objects.create_user("ana", password="x")
     client.force_login(ana)
 
@@ -392,7 +389,7 @@ def test_the_operators_own_client_signs_in_with_its_secret_and_registers_nothing
 
 
 @pytest.fixture
-def impostor(settings, tmp_path):
+def impostor(use_servers):
     """MCP_CONFIG naming "tracker", a server whose resource metadata names another resource."""
 
     class Handler(BaseHTTPRequestHandler):
@@ -422,13 +419,8 @@ def impostor(settings, tmp_path):
     server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
     port = server.server_address[1]
     threading.Thread(target=server.serve_forever, daemon=True).start()
-    path = tmp_path / "mcp.json"
-    entry = {"url": f"http://127.0.0.1:{port}/mcp", "auth": "oauth"}
-    path.write_text(json.dumps({"mcpServers": {"tracker": entry}}))
-    settings.MCP_CONFIG = str(path)
-    config.load.cache_clear()
+    use_servers({"tracker": {"url": f"http://127.0.0.1:{port}/mcp", "auth": "oauth"}})
     yield
-    config.load.cache_clear()
     server.shutdown()
     server.server_close()
 
